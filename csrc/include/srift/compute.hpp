@@ -1,0 +1,87 @@
+#pragma once
+// Per-GPU compute time of a workload: a first-principles roofline estimate from per-layer
+// FLOPs and bytes, and anchoring of any estimate to measured iterations.
+//
+// Note "affine compute": one worker's forward or backward time at local batch b is modelled
+// as fixed + per_sample * b. The fixed part (kernel launches, reading the weights) does not
+// shrink with the batch; the per-sample part is the max of the FLOP time and the activation
+// traffic time, summed over layers. Two or more measured batches fit both terms; one measured
+// batch only rescales an estimate, never invents a slope.
+#include <vector>
+
+#include "srift/hardware.hpp"
+#include "srift/workload.hpp"
+
+namespace srift {
+
+/// Arithmetic a training run uses for matmuls and convolutions.
+enum class Precision : int {
+  fp32 = 0,  ///< FP32 on CUDA cores
+  tf32 = 1,  ///< TF32 tensor cores where the GPU has them, else FP32
+  amp = 2,   ///< FP16/BF16 tensor cores (torch.autocast)
+};
+
+/// Operator class of a layer; decides which peak it runs against.
+enum class OpKind : int {
+  matmul = 0,       ///< linear layers, batched matmuls
+  conv = 1,         ///< convolutions
+  attention = 2,    ///< fused attention (scaled_dot_product_attention)
+  norm = 3,         ///< batch/layer norm
+  elementwise = 4,  ///< activations, dropout, residual adds
+  embedding = 5,    ///< table lookups
+  pool = 6,         ///< pooling
+  recurrent = 7,    ///< RNN/LSTM/GRU cells
+  other = 8,
+};
+constexpr int kNumOpKinds = 9;
+
+/// Cost of one layer for ONE sample of local batch.
+struct LayerCost {
+  OpKind kind = OpKind::other;
+  double forward_flops = 0;   ///< FLOPs (multiply and add counted separately), per sample
+  double backward_flops = 0;  ///< FLOPs of the backward pass, per sample
+  double forward_bytes = 0;   ///< activation bytes read + written by the forward, per sample
+  double param_bytes = 0;     ///< bytes of this layer's parameters (read once per pass)
+};
+
+/// Efficiencies of the roofline estimate: achieved / peak. Defaults are the v0 assumptions
+/// stated in the README; the learned models of srift.learn replace them.
+struct RooflineParams {
+  double tensor_core_efficiency = 0.45;  ///< matmul/conv/attention on tensor cores
+  double cuda_core_efficiency = 0.60;    ///< FP32 matmul/conv on CUDA cores
+  double memory_efficiency = 0.70;       ///< bandwidth-bound kernels
+  double launch_overhead_s = 6e-6;       ///< per layer per pass (forward 1, backward 2)
+  double backward_bytes_factor = 2.0;    ///< backward traffic relative to forward traffic
+
+  void validate() const;
+};
+
+/// Roofline estimate of one GPU's compute. `optimizer_bytes` is the memory traffic of one
+/// optimizer step (bytes; e.g. Adam reads/writes params, grads and two moments).
+ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpec& gpu,
+                              Precision precision, double optimizer_bytes,
+                              const RooflineParams& params = RooflineParams{});
+
+/// Per-layer backward time (seconds) at the given local batch under the roofline; used to
+/// place DDP bucket ready times inside the backward pass.
+std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers,
+                                            const GpuSpec& gpu, Precision precision,
+                                            double batch,
+                                            const RooflineParams& params = RooflineParams{});
+
+/// One measured single-GPU training iteration.
+struct Measurement {
+  double local_batch = 0;   ///< samples per iteration on this GPU (> 0)
+  double iteration_s = 0;   ///< forward + backward + optimizer, seconds (> 0)
+  double forward_s = -1;    ///< optional, seconds; < 0 when not measured
+  double backward_s = -1;   ///< optional, seconds; < 0 when not measured
+};
+
+/// Anchors an estimate to measurements of the same GPU type. Two or more distinct batches:
+/// least-squares fit of the fixed and per-sample terms (split between forward and backward
+/// as measured, else as the prior splits them). One batch: the prior is scaled to match it.
+/// Throws std::invalid_argument on a non-positive batch or time.
+ComputeModel anchor_to_measurements(const ComputeModel& prior,
+                                    const std::vector<Measurement>& measurements);
+
+}  // namespace srift

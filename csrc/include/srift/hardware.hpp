@@ -1,0 +1,39 @@
+#pragma once
+// Hardware descriptions the simulator needs: a GPU's peaks, an instance's links.
+// All bandwidths are bytes per second, latencies seconds, memory bytes, prices USD/hour.
+#include <string>
+
+namespace srift {
+
+/// Peak throughput of one GPU. FLOP/s are dense (no sparsity) per GPU.
+struct GpuSpec {
+  std::string name;                 ///< catalog key, e.g. "V100-16GB"
+  double memory_bytes = 0;          ///< device memory, bytes
+  double fp32_flops = 0;            ///< FP32 CUDA-core peak, FLOP/s
+  double tf32_flops = 0;            ///< TF32 tensor-core peak, FLOP/s (0: no TF32)
+  double fp16_flops = 0;            ///< FP16/BF16 tensor-core peak, FLOP/s (0: none)
+  double memory_bandwidth = 0;      ///< DRAM/HBM bandwidth, bytes/s
+
+  /// Throws std::invalid_argument naming the field when a value is not positive/finite.
+  void validate() const;
+};
+
+/// One point-to-point link class of a collective: its achieved per-rank bus bandwidth and
+/// the latency one ring step pays on it.
+struct LinkSpec {
+  double bandwidth = 0;  ///< achieved bus bandwidth, bytes/s (> 0)
+  double latency = 0;    ///< per ring step, seconds (>= 0)
+};
+
+/// What the simulator needs of one instance type.
+struct InstanceSpec {
+  std::string name;          ///< e.g. "p3.16xlarge"
+  int gpus = 1;              ///< GPUs (ranks) per instance, >= 1
+  double gpu_memory_bytes = 0;  ///< memory of each GPU, bytes
+  LinkSpec intra;            ///< GPU-to-GPU inside one instance (NVLink/NVSwitch/PCIe)
+  LinkSpec network;          ///< the instance's NIC to other instances
+
+  void validate() const;
+};
+
+}  // namespace srift

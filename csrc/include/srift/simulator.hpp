@@ -1,0 +1,97 @@
+#pragma once
+// One synchronous data-parallel iteration (PyTorch DDP semantics) on a cluster of instance
+// groups. See ../shared/DESIGN.md "The iteration model".
+#include <array>
+#include <string>
+#include <vector>
+
+#include "srift/hardware.hpp"
+#include "srift/workload.hpp"
+
+namespace srift {
+
+/// Most instance groups one cluster may have.
+constexpr int kMaxGroups = 16;
+
+/// A homogeneous group of instances inside a cluster.
+struct GroupSpec {
+  const InstanceSpec* instance = nullptr;  ///< not owned; must outlive the call
+  int count = 0;                           ///< instances, >= 1
+  ComputeModel compute;                    ///< this instance's GPU on the workload
+  double usd_per_hour = 0;                 ///< price of ONE instance, USD/hour
+};
+
+struct SimOptions {
+  int global_batch = 0;              ///< samples per iteration over all workers, >= workers
+  double usable_memory_fraction = 0.95;  ///< of each GPU's memory the allocator can use
+};
+
+/// Why a cluster cannot run the workload.
+enum class Infeasible : int {
+  none = 0,
+  batch_smaller_than_workers = 1,  ///< fewer samples than ranks: some rank would get none
+  memory = 2,                      ///< even the smallest split does not fit GPU memory
+  too_many_groups = 3,
+};
+
+/// The ring's bottleneck.
+enum class Bottleneck : int { none = 0, intra = 1, network = 2 };
+
+struct GroupResult {
+  int workers = 0;          ///< ranks in the group (instances x GPUs)
+  int batch_low = 0;        ///< local batch of (workers - workers_high) ranks
+  int batch_high = 0;       ///< local batch of workers_high ranks (batch_low + 1, or equal)
+  int workers_high = 0;
+  int max_batch = 0;        ///< largest local batch that fits one GPU's memory
+  double compute_s = 0;     ///< forward + backward of the group's slowest rank, seconds
+  double memory_bytes = 0;  ///< peak memory of the group's fullest GPU, bytes
+};
+
+struct IterationResult {
+  Infeasible infeasible = Infeasible::none;
+  bool feasible() const { return infeasible == Infeasible::none; }
+  int workers = 0;
+  int num_groups = 0;
+  double iteration_s = 0;      ///< whole iteration, seconds
+  double compute_s = 0;        ///< slowest rank's forward + backward, seconds
+  double comm_s = 0;           ///< all bucket allreduces back to back, seconds
+  double exposed_comm_s = 0;   ///< communication not hidden behind the backward, seconds
+  double optimizer_s = 0;      ///< slowest rank's optimizer step, seconds
+  double samples_per_s = 0;
+  double usd_per_hour = 0;     ///< whole cluster, USD/hour
+  double usd_per_iteration = 0;
+  Bottleneck bottleneck = Bottleneck::none;
+  int bottleneck_group = -1;   ///< group whose link bounds the ring, -1 if none
+  double ring_bandwidth = 0;   ///< bytes/s of the bottleneck link
+  double ring_latency = 0;     ///< seconds per ring step
+  std::array<GroupResult, kMaxGroups> groups{};
+};
+
+/// One bucket's allreduce on the collective stream (for timelines).
+struct BucketEvent {
+  double ready_s = 0;   ///< all ranks have the bucket's gradients
+  double start_s = 0;
+  double end_s = 0;
+  double bytes = 0;
+};
+
+/// Simulates one iteration. Validates every input and throws std::invalid_argument naming
+/// the field; an infeasible cluster is reported in the result, not thrown. When `timeline`
+/// is given it receives one event per bucket.
+IterationResult simulate(const Workload& workload, const std::vector<GroupSpec>& groups,
+                         const SimOptions& options, std::vector<BucketEvent>* timeline = nullptr);
+
+/// The hot-path form used by the search: no validation, no allocation. `groups` points to
+/// `num_groups` (1..kMaxGroups) valid groups.
+void simulate_unchecked(const Workload& workload, const GroupSpec* groups, int num_groups,
+                        const SimOptions& options, IterationResult& out,
+                        std::vector<BucketEvent>* timeline = nullptr);
+
+/// Allreduce time of `bytes` over `ranks` ranks on a ring bounded by `link`, seconds:
+/// 2 (n-1)/n * bytes / bandwidth + 2 (n-1) * latency.
+double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link);
+
+/// A sentence that says why a cluster is infeasible ("" when feasible).
+std::string describe_infeasible(const IterationResult& result, const SimOptions& options);
+
+}  // namespace srift

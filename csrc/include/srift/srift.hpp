@@ -1,0 +1,8 @@
+#pragma once
+// The one header an embedder includes: everything public in srift's core.
+#include "srift/compute.hpp"
+#include "srift/hardware.hpp"
+#include "srift/search.hpp"
+#include "srift/simulator.hpp"
+#include "srift/version.hpp"
+#include "srift/workload.hpp"
