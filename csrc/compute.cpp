@@ -1,0 +1,188 @@
+#include "srift/compute.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "validate.hpp"
+
+namespace srift {
+namespace {
+
+bool runs_on_tensor_cores(OpKind kind) {
+  return kind == OpKind::matmul || kind == OpKind::conv || kind == OpKind::attention ||
+         kind == OpKind::recurrent;
+}
+
+// Achieved FLOP/s of one op class on a GPU at a precision.
+double achieved_flops(OpKind kind, const GpuSpec& gpu, Precision precision,
+                      const RooflineParams& p) {
+  if (runs_on_tensor_cores(kind)) {
+    if (precision == Precision::amp && gpu.fp16_flops > 0) return gpu.fp16_flops * p.tensor_core_efficiency;
+    if (precision != Precision::fp32 && gpu.tf32_flops > 0) return gpu.tf32_flops * p.tensor_core_efficiency;
+  }
+  return gpu.fp32_flops * p.cuda_core_efficiency;
+}
+
+// Activations are stored in half precision under autocast: half the traffic per sample.
+double activation_byte_scale(Precision precision) { return precision == Precision::amp ? 0.5 : 1.0; }
+
+struct LayerTime {
+  double forward_fixed, forward_per_sample, backward_fixed, backward_per_sample;
+};
+
+LayerTime layer_time(const LayerCost& layer, const GpuSpec& gpu, Precision precision,
+                     const RooflineParams& p) {
+  const double flops = achieved_flops(layer.kind, gpu, precision, p);
+  const double bandwidth = gpu.memory_bandwidth * p.memory_efficiency;
+  const double bytes = layer.forward_bytes * activation_byte_scale(precision);
+  const bool launches = layer.forward_flops > 0 || layer.forward_bytes > 0 || layer.param_bytes > 0;
+  LayerTime t{};
+  t.forward_per_sample = std::max(layer.forward_flops / flops, bytes / bandwidth);
+  t.backward_per_sample =
+      std::max(layer.backward_flops / flops, p.backward_bytes_factor * bytes / bandwidth);
+  // Weights are read once per pass whatever the batch; the backward also writes gradients.
+  t.forward_fixed = (launches ? p.launch_overhead_s : 0) + layer.param_bytes / bandwidth;
+  t.backward_fixed = (launches ? 2 * p.launch_overhead_s : 0) + 2 * layer.param_bytes / bandwidth;
+  return t;
+}
+
+void validate_layers(const std::vector<LayerCost>& layers) {
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string f = "layers[" + std::to_string(i) + "].";
+    const int kind = static_cast<int>(layers[i].kind);
+    if (kind < 0 || kind >= kNumOpKinds) detail::fail(f + "kind", "a known op kind", kind);
+    detail::require_finite_nonneg(f + "forward_flops", layers[i].forward_flops);
+    detail::require_finite_nonneg(f + "backward_flops", layers[i].backward_flops);
+    detail::require_finite_nonneg(f + "forward_bytes", layers[i].forward_bytes);
+    detail::require_finite_nonneg(f + "param_bytes", layers[i].param_bytes);
+  }
+}
+
+}  // namespace
+
+void RooflineParams::validate() const {
+  auto efficiency = [](const char* name, double v) {
+    if (!(v > 0 && v <= 1)) detail::fail(std::string("roofline.") + name, "in (0, 1]", v);
+  };
+  efficiency("tensor_core_efficiency", tensor_core_efficiency);
+  efficiency("cuda_core_efficiency", cuda_core_efficiency);
+  efficiency("memory_efficiency", memory_efficiency);
+  detail::require_finite_nonneg("roofline.launch_overhead_s", launch_overhead_s);
+  detail::require_finite_nonneg("roofline.backward_bytes_factor", backward_bytes_factor);
+}
+
+ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpec& gpu,
+                              Precision precision, double optimizer_bytes,
+                              const RooflineParams& params) {
+  gpu.validate();
+  params.validate();
+  validate_layers(layers);
+  detail::require_finite_nonneg("optimizer_bytes", optimizer_bytes);
+  if (layers.empty()) throw std::invalid_argument("layers must not be empty, got 0 layers");
+
+  ComputeModel m;
+  for (const LayerCost& layer : layers) {
+    const LayerTime t = layer_time(layer, gpu, precision, params);
+    m.forward_fixed_s += t.forward_fixed;
+    m.forward_per_sample_s += t.forward_per_sample;
+    m.backward_fixed_s += t.backward_fixed;
+    m.backward_per_sample_s += t.backward_per_sample;
+  }
+  // The optimizer is a handful of fused (foreach) kernels streaming parameters and state.
+  m.optimizer_s = optimizer_bytes / (gpu.memory_bandwidth * params.memory_efficiency) +
+                  8 * params.launch_overhead_s;
+  if (m.per_sample_s() <= 0) {
+    throw std::invalid_argument("layers have no FLOPs and no bytes: cannot estimate compute");
+  }
+  return m;
+}
+
+std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers,
+                                            const GpuSpec& gpu, Precision precision,
+                                            double batch, const RooflineParams& params) {
+  gpu.validate();
+  params.validate();
+  validate_layers(layers);
+  detail::require_positive("batch", batch);
+  std::vector<double> times;
+  times.reserve(layers.size());
+  for (const LayerCost& layer : layers) {
+    const LayerTime t = layer_time(layer, gpu, precision, params);
+    times.push_back(t.backward_fixed + t.backward_per_sample * batch);
+  }
+  return times;
+}
+
+ComputeModel anchor_to_measurements(const ComputeModel& prior,
+                                    const std::vector<Measurement>& measurements) {
+  prior.validate();
+  if (measurements.empty()) return prior;
+  for (std::size_t i = 0; i < measurements.size(); ++i) {
+    const std::string f = "measurements[" + std::to_string(i) + "].";
+    detail::require_positive(f + "local_batch", measurements[i].local_batch);
+    detail::require_positive(f + "iteration_s", measurements[i].iteration_s);
+  }
+
+  // Least squares of iteration time on batch; a slope needs two distinct batches.
+  const double n = static_cast<double>(measurements.size());
+  double mean_b = 0, mean_t = 0;
+  for (const Measurement& m : measurements) {
+    mean_b += m.local_batch / n;
+    mean_t += m.iteration_s / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (const Measurement& m : measurements) {
+    sxx += (m.local_batch - mean_b) * (m.local_batch - mean_b);
+    sxy += (m.local_batch - mean_b) * (m.iteration_s - mean_t);
+  }
+  const double slope = sxx > 0 ? sxy / sxx : 0.0;
+  const double intercept = mean_t - slope * mean_b;
+
+  // Share of the forward in each term: measured when every point has both parts.
+  double forward_share_fixed = prior.fixed_s() > 0 ? prior.forward_fixed_s / prior.fixed_s() : 0.5;
+  double forward_share_slope = prior.forward_per_sample_s / prior.per_sample_s();
+  bool split_measured = true;
+  double measured_fwd = 0, measured_both = 0;
+  for (const Measurement& m : measurements) {
+    if (m.forward_s < 0 || m.backward_s < 0) split_measured = false;
+    measured_fwd += std::max(m.forward_s, 0.0);
+    measured_both += std::max(m.forward_s, 0.0) + std::max(m.backward_s, 0.0);
+  }
+  if (split_measured && measured_both > 0) {
+    forward_share_fixed = forward_share_slope = measured_fwd / measured_both;
+  }
+
+  ComputeModel out = prior;
+  if (slope > 0 && intercept >= 0) {
+    // Two or more batches with a sane fit: keep the prior's optimizer share of the intercept.
+    out.optimizer_s = std::min(prior.optimizer_s, 0.5 * intercept);
+    const double fixed = intercept - out.optimizer_s;
+    out.forward_fixed_s = fixed * forward_share_fixed;
+    out.backward_fixed_s = fixed * (1 - forward_share_fixed);
+    out.forward_per_sample_s = slope * forward_share_slope;
+    out.backward_per_sample_s = slope * (1 - forward_share_slope);
+    return out;
+  }
+  // One batch (or a fit the noise made meaningless): rescale the prior's shape to the mean.
+  const double predicted = prior.compute_s(mean_b) + prior.optimizer_s;
+  const double scale = mean_t / predicted;
+  out.forward_fixed_s = prior.forward_fixed_s * scale;
+  out.backward_fixed_s = prior.backward_fixed_s * scale;
+  out.forward_per_sample_s = prior.forward_per_sample_s * scale;
+  out.backward_per_sample_s = prior.backward_per_sample_s * scale;
+  out.optimizer_s = prior.optimizer_s * scale;
+  if (split_measured && measured_both > 0) {
+    const double compute = out.compute_s(mean_b);
+    const double f = forward_share_fixed;
+    const double fwd_scale = f * compute / out.forward_s(mean_b);
+    const double bwd_scale = (1 - f) * compute / out.backward_s(mean_b);
+    out.forward_fixed_s *= fwd_scale;
+    out.forward_per_sample_s *= fwd_scale;
+    out.backward_fixed_s *= bwd_scale;
+    out.backward_per_sample_s *= bwd_scale;
+  }
+  return out;
+}
+
+}  // namespace srift

@@ -1,0 +1,248 @@
+#include "srift/simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "validate.hpp"
+
+namespace srift {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Largest local batch whose memory fits one GPU of the group (0: not even the weights fit).
+int max_batch_for_memory(const Workload& w, const InstanceSpec& inst, double usable_fraction,
+                         int global_batch) {
+  const double free_bytes = usable_fraction * inst.gpu_memory_bytes - w.fixed_memory_bytes;
+  if (free_bytes < w.activation_bytes_per_sample) return 0;
+  if (w.activation_bytes_per_sample <= 0) return global_batch;
+  const double cap = std::floor(free_bytes / w.activation_bytes_per_sample);
+  return cap >= global_batch ? global_batch : static_cast<int>(cap);
+}
+
+// Splits the global batch into integer local batches so that ranks finish compute together.
+// Continuous optimum first (water-filling over the breakpoints of the piecewise-linear
+// total), then floors plus a greedy hand-out of the remainder, which minimises the slowest
+// rank's time among integer splits. See simulate_unchecked for the caller's invariants.
+void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResult& out) {
+  double breakpoints[2 * kMaxGroups];
+  int nb = 0;
+  for (int g = 0; g < n; ++g) {
+    const double c = groups[g].compute.fixed_s(), s = groups[g].compute.per_sample_s();
+    breakpoints[nb++] = c + s;                                  // local batch 1
+    breakpoints[nb++] = c + s * out.groups[g].max_batch;        // local batch at the memory cap
+  }
+  std::sort(breakpoints, breakpoints + nb);
+
+  auto total_at = [&](double t) {
+    double total = 0;
+    for (int g = 0; g < n; ++g) {
+      const double c = groups[g].compute.fixed_s(), s = groups[g].compute.per_sample_s();
+      const double b = std::clamp((t - c) / s, 1.0, static_cast<double>(out.groups[g].max_batch));
+      total += out.groups[g].workers * b;
+    }
+    return total;
+  };
+
+  // total_at is non-decreasing and linear between breakpoints: find the segment holding B.
+  const double target = global_batch;
+  double t_lo = breakpoints[0], f_lo = total_at(t_lo), t = breakpoints[nb - 1];
+  for (int i = 1; i < nb; ++i) {
+    const double f_hi = total_at(breakpoints[i]);
+    if (f_hi >= target) {
+      const double t_hi = breakpoints[i];
+      t = f_hi > f_lo ? t_lo + (target - f_lo) * (t_hi - t_lo) / (f_hi - f_lo) : t_hi;
+      break;
+    }
+    t_lo = breakpoints[i];
+    f_lo = f_hi;
+  }
+
+  int assigned = 0;
+  int order[kMaxGroups];
+  double next_cost[kMaxGroups];
+  for (int g = 0; g < n; ++g) {
+    GroupResult& r = out.groups[g];
+    const double c = groups[g].compute.fixed_s(), s = groups[g].compute.per_sample_s();
+    const double b = std::clamp((t - c) / s, 1.0, static_cast<double>(r.max_batch));
+    r.batch_low = std::clamp(static_cast<int>(std::floor(b)), 1, r.max_batch);
+    r.batch_high = r.batch_low;
+    r.workers_high = 0;
+    assigned += r.workers * r.batch_low;
+    order[g] = g;
+    next_cost[g] = r.batch_low < r.max_batch ? c + s * (r.batch_low + 1) : kInf;
+  }
+  int remaining = global_batch - assigned;
+  std::sort(order, order + n, [&](int a, int b) { return next_cost[a] < next_cost[b]; });
+  for (int i = 0; i < n && remaining > 0; ++i) {
+    GroupResult& r = out.groups[order[i]];
+    if (next_cost[order[i]] == kInf) continue;
+    const int extra = std::min(remaining, r.workers);
+    remaining -= extra;
+    r.batch_high = r.batch_low + 1;
+    r.workers_high = extra;
+    if (extra == r.workers) {  // the whole group moved up: one batch size again
+      r.batch_low = r.batch_high;
+    }
+  }
+}
+
+}  // namespace
+
+double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
+  if (ranks <= 1 || bytes <= 0) return 0.0;
+  const double n = ranks;
+  return 2.0 * (n - 1.0) / n * bytes / link.bandwidth + 2.0 * (n - 1.0) * link.latency;
+}
+
+void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
+                        const SimOptions& options, IterationResult& out,
+                        std::vector<BucketEvent>* timeline) {
+  out = IterationResult{};
+  out.num_groups = n;
+  if (n > kMaxGroups) {
+    out.infeasible = Infeasible::too_many_groups;
+    return;
+  }
+  int workers = 0, instances = 0;
+  long long memory_capacity = 0;
+  for (int g = 0; g < n; ++g) {
+    const InstanceSpec& inst = *groups[g].instance;
+    GroupResult& r = out.groups[g];
+    r.workers = groups[g].count * inst.gpus;
+    r.max_batch = max_batch_for_memory(w, inst, options.usable_memory_fraction, options.global_batch);
+    workers += r.workers;
+    instances += groups[g].count;
+    memory_capacity += static_cast<long long>(r.workers) * r.max_batch;
+    out.usd_per_hour += groups[g].count * groups[g].usd_per_hour;
+  }
+  out.workers = workers;
+  if (workers > options.global_batch) {
+    out.infeasible = Infeasible::batch_smaller_than_workers;
+    return;
+  }
+  bool weights_fit = true;
+  for (int g = 0; g < n; ++g) weights_fit = weights_fit && out.groups[g].max_batch >= 1;
+  if (!weights_fit || memory_capacity < options.global_batch) {
+    out.infeasible = Infeasible::memory;
+    return;
+  }
+
+  split_batch(groups, n, options.global_batch, out);
+
+  // Each group's slowest rank runs the larger local batch.
+  double forward[kMaxGroups], backward[kMaxGroups];
+  for (int g = 0; g < n; ++g) {
+    GroupResult& r = out.groups[g];
+    const int slowest = r.workers_high > 0 ? r.batch_high : r.batch_low;
+    forward[g] = groups[g].compute.forward_s(slowest);
+    backward[g] = groups[g].compute.backward_s(slowest);
+    r.compute_s = forward[g] + backward[g];
+    r.memory_bytes = w.fixed_memory_bytes + w.activation_bytes_per_sample * slowest;
+    out.compute_s = std::max(out.compute_s, r.compute_s);
+    out.optimizer_s = std::max(out.optimizer_s, groups[g].compute.optimizer_s);
+  }
+
+  // The ring's slowest link: NICs when the ring leaves an instance, NVLink/PCIe inside one.
+  if (workers > 1) {
+    out.ring_bandwidth = kInf;
+    for (int g = 0; g < n; ++g) {
+      const InstanceSpec& inst = *groups[g].instance;
+      if (inst.gpus > 1 && inst.intra.bandwidth < out.ring_bandwidth) {
+        out.ring_bandwidth = inst.intra.bandwidth;
+        out.bottleneck = Bottleneck::intra;
+        out.bottleneck_group = g;
+      }
+      out.ring_latency = std::max(out.ring_latency, inst.gpus > 1 ? inst.intra.latency : 0.0);
+      if (instances > 1) {
+        if (inst.network.bandwidth < out.ring_bandwidth) {
+          out.ring_bandwidth = inst.network.bandwidth;
+          out.bottleneck = Bottleneck::network;
+          out.bottleneck_group = g;
+        }
+        out.ring_latency = std::max(out.ring_latency, inst.network.latency);
+      }
+    }
+  }
+
+  // Buckets on one collective stream, in DDP order; each waits for the slowest rank.
+  const LinkSpec ring{out.ring_bandwidth, out.ring_latency};
+  double stream_free = 0;
+  const std::size_t buckets = workers > 1 ? w.bucket_bytes.size() : 0;
+  for (std::size_t k = 0; k < buckets; ++k) {
+    double ready = 0;
+    for (int g = 0; g < n; ++g) {
+      ready = std::max(ready, forward[g] + w.bucket_ready_fraction[k] * backward[g]);
+    }
+    const double duration = ring_allreduce_s(w.bucket_bytes[k], workers, ring);
+    const double start = std::max(ready, stream_free);
+    stream_free = start + duration;
+    out.comm_s += duration;
+    if (timeline != nullptr) timeline->push_back({ready, start, stream_free, w.bucket_bytes[k]});
+  }
+
+  out.exposed_comm_s = std::max(0.0, stream_free - out.compute_s);
+  out.iteration_s = std::max(stream_free, out.compute_s) + out.optimizer_s;
+  out.samples_per_s = options.global_batch / out.iteration_s;
+  out.usd_per_iteration = out.usd_per_hour * out.iteration_s / 3600.0;
+}
+
+IterationResult simulate(const Workload& workload, const std::vector<GroupSpec>& groups,
+                         const SimOptions& options, std::vector<BucketEvent>* timeline) {
+  workload.validate();
+  if (groups.empty()) throw std::invalid_argument("groups must not be empty, got 0 groups");
+  if (groups.size() > static_cast<std::size_t>(kMaxGroups)) {
+    detail::fail("groups (count)", "<= " + std::to_string(kMaxGroups), static_cast<double>(groups.size()));
+  }
+  if (options.global_batch < 1) detail::fail("global_batch", ">= 1", options.global_batch);
+  if (!(options.usable_memory_fraction > 0 && options.usable_memory_fraction <= 1)) {
+    detail::fail("usable_memory_fraction", "in (0, 1]", options.usable_memory_fraction);
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::string f = "groups[" + std::to_string(g) + "].";
+    if (groups[g].instance == nullptr) throw std::invalid_argument(f + "instance must be set");
+    groups[g].instance->validate();
+    if (groups[g].count < 1) detail::fail(f + "count", ">= 1", groups[g].count);
+    detail::require_finite_nonneg(f + "usd_per_hour", groups[g].usd_per_hour);
+    groups[g].compute.validate();
+  }
+  IterationResult out;
+  simulate_unchecked(workload, groups.data(), static_cast<int>(groups.size()), options, out, timeline);
+  return out;
+}
+
+std::string describe_infeasible(const IterationResult& r, const SimOptions& options) {
+  std::ostringstream s;
+  switch (r.infeasible) {
+    case Infeasible::none:
+      return "";
+    case Infeasible::batch_smaller_than_workers:
+      s << "global batch " << options.global_batch << " is smaller than the " << r.workers
+        << " workers (GPUs) of this cluster: every rank needs at least one sample";
+      return s.str();
+    case Infeasible::too_many_groups:
+      s << "a cluster may have at most " << kMaxGroups << " instance groups, got " << r.num_groups;
+      return s.str();
+    case Infeasible::memory: {
+      long long capacity = 0;
+      for (int g = 0; g < r.num_groups; ++g) {
+        capacity += static_cast<long long>(r.groups[g].workers) * r.groups[g].max_batch;
+      }
+      for (int g = 0; g < r.num_groups; ++g) {
+        if (r.groups[g].max_batch < 1) {
+          s << "the model's weights, gradients and optimizer state do not fit one GPU of group "
+            << g << "; ";
+        }
+      }
+      s << "GPU memory holds at most " << capacity << " samples across the cluster's "
+        << r.workers << " GPUs, but the global batch is " << options.global_batch
+        << " (use more or larger GPUs, or gradient accumulation)";
+      return s.str();
+    }
+  }
+  return "unknown";
+}
+
+}  // namespace srift

@@ -1,0 +1,14 @@
+// srift._core: the pybind11 door into srift::core.
+#include <pybind11/pybind11.h>
+
+#include "bindings.hpp"
+#include "srift/version.hpp"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "srift's C++ core: iteration simulator, compute estimates and plan search.";
+  m.attr("__version__") = srift::version();
+  srift::bindings::bind_hardware(m);
+  srift::bindings::bind_compute(m);
+  srift::bindings::bind_simulator(m);
+  srift::bindings::bind_search(m);
+}
