@@ -1,0 +1,210 @@
+"""Turns a Profile and a Catalog into the core's inputs.
+
+This is the one place where srift's modelling assumptions meet the data: how nominal link
+speeds become achieved ones, what occupies GPU memory besides activations, and where a GPU
+type's compute time comes from (a measurement when the profile has one, else an estimate).
+Every constant here is named, documented and overridable through :class:`EngineConfig`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from srift import _core
+
+if TYPE_CHECKING:
+    from srift.catalog import Catalog, InstanceType
+    from srift.profile_data import Profile
+
+__all__ = ["EngineConfig", "Engine", "OP_KINDS", "PRECISIONS"]
+
+GIB = 1024**3
+OP_KINDS = ("matmul", "conv", "attention", "norm", "elementwise", "embedding", "pool", "recurrent", "other")
+PRECISIONS = {"fp32": _core.Precision.fp32, "tf32": _core.Precision.tf32, "amp": _core.Precision.amp}
+
+
+@dataclass
+class EngineConfig:
+    """Assumptions of the v0 model (see README, "How srift predicts").
+
+    Achieved/nominal ratios: NCCL's ring reaches ~75% of NVLink/NVSwitch bandwidth (p4d: 231
+    GB/s bus bandwidth of 300 GB/s, ../shared/data/measured/nccl_ec2_reported.csv), about half
+    of PCIe, and ~80% of a TCP NIC (90% with EFA's OS bypass).
+    """
+
+    precision: str | None = None  # None: the profile's precision
+    nvlink_efficiency: float = 0.75
+    pcie_efficiency: float = 0.5
+    network_efficiency: float = 0.80
+    efa_network_efficiency: float = 0.90
+    intra_latency_s: float = 5e-6      # per ring step over NVLink/PCIe
+    network_latency_s: float = 30e-6   # per ring step over TCP
+    efa_latency_s: float = 15e-6       # per ring step over EFA
+    workspace_bytes: float = 1.0 * GIB  # CUDA context, cuBLAS/cuDNN workspaces, allocator slack
+    usable_memory_fraction: float = 0.95
+    roofline: dict[str, float] = field(default_factory=dict)  # RooflineParams overrides
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _roofline_params(overrides: dict[str, float]) -> _core.RooflineParams:
+    params = _core.RooflineParams()
+    for name, value in overrides.items():
+        if not hasattr(params, name):
+            raise ValueError(f"roofline parameter {name!r} is unknown; known: tensor_core_efficiency, "
+                             "cuda_core_efficiency, memory_efficiency, launch_overhead_s, backward_bytes_factor")
+        setattr(params, name, float(value))
+    return params
+
+
+class Engine:
+    """Core inputs for one (profile, catalog, config), cached per GPU type and instance type."""
+
+    def __init__(self, profile: Profile, catalog: Catalog, config: EngineConfig | None = None):
+        self.profile = profile
+        self.catalog = catalog
+        self.config = config or EngineConfig()
+        precision = self.config.precision or profile.precision
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        self.precision = precision
+        self._roofline = _roofline_params(self.config.roofline)
+        self._compute: dict[str, tuple[_core.ComputeModel, str]] = {}
+        self._instances: dict[str, _core.InstanceSpec] = {}
+        self._layers = self._layer_columns()
+        self.workload = self._workload()
+
+    # ---- workload ---------------------------------------------------------------------------
+    def _layer_columns(self) -> tuple[np.ndarray, ...]:
+        layers = self.profile.layers
+        if not layers:
+            raise ValueError(f"profile {self.profile.model!r} has no layers: nothing to predict")
+        kind_index = {k: i for i, k in enumerate(OP_KINDS)}
+        kinds = np.array([kind_index.get(layer.kind, kind_index["other"]) for layer in layers], dtype=np.int32)
+        columns = [np.array([getattr(layer, f) for layer in layers], dtype=np.float64)
+                   for f in ("forward_flops", "backward_flops", "forward_bytes", "param_bytes")]
+        return (kinds, *columns)
+
+    def _ready_fractions(self) -> list[float]:
+        """Bucket ready times inside the backward. Measured per-layer times are used when the
+        profile ran on a GPU; on a CPU or meta profile the backward FLOPs share stands in,
+        because a CPU's per-layer time profile says little about a GPU's."""
+        buckets = self.profile.buckets
+        if self.profile.device_gpu:
+            return [float(b.ready_fraction) for b in buckets]
+        backward = self._layers[2]
+        total = float(backward.sum())
+        if total <= 0:
+            return [float(b.ready_fraction) for b in buckets]
+        # The backward visits layers in reverse: layer l's gradients exist once every layer
+        # at index >= l has run its backward.
+        done_after = np.cumsum(backward[::-1])[::-1] / total
+        fractions, previous = [], 0.0
+        for b in buckets:
+            fraction = float(done_after[b.last_layer]) if 0 <= b.last_layer < len(done_after) else 1.0
+            previous = max(previous, min(1.0, fraction))
+            fractions.append(previous)
+        return fractions
+
+    def _workload(self) -> _core.Workload:
+        p = self.profile
+        w = _core.Workload()
+        w.bucket_bytes = [float(b.bytes) for b in p.buckets]
+        w.bucket_ready_fraction = self._ready_fractions()
+        amp = self.precision == "amp"
+        # Weights, their gradients, DDP's bucket copy of the gradients, optimizer state;
+        # autocast also caches half-precision copies of the weights during the forward.
+        fixed = (p.param_bytes + 2 * p.trainable_param_bytes + p.optimizer_state_bytes
+                 + (0.5 * p.param_bytes if amp else 0.0) + self.config.workspace_bytes)
+        w.fixed_memory_bytes = float(fixed)
+        w.activation_bytes_per_sample = float(p.activation_bytes_per_sample) * (0.5 if amp else 1.0)
+        w.validate()
+        return w
+
+    def optimizer_bytes(self) -> float:
+        """Memory traffic of one optimizer step: read weights and gradients, read and write
+        the optimizer state, write the weights."""
+        p = self.profile
+        return float(3 * p.trainable_param_bytes + 2 * p.optimizer_state_bytes)
+
+    # ---- hardware ---------------------------------------------------------------------------
+    def gpu_spec(self, key: str) -> _core.GpuSpec:
+        g = self.catalog.gpu(key)
+        spec = _core.GpuSpec()
+        spec.name = key
+        spec.memory_bytes = float(g.memory_gib) * GIB
+        spec.fp32_flops = float(g.fp32_tflops) * 1e12
+        spec.tf32_flops = float(g.tf32_tflops or 0.0) * 1e12
+        half = g.bf16_tflops or g.fp16_tflops or 0.0
+        spec.fp16_flops = float(half) * 1e12
+        spec.memory_bandwidth = float(g.memory_bandwidth_gbytes_s) * 1e9
+        spec.validate()
+        return spec
+
+    def instance_spec(self, name: str) -> _core.InstanceSpec:
+        cached = self._instances.get(name)
+        if cached is not None:
+            return cached
+        it: InstanceType = self.catalog.instance(name)
+        gpu = self.catalog.gpu(it.gpu)
+        c = self.config
+        spec = _core.InstanceSpec()
+        spec.name = name
+        spec.gpus = int(it.gpu_count)
+        spec.gpu_memory_bytes = float(gpu.memory_gib) * GIB
+        intra_eff = c.nvlink_efficiency if it.interconnect in ("nvlink", "nvswitch") else c.pcie_efficiency
+        intra_bw = float(it.intra_node_gbytes_s or 0.0) * 1e9 * intra_eff
+        spec.intra = _core.LinkSpec(intra_bw if intra_bw > 0 else 1e9, c.intra_latency_s)
+        net_eff = c.efa_network_efficiency if it.efa else c.network_efficiency
+        spec.network = _core.LinkSpec(float(it.network_gbps) * 1e9 / 8 * net_eff,
+                                      c.efa_latency_s if it.efa else c.network_latency_s)
+        spec.validate()
+        self._instances[name] = spec
+        return spec
+
+    # ---- compute ----------------------------------------------------------------------------
+    def _measurements_for(self, gpu_key: str) -> list[_core.Measurement]:
+        points: list[_core.Measurement] = []
+        for m in self.profile.measurements:
+            if gpu_key in self._resolve(m.device):
+                points.append(_core.Measurement(
+                    float(m.local_batch), float(m.iteration_s),
+                    -1.0 if m.forward_s is None else float(m.forward_s),
+                    -1.0 if m.backward_s is None else float(m.backward_s)))
+        t = self.profile.timings
+        if t is not None and self.profile.device_gpu == gpu_key:
+            for i, b in enumerate(t.batch_sizes):
+                points.append(_core.Measurement(float(b), float(t.iteration_s[i]),
+                                                float(t.forward_s[i]), float(t.backward_s[i])))
+        return points
+
+    def _resolve(self, device: str) -> list[str]:
+        try:
+            return self.catalog.resolve_gpu(device)
+        except ValueError:
+            return [device]
+
+    def compute_model(self, gpu_key: str) -> tuple[_core.ComputeModel, str]:
+        """(ComputeModel, source) for a GPU type; source is "measured" or "roofline"."""
+        cached = self._compute.get(gpu_key)
+        if cached is not None:
+            return cached
+        kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
+        prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
+                                       self.gpu_spec(gpu_key), PRECISIONS[self.precision],
+                                       self.optimizer_bytes(), self._roofline)
+        points = self._measurements_for(gpu_key)
+        result = (_core.anchor_to_measurements(prior, points), "measured") if points else (prior, "roofline")
+        self._compute[gpu_key] = result
+        return result
+
+    def instance_compute(self, instance_type: str) -> tuple[_core.ComputeModel, str]:
+        return self.compute_model(self.catalog.instance(instance_type).gpu)
+
+
+def hours_to_seconds(hours: float | None) -> float:
+    return math.inf if hours is None else float(hours) * 3600.0

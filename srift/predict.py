@@ -1,0 +1,213 @@
+"""``srift.predict``: the iteration time and cost of one cluster."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from srift import _core
+from srift.cluster import Cluster
+from srift.engine import GIB, Engine, EngineConfig
+
+if TYPE_CHECKING:
+    from srift.catalog import Catalog
+    from srift.profile_data import Profile
+
+__all__ = ["predict", "Prediction", "GroupPrediction", "BucketTiming", "resolve_region"]
+
+_BOTTLENECK = {_core.Bottleneck.none: "none", _core.Bottleneck.intra: "intra-node", _core.Bottleneck.network: "network"}
+
+
+@dataclass
+class GroupPrediction:
+    """One instance group of a predicted cluster."""
+
+    instance_type: str
+    market: str
+    count: int
+    gpu: str
+    gpus_per_instance: int
+    usd_per_hour: float          # one instance
+    local_batch_low: int         # local batch of (ranks - ranks_high) ranks
+    local_batch_high: int        # local batch of ranks_high ranks
+    ranks: int
+    ranks_high: int
+    compute_s: float             # forward + backward of the group's slowest rank
+    memory_gib: float            # peak memory of its fullest GPU
+    gpu_memory_gib: float
+    max_local_batch: int         # largest local batch that fits one GPU
+    compute_source: str          # "measured" or "roofline"
+
+    @property
+    def memory_headroom_gib(self) -> float:
+        return self.gpu_memory_gib - self.memory_gib
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["memory_headroom_gib"] = self.memory_headroom_gib
+        return d
+
+
+@dataclass
+class BucketTiming:
+    """One gradient bucket's allreduce inside the iteration (seconds from its start)."""
+
+    bytes: float
+    ready_s: float
+    start_s: float
+    end_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Prediction:
+    """Predicted behaviour of one training iteration on one cluster (seconds, USD)."""
+
+    cluster: str
+    region: str
+    global_batch: int
+    feasible: bool
+    why_infeasible: str
+    iteration_s: float
+    compute_s: float
+    comm_s: float
+    exposed_comm_s: float
+    optimizer_s: float
+    samples_per_s: float
+    usd_per_hour: float
+    usd_per_iteration: float
+    workers: int
+    bottleneck: str
+    ring_gbytes_s: float
+    groups: list[GroupPrediction]
+    precision: str
+    iterations: float | None = None
+    buckets: list[BucketTiming] = field(default_factory=list)
+
+    @property
+    def total_hours(self) -> float | None:
+        return None if self.iterations is None else self.iterations * self.iteration_s / 3600.0
+
+    @property
+    def total_usd(self) -> float | None:
+        hours = self.total_hours
+        return None if hours is None else hours * self.usd_per_hour
+
+    @property
+    def usd_per_1k_samples(self) -> float:
+        return 1000.0 * self.usd_per_iteration / self.global_batch if self.feasible else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in asdict(self).items() if k not in ("groups", "buckets")}
+        d["groups"] = [g.to_dict() for g in self.groups]
+        d["buckets"] = [b.to_dict() for b in self.buckets]
+        d["total_hours"] = self.total_hours
+        d["total_usd"] = self.total_usd
+        d["usd_per_1k_samples"] = self.usd_per_1k_samples
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+def resolve_region(catalog: Catalog, cluster: Cluster, region: str | None) -> str:
+    """The region to price a cluster in: the one asked for, else the cheapest region where
+    every group is priced. Raises ValueError saying what is not priced where."""
+    wanted = region or cluster.region
+    if wanted is not None:
+        if wanted not in catalog.regions:
+            raise ValueError(f"region {wanted!r} is not in the catalog; known: {', '.join(catalog.regions)}")
+        for g in cluster.groups:
+            if catalog.price(g.instance_type, wanted, g.market) is None:
+                where = [r for r in catalog.regions if catalog.price(g.instance_type, r, g.market) is not None]
+                raise ValueError(
+                    f"{g.instance_type} has no {g.market} price in {wanted}; priced in: "
+                    f"{', '.join(where) or 'no region'}")
+        return wanted
+    best, best_rate = None, math.inf
+    for r in catalog.regions:
+        prices = [catalog.price(g.instance_type, r, g.market) for g in cluster.groups]
+        if all(p is not None for p in prices):
+            rate = sum(p * g.count for p, g in zip(prices, cluster.groups))
+            if rate < best_rate:
+                best, best_rate = r, rate
+    if best is None:
+        raise ValueError(f"no region prices every group of {cluster} "
+                         f"({', '.join(sorted({g.market for g in cluster.groups}))})")
+    return best
+
+
+def _validate_batch(global_batch: Any) -> int:
+    if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
+        raise ValueError(f"global_batch must be an integer >= 1, got {global_batch!r}")
+    return global_batch
+
+
+def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
+            catalog: Catalog | None = None, region: str | None = None,
+            precision: str | None = None, iterations: float | None = None,
+            config: EngineConfig | None = None, timeline: bool = False,
+            engine: Engine | None = None) -> Prediction:
+    """Predicts one iteration of synchronous data-parallel training of ``profile`` on
+    ``cluster`` (text such as ``"2x p3.16xlarge + 4x g4dn.12xlarge:spot"``) at
+    ``global_batch`` samples per iteration.
+
+    Raises ValueError for bad input (unknown instance type, batch < 1, a global batch smaller
+    than the cluster's GPUs); a cluster that does not fit GPU memory returns a Prediction with
+    ``feasible=False`` and ``why_infeasible`` set.
+    """
+    from srift.catalog import Catalog
+
+    global_batch = _validate_batch(global_batch)
+    if iterations is not None and not (iterations > 0):
+        raise ValueError(f"iterations must be > 0, got {iterations!r}")
+    cluster = Cluster.parse(cluster) if not isinstance(cluster, Cluster) else cluster
+    catalog = catalog or Catalog.default()
+    if engine is None:
+        config = config or EngineConfig()
+        if precision is not None:
+            config = EngineConfig(**{**config.to_dict(), "precision": precision})
+        engine = Engine(profile, catalog, config)
+    for g in cluster.groups:
+        catalog.instance(g.instance_type)  # unknown types raise with suggestions
+    region = resolve_region(catalog, cluster, region)
+
+    core_groups, sources = [], []
+    for g in cluster.groups:
+        compute, source = engine.instance_compute(g.instance_type)
+        price = catalog.price(g.instance_type, region, g.market)
+        core_groups.append((engine.instance_spec(g.instance_type), g.count, compute, float(price)))
+        sources.append(source)
+    workers = sum(spec.gpus * count for spec, count, _, _ in core_groups)
+    if global_batch < workers:
+        raise ValueError(f"global_batch must be >= the number of workers (GPUs) of {cluster} "
+                         f"({workers}), got {global_batch}")
+    result, events, why = _core.simulate(engine.workload, core_groups, global_batch,
+                                         engine.config.usable_memory_fraction, timeline)
+    groups = []
+    for g, (spec, _, _, price), source, r in zip(cluster.groups, core_groups, sources,
+                                                 result.groups or [None] * len(cluster.groups)):
+        gpu_key = catalog.instance(g.instance_type).gpu
+        groups.append(GroupPrediction(
+            instance_type=g.instance_type, market=g.market, count=g.count, gpu=gpu_key,
+            gpus_per_instance=spec.gpus, usd_per_hour=price,
+            local_batch_low=r.batch_low if r else 0, local_batch_high=r.batch_high if r else 0,
+            ranks=spec.gpus * g.count, ranks_high=r.workers_high if r else 0,
+            compute_s=r.compute_s if r else math.nan,
+            memory_gib=(r.memory_bytes / GIB) if r and result.feasible else math.nan,
+            gpu_memory_gib=spec.gpu_memory_bytes / GIB, max_local_batch=r.max_batch if r else 0,
+            compute_source=source))
+    nan = math.nan
+    ok = result.feasible
+    return Prediction(
+        cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
+        feasible=ok, why_infeasible=why,
+        iteration_s=result.iteration_s if ok else nan, compute_s=result.compute_s if ok else nan,
+        comm_s=result.comm_s if ok else nan, exposed_comm_s=result.exposed_comm_s if ok else nan,
+        optimizer_s=result.optimizer_s if ok else nan,
+        samples_per_s=result.samples_per_s if ok else nan,
+        usd_per_hour=result.usd_per_hour,
+        usd_per_iteration=result.usd_per_iteration if ok else nan,
+        workers=result.workers, bottleneck=_BOTTLENECK[result.bottleneck],
+        ring_gbytes_s=(result.ring_bandwidth / 1e9) if math.isfinite(result.ring_bandwidth) else 0.0,
+        groups=groups, precision=engine.precision, iterations=iterations,
+        buckets=[BucketTiming(e.bytes, e.ready_s, e.start_s, e.end_s) for e in events])

@@ -1,0 +1,301 @@
+"""``srift.recommend`` and ``srift.pareto``: which plan to rent.
+
+Python gathers the offers (instance type x region x market with a price) and each GPU
+type's compute model once; the core searches every plan and returns the best ones, which
+are then re-predicted in full for their details.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from srift import _core
+from srift.cluster import MARKETS, Cluster, ClusterGroup
+from srift.engine import Engine, EngineConfig
+from srift.predict import Prediction, predict
+
+if TYPE_CHECKING:
+    from srift.catalog import Catalog
+    from srift.profile_data import Profile
+
+__all__ = ["recommend", "pareto", "Plan", "Recommendation", "SearchSummary", "DEFAULT_REGIONS"]
+
+DEFAULT_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
+_MARKET_TO_CORE = {"on-demand": _core.Market.on_demand, "spot": _core.Market.spot}
+
+
+@dataclass
+class Plan:
+    """A cluster to rent and what it is predicted to do for the whole run."""
+
+    cluster: Cluster
+    region: str
+    total_hours: float
+    total_usd: float
+    samples_per_s: float
+    usd_per_hour: float
+    iteration_s: float
+    prediction: Prediction
+
+    @property
+    def usd_per_1k_samples(self) -> float:
+        return self.prediction.usd_per_1k_samples
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": str(Cluster(self.cluster.groups)), "region": self.region,
+            "groups": [g.to_dict() for g in self.cluster.groups],
+            "total_hours": self.total_hours, "total_usd": self.total_usd,
+            "samples_per_s": self.samples_per_s, "usd_per_hour": self.usd_per_hour,
+            "iteration_s": self.iteration_s, "usd_per_1k_samples": self.usd_per_1k_samples,
+            "prediction": self.prediction.to_dict(),
+        }
+
+
+@dataclass
+class SearchSummary:
+    """What the search looked at."""
+
+    regions: list[str]
+    markets: list[str]
+    offers: int
+    evaluated: int
+    feasible: int
+    infeasible_memory: int
+    infeasible_batch: int
+    violated_deadline: int
+    violated_budget: int
+    pruned: int
+    seconds: float
+    cancelled: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Recommendation:
+    """The answer to "which plan?": the best plan, runners-up, or why nothing fits."""
+
+    objective: str                     # "min_cost" or "max_throughput"
+    global_batch: int
+    iterations: float
+    deadline_hours: float | None
+    budget_usd: float | None
+    max_usd_per_hour: float | None
+    best: Plan | None
+    alternatives: list[Plan]
+    why_none: str
+    closest: Plan | None               # when nothing fits: the fastest (deadline) / cheapest (budget)
+    search: SearchSummary
+    precision: str = "fp32"
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def found(self) -> bool:
+        return self.best is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "objective": self.objective, "global_batch": self.global_batch,
+            "iterations": self.iterations, "deadline_hours": self.deadline_hours,
+            "budget_usd": self.budget_usd, "max_usd_per_hour": self.max_usd_per_hour,
+            "found": self.found, "best": self.best.to_dict() if self.best else None,
+            "alternatives": [p.to_dict() for p in self.alternatives], "why_none": self.why_none,
+            "closest": self.closest.to_dict() if self.closest else None,
+            "search": self.search.to_dict(), "precision": self.precision,
+            "assumptions": self.assumptions,
+        }
+
+
+def _positive(name: str, value: Any, allow_none: bool = True) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    return float(value)
+
+
+def _regions(catalog: Catalog, regions: str | Sequence[str] | None) -> list[str]:
+    if regions is None:
+        chosen = [r for r in DEFAULT_REGIONS if r in catalog.regions] or list(catalog.regions)
+    elif isinstance(regions, str):
+        chosen = list(catalog.regions) if regions == "all" else [r.strip() for r in regions.split(",") if r.strip()]
+    else:
+        chosen = list(regions)
+    unknown = [r for r in chosen if r not in catalog.regions]
+    if unknown:
+        raise ValueError(f"regions {unknown} are not in the catalog; known: {', '.join(catalog.regions)}")
+    if not chosen:
+        raise ValueError("regions must name at least one region, got none")
+    return chosen
+
+
+def _markets(markets: str | Iterable[str]) -> list[str]:
+    chosen = [markets] if isinstance(markets, str) else list(markets)
+    bad = [m for m in chosen if m not in MARKETS]
+    if bad or not chosen:
+        raise ValueError(f"markets must be a non-empty subset of {MARKETS}, got {chosen!r}")
+    return chosen
+
+
+class _Space:
+    """Offers and the core request for one question."""
+
+    def __init__(self, profile: Profile, catalog: Catalog, *, global_batch: int, iterations: float,
+                 regions: str | Sequence[str] | None, markets: str | Iterable[str],
+                 instance_types: Iterable[str] | None, exclude: Iterable[str] | None,
+                 max_instances_per_type: int, config: EngineConfig | None, precision: str | None):
+        if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
+            raise ValueError(f"global_batch must be an integer >= 1, got {global_batch!r}")
+        _positive("iterations", iterations, allow_none=False)
+        if not isinstance(max_instances_per_type, int) or max_instances_per_type < 1:
+            raise ValueError(f"max_instances_per_type must be an integer >= 1, got {max_instances_per_type!r}")
+        config = config or EngineConfig()
+        if precision is not None:
+            config = EngineConfig(**{**config.to_dict(), "precision": precision})
+        self.catalog = catalog
+        self.engine = Engine(profile, catalog, config)
+        self.regions = _regions(catalog, regions)
+        self.markets = _markets(markets)
+        allowed = None if instance_types is None else set(instance_types)
+        for name in (allowed or set()) | set(exclude or ()):
+            catalog.instance(name)  # unknown names raise with suggestions
+        excluded = set(exclude or ())
+
+        request = _core.SearchRequest()
+        request.workload = self.engine.workload
+        request.global_batch = global_batch
+        request.iterations = float(iterations)
+        instance_index: dict[str, int] = {}
+        instances, offers = [], []
+        self.offer_info: list[tuple[str, str, str]] = []
+        for region_id, region in enumerate(self.regions):
+            for info in catalog.offers(region, self.markets):
+                name = info.instance
+                if (allowed is not None and name not in allowed) or name in excluded:
+                    continue
+                if name not in instance_index:
+                    instance_index[name] = len(instances)
+                    instances.append(self.engine.instance_spec(name))
+                quota = catalog.quota(name)
+                offer = _core.Offer()
+                offer.instance = instance_index[name]
+                offer.region = region_id
+                offer.market = _MARKET_TO_CORE[info.market]
+                offer.usd_per_hour = float(info.usd_per_hour)
+                offer.max_count = min(max_instances_per_type, quota) if quota is not None else max_instances_per_type
+                offer.compute = self.engine.instance_compute(name)[0]
+                offers.append(offer)
+                self.offer_info.append((name, region, info.market))
+        request.instances = instances
+        request.offers = offers
+        request.usable_memory_fraction = config.usable_memory_fraction
+        self.request = request
+
+    def plan(self, core_plan: Any) -> Plan:
+        groups, region = [], None
+        for g in core_plan.groups:
+            name, region, market = self.offer_info[g.offer]
+            groups.append(ClusterGroup(name, g.count, market))
+        cluster = Cluster(tuple(groups), region)
+        prediction = predict(self.engine.profile, cluster, self.request.global_batch,
+                             catalog=self.catalog, region=region, engine=self.engine,
+                             iterations=self.request.iterations)
+        return Plan(cluster=cluster, region=region, total_hours=core_plan.total_s / 3600.0,
+                    total_usd=core_plan.total_usd, samples_per_s=prediction.samples_per_s,
+                    usd_per_hour=prediction.usd_per_hour, iteration_s=prediction.iteration_s,
+                    prediction=prediction)
+
+    def summary(self, stats: Any) -> SearchSummary:
+        return SearchSummary(regions=self.regions, markets=self.markets, offers=len(self.request.offers),
+                             evaluated=stats.evaluated, feasible=stats.feasible,
+                             infeasible_memory=stats.infeasible_memory, infeasible_batch=stats.infeasible_batch,
+                             violated_deadline=stats.violated_deadline, violated_budget=stats.violated_budget,
+                             pruned=stats.pruned, seconds=stats.seconds, cancelled=stats.cancelled)
+
+
+def _threads(threads: int | None) -> int:
+    if threads is None:
+        return min(2, os.cpu_count() or 1)
+    if not isinstance(threads, int) or threads < 0:
+        raise ValueError(f"threads must be an integer >= 0, got {threads!r}")
+    return threads
+
+
+def recommend(profile: Profile, *, global_batch: int, iterations: float,
+              deadline_hours: float | None = None, budget_usd: float | None = None,
+              max_usd_per_hour: float | None = None, catalog: Catalog | None = None,
+              regions: str | Sequence[str] | None = None,
+              markets: str | Iterable[str] = ("on-demand",),
+              instance_types: Iterable[str] | None = None, exclude: Iterable[str] | None = None,
+              max_types: int = 2, max_instances_per_type: int = 16, max_instances: int | None = None,
+              top_k: int = 5, precision: str | None = None, config: EngineConfig | None = None,
+              threads: int | None = None) -> Recommendation:
+    """The cheapest plan that finishes ``iterations`` within ``deadline_hours``, or — with
+    ``budget_usd`` (total) or ``max_usd_per_hour`` (rate) instead — the fastest plan within
+    it. A plan is up to ``max_types`` (instance type, market) groups in one region.
+
+    Nothing fitting is not an error: the result's ``best`` is None, ``why_none`` says why and
+    ``closest`` shows the plan that comes nearest.
+    """
+    from srift.catalog import Catalog
+
+    deadline = _positive("deadline_hours", deadline_hours)
+    budget = _positive("budget_usd", budget_usd)
+    rate = _positive("max_usd_per_hour", max_usd_per_hour)
+    if deadline is None and budget is None and rate is None:
+        raise ValueError("give deadline_hours (cheapest plan that meets it) or budget_usd / "
+                         "max_usd_per_hour (fastest plan within it); got none of them")
+    if not isinstance(max_types, int) or max_types < 1:
+        raise ValueError(f"max_types must be an integer >= 1, got {max_types!r}")
+    if not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
+    catalog = catalog or Catalog.default()
+    space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
+                   markets=markets, instance_types=instance_types, exclude=exclude,
+                   max_instances_per_type=max_instances_per_type, config=config, precision=precision)
+    request = space.request
+    request.objective = _core.Objective.min_cost if deadline is not None else _core.Objective.max_throughput
+    request.deadline_s = math.inf if deadline is None else deadline * 3600.0
+    request.budget_usd = math.inf if budget is None else budget
+    request.max_usd_per_hour = math.inf if rate is None else rate
+    request.max_types = max_types
+    request.max_instances = max_instances or (1 << 30)
+    request.top_k = top_k
+    request.threads = _threads(threads)
+    result = _core.search_exhaustive(request)
+
+    plans = [space.plan(p) for p in result.plans]
+    closest = space.plan(result.closest) if not plans and result.closest.groups else None
+    return Recommendation(
+        objective="min_cost" if deadline is not None else "max_throughput",
+        global_batch=global_batch, iterations=float(iterations), deadline_hours=deadline,
+        budget_usd=budget, max_usd_per_hour=rate, best=plans[0] if plans else None,
+        alternatives=plans[1:], why_none=result.why_none, closest=closest,
+        search=space.summary(result.stats), precision=space.engine.precision,
+        assumptions=space.engine.config.to_dict())
+
+
+def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: Catalog | None = None,
+           regions: str | Sequence[str] | None = None, markets: str | Iterable[str] = ("on-demand",),
+           instance_types: Iterable[str] | None = None, exclude: Iterable[str] | None = None,
+           max_types: int = 2, max_instances_per_type: int = 16, precision: str | None = None,
+           config: EngineConfig | None = None, threads: int | None = None) -> list[Plan]:
+    """Every plan not beaten on both total time and total USD, fastest first."""
+    from srift.catalog import Catalog
+
+    catalog = catalog or Catalog.default()
+    space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
+                   markets=markets, instance_types=instance_types, exclude=exclude,
+                   max_instances_per_type=max_instances_per_type, config=config, precision=precision)
+    request = space.request
+    request.objective = _core.Objective.min_cost
+    request.max_types = max_types
+    request.top_k = 1
+    request.collect_pareto = True
+    request.threads = _threads(threads)
+    result = _core.search_exhaustive(request)
+    return [space.plan(p) for p in result.pareto]

@@ -1,0 +1,85 @@
+// Roofline estimates and anchoring to measurements.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "srift/srift.hpp"
+
+namespace {
+
+srift::GpuSpec v100() {
+  srift::GpuSpec g;
+  g.name = "V100-16GB";
+  g.memory_bytes = 16.0 * (1ull << 30);
+  g.fp32_flops = 15.7e12;
+  g.tf32_flops = 0;
+  g.fp16_flops = 125e12;
+  g.memory_bandwidth = 900e9;
+  return g;
+}
+
+std::vector<srift::LayerCost> layers() {
+  return {{srift::OpKind::conv, 2e9, 4e9, 1e6, 4e6},
+          {srift::OpKind::norm, 1e6, 2e6, 8e6, 1e3},
+          {srift::OpKind::matmul, 1e9, 2e9, 1e5, 8e6}};
+}
+
+TEST(Compute, RooflineMatchesHandComputation) {
+  srift::RooflineParams p;
+  const srift::GpuSpec g = v100();
+  const auto m = srift::roofline_compute(layers(), g, srift::Precision::fp32, 1e8, p);
+  const double flops = g.fp32_flops * p.cuda_core_efficiency;
+  const double bw = g.memory_bandwidth * p.memory_efficiency;
+  const double fwd = std::max(2e9 / flops, 1e6 / bw) + std::max(1e6 / flops, 8e6 / bw) +
+                     std::max(1e9 / flops, 1e5 / bw);
+  EXPECT_NEAR(m.forward_per_sample_s, fwd, 1e-15);
+  EXPECT_NEAR(m.forward_fixed_s, 3 * p.launch_overhead_s + (4e6 + 1e3 + 8e6) / bw, 1e-15);
+  EXPECT_NEAR(m.optimizer_s, 1e8 / bw + 8 * p.launch_overhead_s, 1e-15);
+}
+
+TEST(Compute, TensorCoresSpeedUpMatmulsUnderAmp) {
+  const auto fp32 = srift::roofline_compute(layers(), v100(), srift::Precision::fp32, 0);
+  const auto amp = srift::roofline_compute(layers(), v100(), srift::Precision::amp, 0);
+  EXPECT_LT(amp.per_sample_s(), fp32.per_sample_s() / 2);
+  // V100 has no TF32: tf32 falls back to FP32 CUDA cores.
+  const auto tf32 = srift::roofline_compute(layers(), v100(), srift::Precision::tf32, 0);
+  EXPECT_DOUBLE_EQ(tf32.per_sample_s(), fp32.per_sample_s());
+}
+
+TEST(Compute, TwoBatchesFitBothTerms) {
+  srift::ComputeModel prior = srift::roofline_compute(layers(), v100(), srift::Precision::fp32, 1e7);
+  // Truth: iteration = 0.010 + 0.002 b
+  const std::vector<srift::Measurement> points = {{16, 0.010 + 0.032}, {64, 0.010 + 0.128}};
+  const auto m = srift::anchor_to_measurements(prior, points);
+  EXPECT_NEAR(m.per_sample_s(), 0.002, 1e-12);
+  EXPECT_NEAR(m.fixed_s() + m.optimizer_s, 0.010, 1e-12);
+  EXPECT_NEAR(m.compute_s(32) + m.optimizer_s, 0.010 + 0.064, 1e-12);
+}
+
+TEST(Compute, OneBatchRescalesThePrior) {
+  const srift::ComputeModel prior = srift::roofline_compute(layers(), v100(), srift::Precision::fp32, 1e7);
+  const auto m = srift::anchor_to_measurements(prior, {{32, 0.2}});
+  EXPECT_NEAR(m.compute_s(32) + m.optimizer_s, 0.2, 1e-12);
+  // The shape (fixed : per-sample) is the prior's.
+  EXPECT_NEAR(m.fixed_s() / m.per_sample_s(), prior.fixed_s() / prior.per_sample_s(), 1e-9);
+}
+
+TEST(Compute, MeasuredSplitIsKept) {
+  const srift::ComputeModel prior = srift::roofline_compute(layers(), v100(), srift::Precision::fp32, 1e7);
+  const auto m = srift::anchor_to_measurements(prior, {{32, 0.2, 0.05, 0.14}});
+  EXPECT_NEAR(m.forward_s(32) / (m.forward_s(32) + m.backward_s(32)), 0.05 / 0.19, 1e-9);
+}
+
+TEST(Compute, BadInputIsRejected) {
+  const srift::ComputeModel prior = srift::roofline_compute(layers(), v100(), srift::Precision::fp32, 1e7);
+  EXPECT_THROW(srift::anchor_to_measurements(prior, {{0, 0.2}}), std::invalid_argument);
+  EXPECT_THROW(srift::anchor_to_measurements(prior, {{8, -1}}), std::invalid_argument);
+  srift::GpuSpec g = v100();
+  g.fp32_flops = 0;
+  EXPECT_THROW(srift::roofline_compute(layers(), g, srift::Precision::fp32, 0), std::invalid_argument);
+  EXPECT_THROW(srift::roofline_compute({}, v100(), srift::Precision::fp32, 0), std::invalid_argument);
+}
+
+TEST(Version, MatchesTheProject) { EXPECT_STRNE(srift::version(), "0.0.0"); }
+
+}  // namespace

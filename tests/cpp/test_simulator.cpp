@@ -1,0 +1,179 @@
+// Invariants of the iteration simulator (DESIGN.md, "The iteration model").
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "srift/srift.hpp"
+
+namespace {
+
+using srift::ComputeModel;
+using srift::GroupSpec;
+using srift::InstanceSpec;
+using srift::IterationResult;
+using srift::LinkSpec;
+using srift::SimOptions;
+using srift::Workload;
+
+InstanceSpec instance(int gpus, double nic_gbps, double memory_gib = 16) {
+  InstanceSpec s;
+  s.name = "test." + std::to_string(gpus) + "g";
+  s.gpus = gpus;
+  s.gpu_memory_bytes = memory_gib * (1ull << 30);
+  s.intra = LinkSpec{100e9, 5e-6};
+  s.network = LinkSpec{nic_gbps * 1e9 / 8, 30e-6};
+  return s;
+}
+
+ComputeModel compute(double per_sample_s, double fixed_s = 2e-3, double optimizer_s = 4e-3) {
+  ComputeModel c;
+  c.forward_fixed_s = fixed_s / 3;
+  c.backward_fixed_s = 2 * fixed_s / 3;
+  c.forward_per_sample_s = per_sample_s / 3;
+  c.backward_per_sample_s = 2 * per_sample_s / 3;
+  c.optimizer_s = optimizer_s;
+  return c;
+}
+
+Workload resnet_like() {
+  Workload w;
+  w.bucket_bytes = {1.0e6, 25.0e6, 25.0e6, 25.0e6, 26.2e6};
+  w.bucket_ready_fraction = {0.05, 0.25, 0.5, 0.8, 0.97};
+  w.fixed_memory_bytes = 2.5e9;
+  w.activation_bytes_per_sample = 1.0e8;
+  return w;
+}
+
+IterationResult run(const Workload& w, const std::vector<GroupSpec>& groups, int batch) {
+  SimOptions o;
+  o.global_batch = batch;
+  return srift::simulate(w, groups, o);
+}
+
+TEST(Simulator, OneWorkerHasNoCommunication) {
+  const InstanceSpec one = instance(1, 25);
+  const IterationResult r = run(resnet_like(), {{&one, 1, compute(1e-3), 3.06}}, 32);
+  ASSERT_TRUE(r.feasible());
+  EXPECT_EQ(r.workers, 1);
+  EXPECT_DOUBLE_EQ(r.comm_s, 0.0);
+  EXPECT_DOUBLE_EQ(r.exposed_comm_s, 0.0);
+  // fixed 2 ms + 32 x 1 ms + optimizer 4 ms
+  EXPECT_NEAR(r.iteration_s, 0.002 + 0.032 + 0.004, 1e-12);
+  EXPECT_NEAR(r.samples_per_s, 32 / r.iteration_s, 1e-9);
+  EXPECT_NEAR(r.usd_per_iteration, 3.06 * r.iteration_s / 3600, 1e-15);
+}
+
+TEST(Simulator, RingAllreduceFormula) {
+  const LinkSpec link{10e9, 20e-6};
+  // 2 (n-1)/n * S / B + 2 (n-1) * alpha with n = 4, S = 100 MB
+  EXPECT_NEAR(srift::ring_allreduce_s(100e6, 4, link), 1.5 * 100e6 / 10e9 + 6 * 20e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(srift::ring_allreduce_s(100e6, 1, link), 0.0);
+}
+
+TEST(Simulator, IterationBoundsHoldOnRandomClusters) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> per_sample(2e-4, 5e-3), gbps(1, 400);
+  std::uniform_int_distribution<int> gpus_pick(0, 2), count(1, 6);
+  const int gpu_choices[] = {1, 4, 8};
+  const Workload w = resnet_like();
+  for (int trial = 0; trial < 300; ++trial) {
+    const InstanceSpec a = instance(gpu_choices[gpus_pick(rng)], gbps(rng));
+    const InstanceSpec b = instance(gpu_choices[gpus_pick(rng)], gbps(rng));
+    std::vector<GroupSpec> groups = {{&a, count(rng), compute(per_sample(rng)), 1.0},
+                                     {&b, count(rng), compute(per_sample(rng)), 2.0}};
+    const IterationResult r = run(w, groups, 512);
+    if (!r.feasible()) continue;
+    const double eps = 1e-12;
+    EXPECT_LE(std::max(r.compute_s, r.exposed_comm_s), r.iteration_s + eps);
+    EXPECT_LE(r.iteration_s, r.compute_s + r.comm_s + r.optimizer_s + eps);
+    int total = 0;
+    for (int g = 0; g < r.num_groups; ++g) {
+      const auto& gr = r.groups[g];
+      total += gr.batch_low * (gr.workers - gr.workers_high) + gr.batch_high * gr.workers_high;
+      EXPECT_GE(gr.batch_low, 1);
+    }
+    EXPECT_EQ(total, 512);
+  }
+}
+
+TEST(Simulator, FasterNetworkIsNeverSlower) {
+  const Workload w = resnet_like();
+  double previous = std::numeric_limits<double>::infinity();
+  for (double gbps : {1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 400.0, 3200.0}) {
+    const InstanceSpec s = instance(8, gbps);
+    const IterationResult r = run(w, {{&s, 4, compute(1e-3), 24.0}}, 1024);
+    ASSERT_TRUE(r.feasible());
+    EXPECT_LE(r.iteration_s, previous);
+    previous = r.iteration_s;
+  }
+}
+
+TEST(Simulator, FasterGpuGetsTheLargerBatch) {
+  const InstanceSpec slow = instance(1, 25), fast = instance(1, 25);
+  const IterationResult r =
+      run(resnet_like(), {{&slow, 2, compute(4e-3), 1.0}, {&fast, 2, compute(1e-3), 3.0}}, 100);
+  ASSERT_TRUE(r.feasible());
+  EXPECT_GT(r.groups[1].batch_low, r.groups[0].batch_high);
+  // Continuous optimum: 4 ms * b1 = 1 ms * b2 with 2 b1 + 2 b2 = 100 -> b1 = 10, b2 = 40.
+  EXPECT_EQ(r.groups[0].batch_low, 10);
+  EXPECT_EQ(r.groups[1].batch_low, 40);
+}
+
+TEST(Simulator, SplitIsOptimalAmongIntegerSplits) {
+  // Two single-GPU groups: brute force every split and compare the slowest rank.
+  const InstanceSpec a = instance(1, 25), b = instance(1, 25);
+  const ComputeModel ca = compute(3e-3, 5e-3), cb = compute(1.3e-3, 1e-3);
+  for (int batch = 2; batch < 60; ++batch) {
+    const IterationResult r = run(resnet_like(), {{&a, 1, ca, 1.0}, {&b, 1, cb, 1.0}}, batch);
+    ASSERT_TRUE(r.feasible());
+    double best = std::numeric_limits<double>::infinity();
+    for (int x = 1; x < batch; ++x) best = std::min(best, std::max(ca.compute_s(x), cb.compute_s(batch - x)));
+    EXPECT_NEAR(r.compute_s, best, 1e-12) << "batch " << batch;
+  }
+}
+
+TEST(Simulator, MemoryBoundsTheLocalBatch) {
+  const InstanceSpec small = instance(1, 25, 4.0);  // 4 GiB: floor((0.95*4 GiB - 2.5 GB) / 100 MB) = 15
+  const IterationResult ok = run(resnet_like(), {{&small, 2, compute(1e-3), 1.0}}, 30);
+  ASSERT_TRUE(ok.feasible());
+  EXPECT_EQ(ok.groups[0].max_batch, 15);
+  const IterationResult too_big = run(resnet_like(), {{&small, 2, compute(1e-3), 1.0}}, 31);
+  EXPECT_EQ(too_big.infeasible, srift::Infeasible::memory);
+  SimOptions o;
+  o.global_batch = 31;
+  EXPECT_NE(srift::describe_infeasible(too_big, o).find("global batch is 31"), std::string::npos);
+}
+
+TEST(Simulator, BatchSmallerThanWorkersIsInfeasible) {
+  const InstanceSpec eight = instance(8, 100);
+  const IterationResult r = run(resnet_like(), {{&eight, 2, compute(1e-3), 1.0}}, 8);
+  EXPECT_EQ(r.infeasible, srift::Infeasible::batch_smaller_than_workers);
+}
+
+TEST(Simulator, NetworkIsTheBottleneckAcrossInstances) {
+  const InstanceSpec s = instance(8, 25);
+  const IterationResult r = run(resnet_like(), {{&s, 2, compute(1e-3), 1.0}}, 256);
+  EXPECT_EQ(r.bottleneck, srift::Bottleneck::network);
+  EXPECT_DOUBLE_EQ(r.ring_bandwidth, 25e9 / 8);
+  const IterationResult single = run(resnet_like(), {{&s, 1, compute(1e-3), 1.0}}, 256);
+  EXPECT_EQ(single.bottleneck, srift::Bottleneck::intra);
+}
+
+TEST(Simulator, BadInputNamesTheField) {
+  const InstanceSpec s = instance(1, 25);
+  try {
+    run(resnet_like(), {{&s, 0, compute(1e-3), 1.0}}, 8);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("groups[0].count"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(run(resnet_like(), {{&s, 1, compute(1e-3), 1.0}}, 0), std::invalid_argument);
+  Workload bad = resnet_like();
+  bad.bucket_ready_fraction[2] = 0.01;  // decreasing
+  EXPECT_THROW(run(bad, {{&s, 1, compute(1e-3), 1.0}}, 8), std::invalid_argument);
+}
+
+}  // namespace
