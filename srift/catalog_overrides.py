@@ -1,0 +1,291 @@
+"""User overrides of the catalog: negotiated prices, private offerings, measured NICs, quotas.
+
+File format (JSON or TOML), schema "srift.catalog-overrides/1"::
+
+    schema = "srift.catalog-overrides/1"
+
+    [instances."p3.16xlarge"]          # partial entry: patches an existing type
+    network_gbps = 20.0                # e.g. what iperf measured
+
+    [instances."p9.private"]           # new name: every required field
+    gpu = "H100-80GB"
+    gpu_count = 8
+    vcpus = 192
+    memory_gib = 2048
+    interconnect = "nvswitch"
+    intra_node_gbytes_s = 450
+    network_gbps = 400
+    efa = true
+    network_cards = 4
+    regions = ["us-east-1"]
+
+    [[prices]]
+    instance = "p3.16xlarge"
+    region = "us-east-1"
+    market = "on-demand"               # or "spot"
+    usd_per_hour = 15.0
+
+    [[interruption]]                   # srift extension: a known Spot Advisor bucket
+    instance = "p3.16xlarge"
+    region = "us-east-1"
+    class = "5-10%"
+
+    [quotas]
+    "p3.16xlarge" = 4
+
+Every problem is a ValueError naming the field path and the offending value.
+"""
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from srift.catalog import INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, format_json_path
+
+if TYPE_CHECKING:  # pragma: no cover
+    from srift.catalog import Catalog
+
+__all__ = ["OVERRIDES_SCHEMA_ID", "load_overrides", "validate_overrides", "apply_overrides"]
+
+OVERRIDES_SCHEMA_ID = "srift.catalog-overrides/1"
+_TOP_LEVEL = {"schema", "gpus", "instances", "prices", "quotas", "interruption", "note"}
+_REGION_RE = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-\d+$")
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _pos(v: Any) -> bool:
+    return _is_num(v) and v > 0
+
+
+def _pos_or_none(v: Any) -> bool:
+    return v is None or _pos(v)
+
+
+def _nonneg_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _pos_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+def _str(v: Any) -> bool:
+    return isinstance(v, str) and bool(v.strip())
+
+
+def _str_or_none(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+# field -> (check, description); required-for-new fields listed separately.
+_GPU_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "name": (_str, "a non-empty string"),
+    "chip": (_str, "a non-empty string"),
+    "aliases": (_str_list, "a list of strings"),
+    "memory_gib": (_pos, "a number > 0"),
+    "fp32_tflops": (_pos, "a number > 0"),
+    "tf32_tflops": (_pos_or_none, "a number > 0 or null"),
+    "fp16_tflops": (_pos_or_none, "a number > 0 or null"),
+    "bf16_tflops": (_pos_or_none, "a number > 0 or null"),
+    "memory_bandwidth_gbytes_s": (_pos, "a number > 0"),
+    "source": (_str, "a non-empty string"),
+    "note": (_str_or_none, "a string"),
+}
+_GPU_REQUIRED = ("name", "chip", "memory_gib", "fp32_tflops", "memory_bandwidth_gbytes_s")
+
+_INSTANCE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "family": (_str, "a non-empty string"),
+    "gpu": (_str, "a GPU key of the catalog"),
+    "gpu_count": (_pos_int, "an integer >= 1"),
+    "gpu_memory_gib": (_pos_or_none, "a number > 0"),
+    "vcpus": (_pos_int, "an integer >= 1"),
+    "memory_gib": (_pos, "a number > 0"),
+    "interconnect": (lambda v: v in ("nvswitch", "nvlink", "pcie", "none"), "one of nvswitch, nvlink, pcie, none"),
+    "interconnect_detail": (_str_or_none, "a string"),
+    "intra_node_gbytes_s": (_pos_or_none, "a number > 0 (GB/s) or null"),
+    "network_gbps": (_pos, "a number > 0 (Gbit/s)"),
+    "network_baseline_gbps": (_pos_or_none, "a number > 0 (Gbit/s)"),
+    "network_peak_gbps": (_pos_or_none, "a number > 0 (Gbit/s)"),
+    "network_performance": (_str_or_none, "a string"),
+    "efa": (lambda v: isinstance(v, bool), "true or false"),
+    "max_efa_interfaces": (lambda v: v is None or _nonneg_int(v), "an integer >= 0"),
+    "network_cards": (_pos_int, "an integer >= 1"),
+    "status": (lambda v: v in INSTANCE_STATUSES, "one of " + ", ".join(INSTANCE_STATUSES)),
+    "regions": (lambda v: _str_list(v) and all(_REGION_RE.match(x) for x in v), "a list of region codes such as 'us-east-1'"),
+    "sources": (_str_list, "a list of strings"),
+    "note": (_str_or_none, "a string"),
+}
+_INSTANCE_REQUIRED = ("gpu", "gpu_count", "vcpus", "memory_gib", "interconnect", "network_gbps", "efa", "network_cards")
+
+
+def load_overrides(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
+    """Read an overrides mapping or file (.json / .toml); returns (data, origin label)."""
+    if isinstance(source, Mapping):
+        return copy.deepcopy(dict(source)), "catalog overrides"
+    path = Path(source)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"catalog overrides path {str(path)!r}: cannot read ({exc.strerror or exc})") from exc
+    origin = f"catalog overrides {path}"
+    is_toml = path.suffix.lower() == ".toml"
+    if not is_toml and path.suffix.lower() != ".json":
+        # No telling suffix: JSON documents start with "{".
+        is_toml = not raw.lstrip().startswith(b"{")
+    if is_toml:
+        import tomllib
+
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{origin}: not valid TOML ({exc})") from exc
+    else:
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{origin}: not valid JSON ({exc})") from exc
+    return data, origin
+
+
+def _check_fields(origin: str, where: list[Any], entry: Any, fields: Mapping[str, tuple[Callable[[Any], bool], str]]) -> None:
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"{origin}: {format_json_path(where)} = {entry!r}: must be a table/object of fields")
+    for key, value in entry.items():
+        if key not in fields:
+            raise ValueError(
+                f"{origin}: {format_json_path([*where, key])}: unknown field {key!r} "
+                f"(known: {', '.join(sorted(fields))})"
+            )
+        check, what = fields[key]
+        if not check(value):
+            raise ValueError(f"{origin}: {format_json_path([*where, key])} = {value!r}: must be {what}")
+
+
+def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overrides") -> None:
+    """Check an overrides document against the schema and the catalog it will patch."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{origin}: $ must be an object/table, got {type(data).__name__}")
+    version = data.get("schema")
+    if version != OVERRIDES_SCHEMA_ID:
+        raise ValueError(f"{origin}: $.schema = {version!r}: must be {OVERRIDES_SCHEMA_ID!r}")
+    for key in data:
+        if key not in _TOP_LEVEL:
+            raise ValueError(f"{origin}: {format_json_path([key])}: unknown section (known: {', '.join(sorted(_TOP_LEVEL))})")
+    base = catalog.to_dict()
+    gpu_keys = set(base["gpus"])
+    for key, entry in (data.get("gpus") or {}).items():
+        _check_fields(origin, ["gpus", key], entry, _GPU_FIELDS)
+        if key not in base["gpus"]:
+            missing = [f for f in _GPU_REQUIRED if f not in entry]
+            if missing:
+                raise ValueError(f"{origin}: {format_json_path(['gpus', key])}: new GPU needs fields {missing}")
+        gpu_keys.add(key)
+    names = set(base["instances"])
+    for name, entry in (data.get("instances") or {}).items():
+        _check_fields(origin, ["instances", name], entry, _INSTANCE_FIELDS)
+        if name not in base["instances"]:
+            missing = [f for f in _INSTANCE_REQUIRED if f not in entry]
+            if missing:
+                raise ValueError(f"{origin}: {format_json_path(['instances', name])}: new instance type needs fields {missing}")
+        if "gpu" in entry and entry["gpu"] not in gpu_keys:
+            raise ValueError(f"{origin}: {format_json_path(['instances', name, 'gpu'])} = {entry['gpu']!r}: not a GPU key (known: {', '.join(sorted(gpu_keys))})")
+        names.add(name)
+    prices = data.get("prices") or []
+    if not isinstance(prices, list):
+        raise ValueError(f"{origin}: $.prices = {prices!r}: must be a list of {{instance, region, market, usd_per_hour}}")
+    price_fields = {
+        "instance": (lambda v: v in names, "an instance type of the catalog or of these overrides"),
+        "region": (lambda v: isinstance(v, str) and bool(_REGION_RE.match(v)), "a region code such as 'us-east-1'"),
+        "market": (lambda v: v in MARKETS, "one of " + ", ".join(MARKETS)),
+        "usd_per_hour": (lambda v: _is_num(v) and v >= 0, "a number >= 0 (USD per hour)"),
+        "zone": (_str_or_none, "a string"),
+        "as_of": (_str_or_none, "an ISO 8601 date or time"),
+        "source": (_str, "a non-empty string"),
+    }
+    for i, entry in enumerate(prices):
+        _check_fields(origin, ["prices", i], entry, price_fields)
+        missing = [f for f in ("instance", "region", "market", "usd_per_hour") if f not in entry]
+        if missing:
+            raise ValueError(f"{origin}: {format_json_path(['prices', i])}: missing fields {missing}")
+    intr = data.get("interruption") or []
+    if not isinstance(intr, list):
+        raise ValueError(f"{origin}: $.interruption = {intr!r}: must be a list of {{instance, region, class}}")
+    intr_fields = {
+        "instance": price_fields["instance"],
+        "region": price_fields["region"],
+        "class": (lambda v: v in INTERRUPTION_CLASSES, "one of " + ", ".join(INTERRUPTION_CLASSES)),
+    }
+    for i, entry in enumerate(intr):
+        _check_fields(origin, ["interruption", i], entry, intr_fields)
+        missing = [f for f in intr_fields if f not in entry]
+        if missing:
+            raise ValueError(f"{origin}: {format_json_path(['interruption', i])}: missing fields {missing}")
+    quotas = data.get("quotas") or {}
+    if not isinstance(quotas, Mapping):
+        raise ValueError(f"{origin}: $.quotas = {quotas!r}: must be a table {{instance: max_count}}")
+    for name, value in quotas.items():
+        if name not in names:
+            raise ValueError(f"{origin}: {format_json_path(['quotas', name])}: unknown instance type {name!r}")
+        if not _nonneg_int(value):
+            raise ValueError(f"{origin}: {format_json_path(['quotas', name])} = {value!r}: must be an integer >= 0")
+
+
+def apply_overrides(catalog: Catalog, source: Mapping[str, Any] | str | os.PathLike[str]) -> Catalog:
+    """A new Catalog with ``source`` applied over ``catalog`` (validated first)."""
+    from srift.catalog import Catalog
+
+    data, origin = load_overrides(source)
+    validate_overrides(data, catalog, origin)
+    out = catalog.to_dict()
+    label = f"override ({origin})"
+    today = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    for key, entry in (data.get("gpus") or {}).items():
+        if key in out["gpus"]:
+            out["gpus"][key].update(entry)
+        else:
+            new = {"tf32_tflops": None, "fp16_tflops": None, "bf16_tflops": None, "source": label}
+            new.update(entry)
+            out["gpus"][key] = new
+    for name, entry in (data.get("instances") or {}).items():
+        if name in out["instances"]:
+            inst = out["instances"][name]
+            inst.update(entry)
+            inst["sources"] = [*inst.get("sources", []), label]
+        else:
+            inst = {"family": name.split(".")[0], "intra_node_gbytes_s": None, "status": "current",
+                    "regions": [], "sources": [label]}
+            inst.update(entry)
+            out["instances"][name] = inst
+        gpu = out["gpus"][inst["gpu"]]
+        inst.setdefault("gpu_memory_gib", gpu["memory_gib"])
+        for region in inst.get("regions", []):
+            out["interruption"].setdefault(name, {}).setdefault(region, "unknown")
+    for entry in data.get("prices") or []:
+        name, region, market = entry["instance"], entry["region"], entry["market"]
+        rec: dict[str, Any] = {"usd_per_hour": float(entry["usd_per_hour"]),
+                               "as_of": entry.get("as_of", today), "source": entry.get("source", label)}
+        if market == "spot":
+            rec["zone"] = entry.get("zone")
+        out["on_demand" if market == "on-demand" else "spot"].setdefault(name, {})[region] = rec
+        inst = out["instances"][name]
+        if region not in inst["regions"]:  # a price there means it can be bought there
+            inst["regions"] = sorted({*inst["regions"], region})
+        out["interruption"].setdefault(name, {}).setdefault(region, "unknown")
+    for entry in data.get("interruption") or []:
+        out["interruption"].setdefault(entry["instance"], {})[entry["region"]] = entry["class"]
+    out.setdefault("quotas", {}).update(data.get("quotas") or {})
+    out["regions"] = sorted({*out["regions"], *(r for i in out["instances"].values() for r in i.get("regions", []))})
+    return Catalog(out, origin=f"{catalog.origin} + {origin}")

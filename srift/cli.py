@@ -1,0 +1,361 @@
+"""The ``srift`` command line: profile, predict, recommend, pareto (and the subcommands that
+other modules register: catalog, validate, train, probe-network, ...)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import re
+import sys
+from typing import Any, Callable, Sequence
+
+from srift import report
+
+__all__ = ["main", "build_parser", "parse_duration_hours"]
+
+# Modules that add their own subcommands through `register(subparsers)`.
+_COMMAND_MODULES = ("srift.cli_catalog", "srift.cli_validate", "srift.cli_learn", "srift.cli_sweep")
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d|day|days|w)?\s*$", re.IGNORECASE)
+_UNIT_HOURS = {"s": 1 / 3600, "sec": 1 / 3600, "m": 1 / 60, "min": 1 / 60, "h": 1, "hr": 1,
+               "d": 24, "day": 24, "days": 24, "w": 168}
+
+
+class UserError(Exception):
+    """A mistake in the command line: printed as one line with a hint, no traceback."""
+
+
+def parse_duration_hours(text: str) -> float:
+    """'12h', '90m', '2d', '3600s' or a bare number of hours -> hours."""
+    match = _DURATION.match(str(text))
+    if match is None:
+        raise argparse.ArgumentTypeError(f"duration must look like 12h, 90m, 2d or 3600s, got {text!r}")
+    value = float(match[1]) * _UNIT_HOURS[(match[2] or "h").lower()]
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"duration must be > 0, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _measurement(text: str) -> tuple[str, int, float]:
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"measurement must be GPU:LOCAL_BATCH:SECONDS (e.g. T4:32:0.21), got {text!r}")
+    return parts[0], _positive_int(parts[1]), _positive_float(parts[2])
+
+
+# ---- shared options -------------------------------------------------------------------------
+def _add_source(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what to train")
+    src = g.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="a zoo model to profile now (see `srift profile --list`)")
+    src.add_argument("--profile", dest="profile_path", metavar="FILE", help="a saved profile (JSON)")
+    g.add_argument("--batch-size", type=_positive_int, default=None,
+                   help="local batch to profile the zoo model at (default: the zoo's)")
+    g.add_argument("--device", default=None, help="cpu, cuda, or meta (FLOPs only, no timing)")
+    g.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None,
+                   help="arithmetic of the training run (default: the profile's)")
+    g.add_argument("--measure", type=_measurement, action="append", default=[], metavar="GPU:BATCH:SECONDS",
+                   help="a single-GPU iteration you timed, e.g. T4:32:0.21 (repeatable)")
+    g.add_argument("--catalog", dest="catalog_path", metavar="FILE", help="a catalog JSON (default: bundled)")
+    g.add_argument("--catalog-overrides", metavar="FILE", help="prices, quotas or instances to override (JSON/TOML)")
+
+
+def _add_output(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _add_space(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("search space")
+    g.add_argument("--global-batch", type=_positive_int, required=True, help="samples per iteration, all GPUs")
+    g.add_argument("--iterations", type=_positive_float, required=True, help="iterations to train")
+    g.add_argument("--regions", default=None, help="comma-separated regions, or 'all' (default: us-east-1,us-west-2,eu-west-1)")
+    g.add_argument("--spot", action="store_true", help="also consider spot instances")
+    g.add_argument("--types", default=None, help="only these instance types (comma-separated)")
+    g.add_argument("--exclude", default=None, help="never these instance types (comma-separated)")
+    g.add_argument("--max-types", type=_positive_int, default=2, help="distinct instance types per plan (default 2)")
+    g.add_argument("--max-instances-per-type", type=_positive_int, default=16, help="default 16")
+    g.add_argument("--threads", type=int, default=None, help="search threads (default: up to 2)")
+
+
+# ---- loading --------------------------------------------------------------------------------
+def _catalog(args: argparse.Namespace) -> Any:
+    from srift.catalog import Catalog
+
+    catalog = Catalog.load(args.catalog_path) if args.catalog_path else Catalog.default()
+    if getattr(args, "catalog_overrides", None):
+        catalog = catalog.with_overrides(args.catalog_overrides)
+    return catalog
+
+
+def _profile(args: argparse.Namespace) -> Any:
+    from srift.profile_data import Profile
+
+    if args.profile_path:
+        prof = Profile.load(args.profile_path)
+    else:
+        prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json)
+    for device, batch, secs in args.measure:
+        prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli")
+    return prof
+
+
+def _profile_zoo(name: str, batch_size: int | None, device: str | None, precision: str, *,
+                 quiet: bool, warmup: int = 2, repeats: int = 5) -> Any:
+    import torch
+
+    from srift import zoo
+    from srift.profiler import profile
+
+    batch_size = batch_size or int(zoo.info(name).get("default_batch_size", 8))
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if not quiet:
+        print(f"profiling {name} at local batch {batch_size} on {device} ...", file=sys.stderr)
+    model, batch, loss_fn = zoo.build(name, batch_size=batch_size, device="meta" if device == "meta" else "cpu")
+    return profile(model, batch, loss_fn=loss_fn, device=device, precision=precision,
+                   warmup=warmup, repeats=repeats, name=name)
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], text: Callable[[], str]) -> None:
+    if args.json:
+        json.dump(payload, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(text())
+
+
+def _split(text: str | None) -> list[str] | None:
+    return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
+
+
+# ---- commands -------------------------------------------------------------------------------
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from srift import zoo
+
+    if args.list:
+        rows = [(n, f"{zoo.info(n).get('params', 0) / 1e6:.1f}M", zoo.info(n).get("task", "")) for n in zoo.names()]
+        print(report.table(rows, ["model", "params", "task"], right=[1]))
+        return 0
+    if not args.model:
+        raise UserError("give --model NAME (or --list to see the zoo)")
+    prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
+                        warmup=args.warmup, repeats=args.repeats)
+    if args.output:
+        prof.save(args.output)
+
+    def text() -> str:
+        t = prof.timings
+        lines = [f"{prof.model}: {prof.param_count / 1e6:.2f} M parameters, {len(prof.layers)} layers, "
+                 f"{len(prof.buckets)} DDP buckets, profiled on {prof.device}",
+                 f"forward {prof.total_forward_flops() / 1e9:.2f} GFLOP/sample, backward "
+                 f"{prof.total_backward_flops() / 1e9:.2f} GFLOP/sample, activations "
+                 f"{prof.activation_bytes_per_sample / 2**20:.1f} MiB/sample"]
+        if t is not None:
+            rows = [(b, report.seconds(f), report.seconds(bw), report.seconds(it))
+                    for b, f, bw, it in zip(t.batch_sizes, t.forward_s, t.backward_s, t.iteration_s)]
+            lines += ["", report.table(rows, ["local batch", "forward", "backward", "iteration"], right=[0, 1, 2, 3]),
+                      f"optimizer step {report.seconds(t.optimizer_s)} (medians of {t.repeats} after {t.warmup} warm-up)"]
+        if args.output:
+            lines.append(f"saved to {args.output}")
+        return "\n".join(lines)
+
+    _emit(args, prof.to_dict(), text)
+    return 0
+
+
+def _prediction_text(pred: Any) -> str:
+    if not pred.feasible:
+        return f"{pred.cluster} in {pred.region}: does not run: {pred.why_infeasible}"
+    rows = [(g.instance_type, g.market, g.count, g.gpu, g.ranks,
+             g.local_batch_low if g.ranks_high in (0, g.ranks) else f"{g.local_batch_low}-{g.local_batch_high}",
+             report.seconds(g.compute_s), f"{g.memory_gib:.1f}/{g.gpu_memory_gib:.0f} GiB", g.compute_source)
+            for g in pred.groups]
+    lines = [f"{pred.cluster} in {pred.region}, global batch {pred.global_batch}, {pred.precision}",
+             report.table(rows, ["instance", "market", "count", "gpu", "ranks", "local batch", "compute",
+                                 "memory", "compute from"], right=[2, 4, 6]),
+             "",
+             f"iteration        {report.seconds(pred.iteration_s)}  ({report.rate(pred.samples_per_s, ' samples/s')})",
+             f"  compute        {report.seconds(pred.compute_s)}",
+             f"  exposed comm   {report.seconds(pred.exposed_comm_s)} of {report.seconds(pred.comm_s)} "
+             f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
+             f"  optimizer      {report.seconds(pred.optimizer_s)}",
+             f"cost             {report.usd(pred.usd_per_hour)}/h, {report.usd(pred.usd_per_1k_samples)} per 1k samples"]
+    if pred.iterations is not None:
+        lines.append(f"whole run        {report.hours(pred.total_hours)}, {report.usd(pred.total_usd)} "
+                     f"for {pred.iterations:,.0f} iterations")
+    return "\n".join(lines)
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from srift.predict import predict
+
+    prof = _profile(args)
+    pred = predict(prof, args.cluster, args.global_batch, catalog=_catalog(args), region=args.region,
+                   precision=args.precision, iterations=args.iterations)
+    _emit(args, pred.to_dict(), lambda: _prediction_text(pred))
+    return 0
+
+
+def _plan_rows(plans: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return [(i + 1, " + ".join(str(g) for g in p.cluster.groups), p.region, report.hours(p.total_hours),
+             report.usd(p.total_usd), report.rate(p.samples_per_s), report.usd(p.usd_per_hour) + "/h",
+             report.usd(p.usd_per_1k_samples))
+            for i, p in enumerate(plans)]
+
+
+_PLAN_HEADERS = ["#", "plan", "region", "time", "total", "samples/s", "rate", "per 1k samples"]
+
+
+def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(global_batch=args.global_batch, iterations=args.iterations, regions=args.regions,
+                markets=("on-demand", "spot") if args.spot else ("on-demand",),
+                instance_types=_split(args.types), exclude=_split(args.exclude), max_types=args.max_types,
+                max_instances_per_type=args.max_instances_per_type, precision=args.precision,
+                threads=args.threads)
+
+
+def _cmd_recommend(args: argparse.Namespace) -> int:
+    from srift.recommend import recommend
+
+    if args.deadline is None and args.budget is None and args.max_usd_per_hour is None:
+        raise UserError("give --deadline (cheapest plan that meets it) or --budget / --max-usd-per-hour "
+                        "(fastest plan within it)")
+    prof = _profile(args)
+    rec = recommend(prof, deadline_hours=args.deadline, budget_usd=args.budget,
+                    max_usd_per_hour=args.max_usd_per_hour, catalog=_catalog(args), top_k=args.top,
+                    **_space_kwargs(args))
+
+    def text() -> str:
+        s = rec.search
+        goal = (f"cheapest plan finishing {rec.iterations:,.0f} iterations within {report.hours(rec.deadline_hours)}"
+                if rec.objective == "min_cost" else
+                f"fastest plan for {rec.iterations:,.0f} iterations within "
+                + " and ".join(x for x in (rec.budget_usd and report.usd(rec.budget_usd),
+                                           rec.max_usd_per_hour and report.usd(rec.max_usd_per_hour) + "/h") if x))
+        head = (f"{prof.model}, global batch {rec.global_batch}, {rec.precision}: {goal}\n"
+                f"searched {s.evaluated:,} clusters over {s.offers} offers in {', '.join(s.regions)} "
+                f"({', '.join(s.markets)}) in {s.seconds * 1e3:.0f} ms")
+        if rec.best is None:
+            lines = [head, "", f"no plan fits: {rec.why_none}"]
+            if rec.closest is not None:
+                lines += ["closest:", report.table(_plan_rows([rec.closest]), _PLAN_HEADERS, right=[3, 4, 5])]
+            return "\n".join(lines)
+        plans = [rec.best, *rec.alternatives]
+        return "\n".join([head, "", report.table(_plan_rows(plans), _PLAN_HEADERS, right=[0, 3, 4, 5, 6, 7]),
+                          "", "best plan:", _prediction_text(rec.best.prediction)])
+
+    _emit(args, rec.to_dict(), text)
+    return 0 if rec.best is not None else 3
+
+
+def _cmd_pareto(args: argparse.Namespace) -> int:
+    from srift.recommend import pareto
+
+    prof = _profile(args)
+    plans = pareto(prof, catalog=_catalog(args), **_space_kwargs(args))
+    _emit(args, {"plans": [p.to_dict() for p in plans]},
+          lambda: f"{len(plans)} plans on the time-cost front (fastest first)\n"
+                  + report.table(_plan_rows(plans), _PLAN_HEADERS, right=[0, 3, 4, 5, 6, 7]))
+    return 0
+
+
+# ---- parser and entry point -----------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    from srift import __version__
+
+    parser = argparse.ArgumentParser(prog="srift", description="Which cloud GPUs should I rent to train this model?")
+    parser.add_argument("--version", action="version", version=f"srift {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("profile", help="profile a zoo model: FLOPs, bytes, timings, DDP buckets")
+    p.add_argument("--model", help="zoo model name")
+    p.add_argument("--list", action="store_true", help="list the zoo's models")
+    p.add_argument("--batch-size", type=_positive_int, default=None)
+    p.add_argument("--device", default=None, help="cpu, cuda, or meta")
+    p.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None)
+    p.add_argument("--warmup", type=_positive_int, default=2)
+    p.add_argument("--repeats", type=_positive_int, default=5)
+    p.add_argument("-o", "--output", help="write the profile JSON here")
+    _add_output(p)
+    p.set_defaults(func=_cmd_profile)
+
+    p = sub.add_parser("predict", help="iteration time and cost of one cluster")
+    _add_source(p)
+    p.add_argument("--cluster", required=True, help="e.g. '2x p3.16xlarge + 4x g4dn.12xlarge:spot'")
+    p.add_argument("--global-batch", type=_positive_int, required=True)
+    p.add_argument("--iterations", type=_positive_float, default=None, help="also give the whole run's time and cost")
+    p.add_argument("--region", default=None, help="default: the cheapest region pricing every group")
+    _add_output(p)
+    p.set_defaults(func=_cmd_predict)
+
+    p = sub.add_parser("recommend", help="cheapest plan within a deadline, or fastest within a budget")
+    _add_source(p)
+    _add_space(p)
+    goal = p.add_argument_group("the question")
+    goal.add_argument("--deadline", type=parse_duration_hours, default=None, help="e.g. 12h, 90m, 2d")
+    goal.add_argument("--budget", type=_positive_float, default=None, help="total USD")
+    goal.add_argument("--max-usd-per-hour", type=_positive_float, default=None, help="hourly rate cap, USD/h")
+    goal.add_argument("--top", type=_positive_int, default=5, help="plans to show (default 5)")
+    _add_output(p)
+    p.set_defaults(func=_cmd_recommend)
+
+    p = sub.add_parser("pareto", help="every plan not beaten on both time and cost")
+    _add_source(p)
+    _add_space(p)
+    _add_output(p)
+    p.set_defaults(func=_cmd_pareto)
+
+    for module_name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("srift: interrupted", file=sys.stderr)
+        return 130
+    except (UserError, ValueError, IndexError, FileNotFoundError) as exc:
+        if args.debug:
+            raise
+        print(f"srift: error: {exc}", file=sys.stderr)
+        print("hint: add --debug for the traceback; `srift COMMAND --help` lists the options", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
