@@ -1,0 +1,222 @@
+"""Gradient buckets exactly as ``torch.nn.parallel.DistributedDataParallel`` builds them.
+
+How DDP (torch 2.x, checked against 2.13) assigns gradients to buckets:
+
+1. Parameters: ``module.named_modules()`` in order, each module's own
+   ``named_parameters(recurse=False)`` that require grad and are not in
+   ``module._ddp_params_and_buffers_to_ignore``; a parameter shared by several modules
+   (tied weights) is kept once, at its first occurrence. This is the registration order.
+2. Construction: with the defaults (``find_unused_parameters=False``) DDP starts with ONE
+   bucket holding everything, reduces it after the first backward, and at the start of
+   the second iteration *rebuilds* the buckets from the order in which gradients became
+   ready in that first backward (the reducer's ``rebuilt_params_``), with limits
+   ``[first_bucket_bytes_cap, bucket_bytes_cap]``. These rebuilt buckets are what every
+   later iteration uses, so they are what srift models.
+3. ``compute_bucket_assignment_by_size`` (reducer.cpp): walk the tensors in order, keep one
+   open bucket per (dtype, device); add the tensor's ``numel * element_size`` bytes; when the
+   open bucket reaches ``>=`` its current limit, close it and move that (dtype, device) to
+   the next limit (the last limit repeats). A parameter whose module produces sparse
+   gradients (``nn.Embedding(sparse=True)``) gets a bucket of its own. Open buckets are
+   appended at the end. In ready order the result is not sorted.
+4. With ``find_unused_parameters=True`` DDP never rebuilds: it assigns in *registration*
+   order with limits ``[first, cap]``, sorts buckets by their smallest index and reverses
+   the list, so the 1 MiB bucket holds the first-registered parameters and is reduced last.
+
+Byte caps: DDP's ``bucket_cap_mb`` is MiB (``* 1024 * 1024``). When DDP is built with the
+default ``bucket_cap_mb=None`` the first bucket is 1 MiB (``dist._DEFAULT_FIRST_BUCKET_BYTES``);
+when a user passes ``bucket_cap_mb=X`` explicitly, torch 2.13 uses X for the first bucket too,
+so call :func:`ddp_buckets` with ``first_bucket_mb=X`` to model that.
+
+This is an independent implementation (no private torch function is called); the tests
+compare it with the buckets a real 1-process gloo DDP builds.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "MIB",
+    "DdpParam",
+    "Bucket",
+    "ddp_parameters",
+    "assign_by_size",
+    "ddp_buckets",
+]
+
+MIB = 1024 * 1024
+
+
+@dataclass
+class DdpParam:
+    """One parameter as DDP's reducer sees it (registration index, canonical name)."""
+
+    index: int
+    name: str
+    numel: int
+    element_size: int
+    dtype: str
+    device: str
+    sparse_grad: bool = False
+    tensor: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.element_size
+
+
+@dataclass
+class Bucket:
+    """A DDP gradient bucket; ``param_indices`` index :func:`ddp_parameters`' list."""
+
+    index: int
+    param_indices: list[int]
+    param_names: list[str]
+    bytes: int
+    dtype: str
+    device: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "param_indices": list(self.param_indices),
+            "param_names": list(self.param_names),
+            "bytes": self.bytes,
+            "dtype": self.dtype,
+            "device": self.device,
+        }
+
+
+def ddp_parameters(model: Any) -> list[DdpParam]:
+    """The parameters DDP reduces, in registration order (mirrors ``_build_params_for_reducer``)."""
+    import torch
+
+    ignore = set(getattr(model, "_ddp_params_and_buffers_to_ignore", ()) or ())
+    seen: set[int] = set()
+    out: list[DdpParam] = []
+    for module_name, module in model.named_modules():
+        sparse = isinstance(module, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and bool(
+            getattr(module, "sparse", False)
+        )
+        for param_name, param in module.named_parameters(recurse=False):
+            fqn = f"{module_name}.{param_name}" if module_name else param_name
+            if not param.requires_grad or fqn in ignore:
+                continue
+            if id(param) in seen:  # tied weight: DDP keeps the first occurrence
+                continue
+            seen.add(id(param))
+            out.append(
+                DdpParam(
+                    index=len(out),
+                    name=fqn,
+                    numel=param.numel(),
+                    element_size=param.element_size(),
+                    dtype=str(param.dtype).replace("torch.", ""),
+                    device=str(param.device),
+                    sparse_grad=sparse,
+                    tensor=param,
+                )
+            )
+    return out
+
+
+def assign_by_size(
+    params: Sequence[DdpParam],
+    order: Sequence[int],
+    limits: Sequence[int],
+    *,
+    sort_by_min_index: bool = False,
+) -> list[list[int]]:
+    """Group ``order`` (indices into ``params``) into buckets under byte ``limits``.
+
+    Same rule as reducer.cpp's ``compute_bucket_assignment_by_size``: a bucket closes once
+    its size reaches ``>=`` the current limit of its (dtype, device); limits advance per
+    (dtype, device) and the last one repeats.
+    """
+    if not limits or any(int(x) <= 0 for x in limits):
+        raise ValueError(f"limits: must be a non-empty list of positive byte counts, got {list(limits)!r}")
+    result: list[list[int]] = []
+    open_buckets: dict[tuple[str, str], tuple[list[int], int]] = {}
+    limit_pos: dict[tuple[str, str], int] = {}
+    for i in order:
+        p = params[i]
+        if p.sparse_grad:  # sparse gradients are never coalesced
+            result.append([i])
+            continue
+        key = (p.dtype, p.device)
+        indices, size = open_buckets.get(key, ([], 0))
+        indices.append(i)
+        size += p.nbytes
+        pos = limit_pos.setdefault(key, 0)
+        if size >= limits[pos]:
+            result.append(indices)
+            indices, size = [], 0
+            limit_pos[key] = min(pos + 1, len(limits) - 1)
+        open_buckets[key] = (indices, size)
+    # torch iterates an unordered_map here; with one dtype/device the order is unambiguous,
+    # with several we use first-seen order.
+    for indices, _ in open_buckets.values():
+        if indices:
+            result.append(indices)
+    if sort_by_min_index:
+        result.sort(key=min)
+    return result
+
+
+def ddp_buckets(
+    model: Any,
+    bucket_cap_mb: float = 25,
+    first_bucket_mb: float = 1,
+    *,
+    ready_order: Sequence[int] | None = None,
+    find_unused_parameters: bool = False,
+) -> list[Bucket]:
+    """The buckets DDP reduces in steady state, bucket 0 first.
+
+    ``ready_order``: indices into :func:`ddp_parameters` in the order their gradients became
+    ready in one backward (what DDP records in its first iteration; the profiler measures
+    it). Default: reverse registration order, which is what the backward produces for a
+    model that uses its layers in registration order. Parameters missing from
+    ``ready_order`` (unused in the measured backward) are appended in reverse registration
+    order.
+    """
+    for label, value in (("bucket_cap_mb", bucket_cap_mb), ("first_bucket_mb", first_bucket_mb)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
+            raise ValueError(f"{label}: must be a positive number of MiB, got {value!r}")
+    params = ddp_parameters(model)
+    if not params:
+        return []
+    cap = int(bucket_cap_mb * MIB)
+    first = int(first_bucket_mb * MIB)
+    if find_unused_parameters:
+        # distributed.py: the small first bucket applies only when it is smaller
+        limits = [first, cap] if first < cap else [cap]
+        groups = assign_by_size(params, range(len(params)), limits, sort_by_min_index=True)
+        groups = list(reversed(groups))
+    else:
+        if ready_order is None:
+            order = list(reversed(range(len(params))))
+        else:
+            order = []
+            seen: set[int] = set()
+            for i in ready_order:
+                if not 0 <= int(i) < len(params):
+                    raise ValueError(f"ready_order: index {i!r} out of range [0, {len(params)})")
+                if int(i) not in seen:
+                    seen.add(int(i))
+                    order.append(int(i))
+            order += [i for i in reversed(range(len(params))) if i not in seen]
+        # reducer.cpp rebuild_buckets: always [first_bucket_bytes_cap, bucket_bytes_cap]
+        groups = assign_by_size(params, order, [first, cap])
+    return [
+        Bucket(
+            index=k,
+            param_indices=list(g),
+            param_names=[params[i].name for i in g],
+            bytes=sum(params[i].nbytes for i in g),
+            dtype=params[g[0]].dtype,
+            device=params[g[0]].device,
+        )
+        for k, g in enumerate(groups)
+    ]

@@ -1,0 +1,408 @@
+"""The Profile file format, schema ``srift.profile/1`` (see docs/contracts.md).
+
+A Profile is what srift knows about one model independent of the cluster: per-layer FLOPs
+and bytes (per sample; 1 MAC = 2 FLOPs), DDP gradient buckets, memory, and the timings
+measured where it was profiled. It travels as JSON (never pickle) and is validated
+against ``srift/schemas/profile.schema.json`` on load.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "SCHEMA",
+    "SUPPORTED_SCHEMAS",
+    "LAYER_KINDS",
+    "LayerProfile",
+    "BucketProfile",
+    "Timings",
+    "Measurement",
+    "Profile",
+    "profile_schema",
+]
+
+SCHEMA = "srift.profile/1"
+SUPPORTED_SCHEMAS = (SCHEMA,)
+LAYER_KINDS = ("matmul", "conv", "attention", "norm", "elementwise", "embedding", "pool", "recurrent", "other")
+PRECISIONS = ("fp32", "tf32", "amp")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@lru_cache(maxsize=1)
+def profile_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of ``srift.profile/1``."""
+    from importlib import resources
+
+    text = resources.files("srift").joinpath("schemas/profile.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _json_path(parts: Any) -> str:
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def _short(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _validate_schema(data: Any) -> None:
+    """Raise ValueError naming the JSON path and value of the first schema violation."""
+    if not isinstance(data, dict):
+        raise ValueError(f"$: a profile must be a JSON object, got {type(data).__name__}")
+    version = data.get("schema")
+    if version not in SUPPORTED_SCHEMAS:
+        raise ValueError(
+            f"$.schema: unsupported profile schema {version!r}; supported versions: {', '.join(SUPPORTED_SCHEMAS)}"
+        )
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(profile_schema())
+    errors = []
+    stack = list(validator.iter_errors(data))
+    while stack:  # include sub-errors of anyOf/oneOf so the deepest path is named
+        e = stack.pop()
+        errors.append(e)
+        stack.extend(e.context or ())
+    if errors:
+        # deepest error first: it names the offending field rather than a parent
+        err = max(errors, key=lambda e: len(e.absolute_path))
+        path = _json_path(err.absolute_path)
+        raise ValueError(f"{path}: invalid value {_short(err.instance)}: {err.message}")
+    # cross-field rules JSON Schema cannot express
+    n_layers = len(data["layers"])
+    for k, b in enumerate(data["buckets"]):
+        if b["index"] != k:
+            raise ValueError(f"$.buckets[{k}].index: invalid value {b['index']}: expected {k}")
+        if b["last_layer"] is not None and b["last_layer"] >= n_layers:
+            raise ValueError(
+                f"$.buckets[{k}].last_layer: invalid value {b['last_layer']}: only {n_layers} layers"
+            )
+    t = data.get("timings")
+    if t is not None:
+        n = len(t["batch_sizes"])
+        for key, val in t.items():
+            if isinstance(val, list) and len(val) != n:
+                raise ValueError(
+                    f"$.timings.{key}: invalid value {_short(val)}: expected {n} entries, one per batch size"
+                )
+
+
+@dataclass
+class LayerProfile:
+    """One layer: a leaf module, or a parent's own ops (``pseudo``) such as residual adds.
+
+    FLOPs and ``forward_bytes`` are per sample; ``param_bytes`` is absolute; times are
+    medians in seconds at the profile's example batch on its device (None on meta).
+    """
+
+    name: str
+    type: str
+    kind: str
+    forward_flops: float
+    backward_flops: float
+    forward_bytes: float
+    param_bytes: int
+    forward_s: float | None = None
+    backward_s: float | None = None
+    pseudo: bool = False  # added field: True for a parent module's own (functional) ops
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LayerProfile:
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+@dataclass
+class BucketProfile:
+    """A DDP gradient bucket in reduction order; ``last_layer`` indexes ``Profile.layers``."""
+
+    index: int
+    bytes: int
+    param_names: list[str]
+    last_layer: int | None
+    ready_fraction: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "bytes": self.bytes,
+            "param_names": list(self.param_names),
+            "last_layer": self.last_layer,
+            "ready_fraction": self.ready_fraction,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BucketProfile:
+        return cls(
+            index=d["index"],
+            bytes=d["bytes"],
+            param_names=list(d["param_names"]),
+            last_layer=d["last_layer"],
+            ready_fraction=d["ready_fraction"],
+        )
+
+
+@dataclass
+class Timings:
+    """Whole-model medians (seconds) per local batch size, with p10/p90 spread.
+
+    Per-batch lists align with ``batch_sizes``. ``optimizer_s`` does not depend on the batch.
+    Added fields beyond the contract: ``iteration_p10/p90``, ``optimizer_p10/p90`` and
+    ``peak_memory_bytes`` (CUDA ``max_memory_allocated`` per batch size; None elsewhere).
+    """
+
+    batch_sizes: list[int]
+    forward_s: list[float]
+    backward_s: list[float]
+    optimizer_s: float
+    iteration_s: list[float]
+    forward_p10: list[float]
+    forward_p90: list[float]
+    backward_p10: list[float]
+    backward_p90: list[float]
+    repeats: int
+    warmup: int
+    iteration_p10: list[float] = field(default_factory=list)
+    iteration_p90: list[float] = field(default_factory=list)
+    optimizer_p10: float | None = None
+    optimizer_p90: float | None = None
+    peak_memory_bytes: list[int | None] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), list) else v) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Timings:
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+@dataclass
+class Measurement:
+    """A measured iteration time of real training on ``device`` at ``local_batch``."""
+
+    device: str
+    local_batch: int
+    iteration_s: float
+    forward_s: float | None = None
+    backward_s: float | None = None
+    source: str = "user"
+    recorded_at: str = field(default_factory=_now)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Measurement:
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+def _check_positive(name: str, value: Any, *, integer: bool = False, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name}: expected a {'positive integer' if integer else 'positive number'}, got {value!r}")
+    if integer and not float(value).is_integer():
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: expected a {'positive integer' if integer else 'positive finite number'}, got {value!r}")
+
+
+@dataclass
+class Profile:
+    """Everything srift knows about a model independent of the cluster (``srift.profile/1``)."""
+
+    model: str
+    device: str
+    precision: str
+    example_batch_size: int
+    param_count: int
+    param_bytes: int
+    trainable_param_bytes: int
+    optimizer: str
+    optimizer_state_bytes: int
+    activation_bytes_per_sample: float
+    layers: list[LayerProfile]
+    buckets: list[BucketProfile]
+    timings: Timings | None = None
+    measurements: list[Measurement] = field(default_factory=list)
+    device_gpu: str | None = None
+    bucket_cap_mb: float = 25
+    first_bucket_mb: float = 1
+    buffer_bytes: int = 0  # added field: non-parameter state (e.g. BatchNorm running stats)
+    created_at: str = field(default_factory=_now)
+    srift_version: str = field(default_factory=lambda: _version())
+    schema: str = SCHEMA
+
+    # -- helpers -------------------------------------------------------------------------
+    def total_forward_flops(self) -> float:
+        """Forward FLOPs per sample of the whole model (2 FLOPs per MAC)."""
+        return float(sum(layer.forward_flops for layer in self.layers))
+
+    def total_backward_flops(self) -> float:
+        """Backward FLOPs per sample of the whole model."""
+        return float(sum(layer.backward_flops for layer in self.layers))
+
+    def total_forward_bytes(self) -> float:
+        return float(sum(layer.forward_bytes for layer in self.layers))
+
+    def gradient_bytes(self) -> int:
+        """Bytes all-reduced per iteration (sum of bucket sizes)."""
+        return int(sum(b.bytes for b in self.buckets))
+
+    def measurements_for(self, device: str) -> list[Measurement]:
+        """Measurements taken on ``device`` (case-insensitive match on the device string)."""
+        key = str(device).strip().lower()
+        return [m for m in self.measurements if m.device.strip().lower() == key]
+
+    def add_measurement(
+        self,
+        device: str,
+        local_batch: int,
+        iteration_s: float,
+        forward_s: float | None = None,
+        backward_s: float | None = None,
+        source: str = "user",
+    ) -> Measurement:
+        """Validate and append a measurement; ValueError names the bad field and value."""
+        if not isinstance(device, str) or not device.strip():
+            raise ValueError(f"device: expected a non-empty string, got {device!r}")
+        _check_positive("local_batch", local_batch, integer=True)
+        _check_positive("iteration_s", iteration_s)
+        _check_positive("forward_s", forward_s, optional=True)
+        _check_positive("backward_s", backward_s, optional=True)
+        if not isinstance(source, str) or not source.strip():
+            raise ValueError(f"source: expected a non-empty string, got {source!r}")
+        parts = [x for x in (forward_s, backward_s) if x is not None]
+        if parts and sum(parts) > iteration_s * 1.5:
+            # forward + backward cannot much exceed the iteration they are part of
+            raise ValueError(
+                f"iteration_s: {iteration_s!r} is smaller than forward_s + backward_s = {sum(parts)!r}"
+            )
+        m = Measurement(
+            device=device.strip(),
+            local_batch=int(local_batch),
+            iteration_s=float(iteration_s),
+            forward_s=None if forward_s is None else float(forward_s),
+            backward_s=None if backward_s is None else float(backward_s),
+            source=source,
+        )
+        self.measurements.append(m)
+        return m
+
+    # -- (de)serialisation ---------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "model": self.model,
+            "created_at": self.created_at,
+            "srift_version": self.srift_version,
+            "device": self.device,
+            "device_gpu": self.device_gpu,
+            "precision": self.precision,
+            "example_batch_size": self.example_batch_size,
+            "param_count": self.param_count,
+            "param_bytes": self.param_bytes,
+            "trainable_param_bytes": self.trainable_param_bytes,
+            "buffer_bytes": self.buffer_bytes,
+            "optimizer": self.optimizer,
+            "optimizer_state_bytes": self.optimizer_state_bytes,
+            "activation_bytes_per_sample": self.activation_bytes_per_sample,
+            "bucket_cap_mb": self.bucket_cap_mb,
+            "first_bucket_mb": self.first_bucket_mb,
+            "layers": [layer.to_dict() for layer in self.layers],
+            "buckets": [b.to_dict() for b in self.buckets],
+            "timings": None if self.timings is None else self.timings.to_dict(),
+            "measurements": [m.to_dict() for m in self.measurements],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Profile:
+        """Build from a dict, validating it first (ValueError naming the JSON path)."""
+        _validate_schema(data)
+        return cls(
+            schema=data["schema"],
+            model=data["model"],
+            created_at=data["created_at"],
+            srift_version=data["srift_version"],
+            device=data["device"],
+            device_gpu=data["device_gpu"],
+            precision=data["precision"],
+            example_batch_size=data["example_batch_size"],
+            param_count=data["param_count"],
+            param_bytes=data["param_bytes"],
+            trainable_param_bytes=data["trainable_param_bytes"],
+            buffer_bytes=data.get("buffer_bytes", 0),
+            optimizer=data["optimizer"],
+            optimizer_state_bytes=data["optimizer_state_bytes"],
+            activation_bytes_per_sample=data["activation_bytes_per_sample"],
+            bucket_cap_mb=data["bucket_cap_mb"],
+            first_bucket_mb=data["first_bucket_mb"],
+            layers=[LayerProfile.from_dict(x) for x in data["layers"]],
+            buckets=[BucketProfile.from_dict(x) for x in data["buckets"]],
+            timings=None if data["timings"] is None else Timings.from_dict(data["timings"]),
+            measurements=[Measurement.from_dict(x) for x in data["measurements"]],
+        )
+
+    def to_json(self, indent: int | None = 1) -> str:
+        data = self.to_dict()
+        _validate_schema(data)  # never write a file we would refuse to read
+        return json.dumps(data, indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<string>") -> Profile:
+        def _reject(name: str) -> Any:
+            raise ValueError(f"{source}: non-finite number {name} is not allowed in a profile")
+
+        try:
+            data = json.loads(text, parse_constant=_reject)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{source}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        try:
+            return cls.from_dict(data)
+        except ValueError as e:
+            raise ValueError(f"{source}: {e}") from None
+
+    def save(self, path: str | Path) -> Path:
+        """Write the profile as JSON (validated first); returns the path."""
+        path = Path(path)
+        path.write_text(self.to_json() + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Profile:
+        """Read and validate a profile JSON file (ValueError on any problem; never unpickles)."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read profile: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not a UTF-8 JSON file ({e.reason} at byte {e.start})") from None
+        return cls.from_json(text, source=str(path))
+
+
+def _version() -> str:
+    try:
+        from srift import __version__
+
+        return __version__
+    except Exception:  # pragma: no cover - only when imported outside the package
+        return "0.0.0"

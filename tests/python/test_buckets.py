@@ -1,0 +1,255 @@
+"""srift.buckets against the buckets a real (1-process, gloo) DistributedDataParallel builds."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from srift.buckets import MIB, DdpParam, assign_by_size, ddp_buckets, ddp_parameters
+
+pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _threads():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)  # shared 2-core machine: one thread is faster and steadier
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def process_group(tmp_path_factory):
+    store = tmp_path_factory.mktemp("pg") / "store"
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def _call(model, inputs):
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def _ready_order(model, inputs, loss_fn):
+    """Indices (into ddp_parameters) in the order one backward makes their gradients ready."""
+    params = ddp_parameters(model)
+    index = {id(p.tensor): p.index for p in params}
+    order: list[int] = []
+    handles = [p.tensor.register_post_accumulate_grad_hook(lambda t: order.append(index[id(t)])) for p in params]
+    try:
+        loss_fn(_call(model, inputs)).backward()
+    finally:
+        for h in handles:
+            h.remove()
+    model.zero_grad(set_to_none=True)
+    return order
+
+
+def _ddp_steady_buckets(model, inputs, loss_fn, **ddp_kwargs):
+    """(param names, bytes) per bucket that DDP reduces in steady state, after its rebuild."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    names = {id(p.tensor): p.name for p in ddp_parameters(model)}
+    ddp = DDP(model, **ddp_kwargs)
+    seen: list[tuple[int, list[str], int]] = []
+
+    def hook(state, bucket):
+        buf = bucket.buffer()
+        seen.append((bucket.index(), [names[id(p)] for p in bucket.parameters()], buf.numel() * buf.element_size()))
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+    ddp.register_comm_hook(None, hook)
+    for _ in range(3):  # DDP rebuilds at iteration 2; its logger records it at iteration 3
+        seen.clear()
+        loss_fn(_call(ddp, inputs)).backward()
+    data = ddp._get_ddp_logging_data()
+    ddp.zero_grad(set_to_none=True)
+    seen.sort()
+    assert [s[0] for s in seen] == list(range(len(seen)))
+    return [(s[1], s[2]) for s in seen], data
+
+
+def _ours(buckets):
+    return [(b.param_names, b.bytes) for b in buckets]
+
+
+def _sum_loss(out):
+    return out.float().sum() if isinstance(out, torch.Tensor) else out
+
+
+# ---- hand-made models ------------------------------------------------------------------
+
+
+def _mlp(widths=(64, 300, 200, 500, 100, 10)):
+    layers: list[nn.Module] = []
+    for a, b in zip(widths, widths[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers)
+
+
+class Tied(nn.Module):
+    def __init__(self, vocab=1000, d=256):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.l1 = nn.Linear(d, 512)
+        self.l2 = nn.Linear(512, 512)
+        self.l3 = nn.Linear(512, d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.emb.weight  # tied: DDP reduces it once
+
+    def forward(self, x):
+        h = self.emb(x)
+        return self.head(self.l3(torch.relu(self.l2(torch.relu(self.l1(h))))))
+
+
+class Frozen(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.body = nn.Sequential(nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                                  nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU())
+        self.fc = nn.Linear(64, 10)
+        for p in self.stem.parameters():
+            p.requires_grad_(False)
+        self.body[1].weight.requires_grad_(False)  # a frozen parameter inside a trainable module
+
+    def forward(self, x):
+        return self.fc(self.body(self.stem(x)).mean(dim=(2, 3)))
+
+
+class Branchy(nn.Module):
+    """Parameters registered in an order that differs from their use."""
+
+    def __init__(self):
+        super().__init__()
+        self.late = nn.Linear(128, 128)  # registered first, used last
+        self.early = nn.Linear(64, 128)
+        self.side = nn.Linear(64, 128)
+
+    def forward(self, x):
+        return self.late(torch.relu(self.early(x)) + self.side(x))
+
+
+CASES = {
+    "mlp_small_caps": (lambda: _mlp(), lambda: torch.randn(4, 64), {"bucket_cap_mb": 0.2}, (0.2, 0.2)),
+    "mlp_default_caps": (lambda: _mlp((256, 1024, 1024, 512, 256, 10)), lambda: torch.randn(4, 256),
+                         {}, (25, 1)),
+    "tied": (lambda: Tied(), lambda: torch.randint(0, 1000, (4, 8)), {}, (25, 1)),
+    "tied_small_caps": (lambda: Tied(), lambda: torch.randint(0, 1000, (4, 8)), {"bucket_cap_mb": 0.5}, (0.5, 0.5)),
+    "frozen": (lambda: Frozen(), lambda: torch.randn(2, 3, 8, 8), {"bucket_cap_mb": 0.01}, (0.01, 0.01)),
+    "branchy": (lambda: Branchy(), lambda: torch.randn(4, 64), {"bucket_cap_mb": 0.04}, (0.04, 0.04)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hand_made_models_match_ddp(process_group, case):
+    make_model, make_input, ddp_kwargs, (cap, first) = CASES[case]
+    torch.manual_seed(0)
+    model = make_model()
+    x = make_input()
+    order = _ready_order(model, x, _sum_loss)
+    ours = ddp_buckets(model, cap, first, ready_order=order)
+    theirs, data = _ddp_steady_buckets(model, x, _sum_loss, **ddp_kwargs)
+    assert _ours(ours) == theirs
+    assert data["has_rebuilt_buckets"] == 1
+    assert [int(s) for s in str(data["rebuilt_bucket_sizes"]).split(",")] == [b.bytes for b in ours]
+    default = _ours(ddp_buckets(model, cap, first))  # reverse registration order, unmeasured
+    if case.startswith(("mlp", "tied")):
+        # Linear-only models produce gradients in exactly reverse registration order
+        assert default == theirs
+    else:
+        # conv/BN emit weight before bias and Branchy uses parameters out of registration
+        # order: only the measured ready order (what the profiler records) is exact
+        assert default != theirs
+
+
+def test_frozen_and_tied_parameters_are_handled():
+    names = [p.name for p in ddp_parameters(Frozen())]
+    assert "stem.weight" not in names and "body.1.weight" not in names and "body.1.bias" in names
+    tied = [p.name for p in ddp_parameters(Tied())]
+    assert tied.count("emb.weight") == 1 and "head.weight" not in tied
+
+
+def test_find_unused_parameters_path_matches_ddp(process_group):
+    torch.manual_seed(0)
+    model = _mlp((256, 1024, 1024, 512, 256, 10))
+    x = torch.randn(4, 256)
+    theirs, data = _ddp_steady_buckets(model, x, _sum_loss, find_unused_parameters=True)
+    ours = ddp_buckets(model, 25, 1, find_unused_parameters=True)
+    assert _ours(ours) == theirs
+    assert data["has_rebuilt_buckets"] == 0
+
+
+def test_assign_by_size_rules():
+    def p(i, nbytes, dtype="float32", sparse=False):
+        return DdpParam(i, f"p{i}", nbytes // 4, 4, dtype, "cpu", sparse_grad=sparse)
+
+    params = [p(0, 400), p(1, 800), p(2, 400), p(3, 4000), p(4, 400, sparse=True), p(5, 400, dtype="float16")]
+    # closes at >= limit (including the tensor that crosses it); limits advance, last repeats
+    groups = assign_by_size(params, [0, 1, 2, 3, 4, 5], [1000, 2000])
+    assert groups == [[0, 1], [2, 3], [4], [5]]
+    with pytest.raises(ValueError, match="limits"):
+        assign_by_size(params, [0], [])
+    with pytest.raises(ValueError, match="bucket_cap_mb"):
+        ddp_buckets(_mlp(), bucket_cap_mb=0)
+    with pytest.raises(ValueError, match="ready_order"):
+        ddp_buckets(_mlp(), ready_order=[99])
+    assert MIB == 1024 * 1024
+
+
+# ---- zoo models (resnet50, bert_base) ------------------------------------------------------
+
+
+def _zoo():
+    try:
+        from srift.zoo import build
+    except Exception as e:  # the zoo is written in parallel; its absence must not hide other tests
+        pytest.skip(f"srift.zoo is not importable yet: {type(e).__name__}: {e}")
+    return build
+
+
+@pytest.mark.parametrize("name", ["resnet50", "bert_base"])
+def test_zoo_models_match_ddp(process_group, name):
+    build = _zoo()
+    torch.manual_seed(0)
+    # buckets do not depend on the batch or sequence length: keep the run short
+    options = {"seq_len": 32} if name.startswith("bert") else {}
+    model, batch, loss_fn = build(name, batch_size=2, **options)
+    inputs, targets = batch
+
+    def loss(out):
+        return loss_fn(out, targets)
+
+    order = _ready_order(model, inputs, loss)
+    ours = ddp_buckets(model, 25, 1, ready_order=order)
+    theirs, data = _ddp_steady_buckets(model, inputs, loss)
+    assert len(ours) > 1
+    assert _ours(ours) == theirs
+    assert [int(s) for s in str(data["rebuilt_bucket_sizes"]).split(",")] == [b.bytes for b in ours]
+    assert ours[0].bytes >= MIB and sum(b.bytes for b in ours) == sum(p.nbytes for p in ddp_parameters(model))
+
+
+@pytest.mark.parametrize("case", ["frozen", "branchy", "tied_small_caps"])
+def test_profile_buckets_match_ddp(process_group, case):
+    """srift.profile measures the ready order (here on meta) and gets DDP's buckets exactly."""
+    from srift.profiler import profile
+
+    make_model, make_input, ddp_kwargs, (cap, first) = CASES[case]
+    torch.manual_seed(0)
+    model = make_model()
+    x = make_input()
+    prof = profile(model, (x, x), lambda out, _t: _sum_loss(out), device="meta",
+                   bucket_cap_mb=cap, first_bucket_mb=first)
+    theirs, _ = _ddp_steady_buckets(model, x, _sum_loss, **ddp_kwargs)
+    assert [(b.param_names, b.bytes) for b in prof.buckets] == theirs
+    fractions = [b.ready_fraction for b in prof.buckets]
+    assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] <= 1
+    for b in prof.buckets:
+        assert b.last_layer is not None and 0 <= b.last_layer < len(prof.layers)

@@ -1,0 +1,188 @@
+"""Profile JSON format: round trip, schema errors with JSON paths, versions, measurements."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from srift.profile_data import (
+    SCHEMA,
+    BucketProfile,
+    LayerProfile,
+    Measurement,
+    Profile,
+    Timings,
+    profile_schema,
+)
+
+
+def _profile(timed: bool = True) -> Profile:
+    layers = [
+        LayerProfile("embed", "Embedding", "embedding", 0.0, 0.0, 4096.0, 1_000_000, 1e-4 if timed else None,
+                     2e-4 if timed else None),
+        LayerProfile("block.fc", "Linear", "matmul", 2.0e6, 4.0e6, 8192.0, 262_656, 3e-4 if timed else None,
+                     6e-4 if timed else None),
+        LayerProfile("block", "Block", "elementwise", 0.0, 0.0, 12288.0, 0, 1e-5 if timed else None,
+                     1e-5 if timed else None, pseudo=True),
+        LayerProfile("head", "Linear", "matmul", 1.0e6, 2.0e6, 4096.0, 131_328, 2e-4 if timed else None,
+                     4e-4 if timed else None),
+    ]
+    buckets = [
+        BucketProfile(0, 1_393_984, ["head.bias", "head.weight", "block.fc.bias", "block.fc.weight"], 1, 0.55),
+        BucketProfile(1, 1_000_000, ["embed.weight"], 0, 1.0),
+    ]
+    timings = Timings(
+        batch_sizes=[8, 4], forward_s=[0.010, 0.006], backward_s=[0.020, 0.011], optimizer_s=0.002,
+        iteration_s=[0.033, 0.019], forward_p10=[0.009, 0.005], forward_p90=[0.013, 0.008],
+        backward_p10=[0.018, 0.010], backward_p90=[0.025, 0.014], repeats=10, warmup=3,
+        iteration_p10=[0.03, 0.017], iteration_p90=[0.04, 0.022], optimizer_p10=0.0015, optimizer_p90=0.003,
+        peak_memory_bytes=[None, None],
+    ) if timed else None
+    return Profile(
+        model="tiny", device="cpu" if timed else "meta", precision="fp32", example_batch_size=8,
+        param_count=598_496, param_bytes=2_393_984, trainable_param_bytes=2_393_984, optimizer="adam",
+        optimizer_state_bytes=4_787_968, activation_bytes_per_sample=65536.0, layers=layers, buckets=buckets,
+        timings=timings,
+    )
+
+
+def test_round_trip_save_load_is_equal(tmp_path):
+    p = _profile()
+    p.add_measurement("V100", 32, 0.25, forward_s=0.08, backward_s=0.15, source="paper")
+    path = p.save(tmp_path / "p.json")
+    q = Profile.load(path)
+    assert q == p
+    assert q.to_dict() == p.to_dict()
+    assert json.loads(path.read_text())["schema"] == SCHEMA == "srift.profile/1"
+    # a meta profile (null timings and times) round-trips too
+    m = _profile(timed=False)
+    assert Profile.load(m.save(tmp_path / "m.json")) == m
+
+
+def test_helpers():
+    p = _profile()
+    assert p.total_forward_flops() == 3.0e6
+    assert p.total_backward_flops() == 6.0e6
+    assert p.gradient_bytes() == 2_393_984
+    p.add_measurement("T4", 16, 0.5)
+    p.add_measurement("t4 ", 32, 0.9, source="cluster")
+    p.add_measurement("V100", 16, 0.2)
+    assert [m.local_batch for m in p.measurements_for("T4")] == [16, 32]
+    assert p.measurements_for("A100") == []
+
+
+def _write(tmp_path, data) -> str:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "mutate, path, value",
+    [
+        (lambda d: d["layers"][3].__setitem__("forward_flops", -5), r"\$\.layers\[3\]\.forward_flops", "-5"),
+        (lambda d: d["layers"][1].__setitem__("kind", "magic"), r"\$\.layers\[1\]\.kind", '"magic"'),
+        (lambda d: d["buckets"][0].__setitem__("ready_fraction", 1.5), r"\$\.buckets\[0\]\.ready_fraction", "1.5"),
+        (lambda d: d["timings"].__setitem__("repeats", "ten"), r"\$\.timings\.repeats", '"ten"'),
+        (lambda d: d.__setitem__("precision", "fp8"), r"\$\.precision", '"fp8"'),
+        (lambda d: d["layers"][0].pop("param_bytes"), r"\$\.layers\[0\]", "param_bytes"),
+        (lambda d: d["buckets"][1].__setitem__("last_layer", 9), r"\$\.buckets\[1\]\.last_layer", "9"),
+        (lambda d: d["timings"].__setitem__("forward_s", [0.1]), r"\$\.timings\.forward_s", "0.1"),
+        (lambda d: d.__setitem__("surprise", 1), r"\$", "surprise"),
+    ],
+)
+def test_schema_errors_name_the_json_path_and_value(tmp_path, mutate, path, value):
+    data = _profile().to_dict()
+    mutate(data)
+    with pytest.raises(ValueError) as err:
+        Profile.load(_write(tmp_path, data))
+    msg = str(err.value)
+    assert "bad.json" in msg
+    assert re.search(path, msg), msg
+    assert value in msg, msg
+
+
+def test_unknown_schema_version_says_which_are_supported(tmp_path):
+    data = _profile().to_dict()
+    data["schema"] = "srift.profile/9"
+    with pytest.raises(ValueError, match=r"unsupported profile schema 'srift\.profile/9'.*srift\.profile/1"):
+        Profile.load(_write(tmp_path, data))
+    del data["schema"]
+    with pytest.raises(ValueError, match="supported versions: srift.profile/1"):
+        Profile.from_dict(data)
+
+
+def test_malformed_json_reports_line_and_column(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{\n  "schema": "srift.profile/1",\n  "model": oops\n}')
+    with pytest.raises(ValueError, match=r"broken\.json: malformed JSON at line 3 column 12"):
+        Profile.load(path)
+    path.write_text('{"schema": "srift.profile/1", "x": NaN}')
+    with pytest.raises(ValueError, match="non-finite"):
+        Profile.load(path)
+    with pytest.raises(ValueError, match="cannot read profile"):
+        Profile.load(tmp_path / "missing.json")
+
+
+def test_load_never_unpickles(tmp_path):
+    import pickle
+
+    path = tmp_path / "p.pkl"
+    path.write_bytes(pickle.dumps({"schema": SCHEMA}))
+    with pytest.raises(ValueError):
+        Profile.load(path)
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"device": "", "local_batch": 8, "iteration_s": 0.1}, "device"),
+        ({"device": 3, "local_batch": 8, "iteration_s": 0.1}, "device"),
+        ({"device": "T4", "local_batch": 0, "iteration_s": 0.1}, "local_batch"),
+        ({"device": "T4", "local_batch": 2.5, "iteration_s": 0.1}, "local_batch"),
+        ({"device": "T4", "local_batch": True, "iteration_s": 0.1}, "local_batch"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": -1.0}, "iteration_s"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": float("nan")}, "iteration_s"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": float("inf")}, "iteration_s"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": "fast"}, "iteration_s"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "forward_s": 0.0}, "forward_s"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "backward_s": -2}, "backward_s"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "forward_s": 0.2, "backward_s": 0.3}, "iteration_s"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "source": ""}, "source"),
+    ],
+)
+def test_add_measurement_validates(kwargs, field):
+    p = _profile()
+    with pytest.raises(ValueError) as err:
+        p.add_measurement(**kwargs)
+    assert str(err.value).startswith(f"{field}:"), str(err.value)
+    assert p.measurements == []
+
+
+def test_add_measurement_appends_and_serialises():
+    p = _profile()
+    m = p.add_measurement("Tesla V100-SXM2-16GB", 64, 0.31, forward_s=0.1, backward_s=0.2)
+    assert isinstance(m, Measurement) and p.measurements == [m]
+    assert m.recorded_at.endswith("Z") and m.source == "user"
+    assert Profile.from_dict(json.loads(p.to_json())).measurements == [m]
+
+
+def test_schema_is_draft_2020_12_and_self_consistent():
+    import jsonschema
+
+    schema = profile_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(_profile().to_dict())
+    # every LayerProfile field is allowed by the schema (added fields are declared)
+    assert set(LayerProfile.__dataclass_fields__) <= set(schema["$defs"]["layer"]["properties"])
+    assert set(Timings.__dataclass_fields__) <= set(schema["$defs"]["timings"]["properties"])
+
+
+def test_save_refuses_an_invalid_profile(tmp_path):
+    p = _profile()
+    p.layers[0].kind = "magic"
+    with pytest.raises(ValueError, match=r"\$\.layers\[0\]\.kind"):
+        p.save(tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()

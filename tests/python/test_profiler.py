@@ -1,0 +1,326 @@
+"""srift.profile: FLOPs (1 MAC = 2 FLOPs), layers, bytes, timings, meta analysis, errors."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from srift.profile_data import LAYER_KINDS, Profile
+from srift.profiler import profile
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _threads():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)  # shared 2-core machine: one thread is faster and steadier
+    yield
+    torch.set_num_threads(old)
+
+
+# ---- models ------------------------------------------------------------------------------
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, cin, width, stride=1):
+        super().__init__()
+        cout = width * 4
+        self.conv1 = nn.Conv2d(cin, width, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        out += identity  # the block's own op: a pseudo-layer
+        return self.relu(out)
+
+
+class ResNet50(nn.Module):
+    """torchvision's ResNet-50 (v1.5) layout, 25,557,032 parameters."""
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        cin, stages = 64, []
+        for width, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            layers = []
+            for i in range(blocks):
+                layers.append(Bottleneck(cin, width, stride if i == 0 else 1))
+                cin = width * 4
+            stages.append(nn.Sequential(*layers))
+        self.layer1, self.layer2, self.layer3, self.layer4 = stages
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(2048, classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, 4 * d)
+        self.act = nn.GELU()
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(a)
+        return x + self.fc2(self.act(self.fc1(self.ln2(x))))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab=512, d=64, layers=2, heads=4, ctx=32):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln_f(x))
+
+
+def _lm_loss(out, targets):
+    return F.cross_entropy(out.flatten(0, 1), targets.flatten())
+
+
+def _gpt_batch(b=4, t=32, vocab=512):
+    g = torch.Generator().manual_seed(0)
+    return torch.randint(0, vocab, (b, t), generator=g), torch.randint(0, vocab, (b, t), generator=g)
+
+
+# ---- FLOPs ---------------------------------------------------------------------------------
+
+RESNET50_MACS = 4.11e9  # published: ~4.1 GMACs per 224x224 image (torchvision reports 4.09 GFLOPS=GMACs)
+
+
+def test_resnet50_forward_flops_match_published_macs():
+    """1 MAC = 2 FLOPs (FlopCounterMode's convention): 4.11 GMACs = 8.22 GFLOPs per image."""
+    with torch.device("meta"):
+        model = ResNet50()
+    assert sum(p.numel() for p in model.parameters()) == 25_557_032
+    x = torch.empty(2, 3, 224, 224, device="meta")
+    y = torch.empty(2, dtype=torch.long, device="meta")
+    prof = profile(model, (x, y), F.cross_entropy, device="meta")
+    fwd = prof.total_forward_flops()
+    assert fwd == pytest.approx(2 * RESNET50_MACS, rel=0.03)
+    # backward: 2x forward except the first conv, which needs no input gradient
+    assert 1.9 < prof.total_backward_flops() / fwd <= 2.0
+    assert prof.timings is None and all(layer.forward_s is None for layer in prof.layers)
+    # hierarchical attribution sums exactly to torch's own total (no double counting)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        model(x)
+    assert fwd * 2 == pytest.approx(counter.get_total_flops(), rel=1e-12)
+    kinds = {layer.name: layer.kind for layer in prof.layers}
+    assert kinds["conv1"] == "conv" and kinds["bn1"] == "norm" and kinds["maxpool"] == "pool"
+    assert kinds["fc"] == "matmul" and kinds["layer1.0.relu"] == "elementwise"
+    assert kinds["layer1.0"] == "elementwise"  # the residual add pseudo-layer
+    names = [layer.name for layer in prof.layers]
+    assert names.index("conv1") < names.index("layer1.0.conv1") < names.index("layer1.0") < names.index("fc")
+
+
+def test_zoo_resnet50_flops():
+    try:
+        from srift.zoo import build
+    except Exception as e:
+        pytest.skip(f"srift.zoo not importable yet: {type(e).__name__}: {e}")
+    model, batch, loss_fn = build("resnet50", batch_size=2, device="meta")
+    prof = profile(model, batch, loss_fn, device="meta")
+    assert prof.total_forward_flops() == pytest.approx(2 * RESNET50_MACS, rel=0.03)
+
+
+def test_meta_and_cpu_profiles_agree_on_flops_bytes_and_structure():
+    torch.manual_seed(0)
+    model = TinyGPT()
+    batch = _gpt_batch()
+    cpu = profile(model, batch, _lm_loss, repeats=2, warmup=1)
+    meta = profile(model, batch, _lm_loss, device="meta")
+    assert meta.device == "meta" and cpu.device == "cpu"
+    assert [(x.name, x.kind, x.pseudo) for x in meta.layers] == [(x.name, x.kind, x.pseudo) for x in cpu.layers]
+    assert [(x.forward_flops, x.backward_flops, x.forward_bytes, x.param_bytes) for x in meta.layers] == [
+        (x.forward_flops, x.backward_flops, x.forward_bytes, x.param_bytes) for x in cpu.layers
+    ]
+    assert meta.total_forward_flops() == cpu.total_forward_flops() > 0
+    assert meta.activation_bytes_per_sample == cpu.activation_bytes_per_sample > 0
+    assert [(b.param_names, b.bytes) for b in meta.buckets] == [(b.param_names, b.bytes) for b in cpu.buckets]
+    # attention lives in the block's own pseudo-layer and is counted on CPU (torch counts 0 there)
+    blk = next(x for x in cpu.layers if x.name == "blocks.0")
+    t, d = 32, 64
+    assert blk.pseudo and blk.kind == "attention"
+    assert blk.forward_flops == 2 * (2 * t * t * d)  # QK^T and PV, 2 FLOPs per MAC, per sample
+    assert blk.backward_flops == 2.5 * blk.forward_flops  # torch's fused-kernel convention (recompute)
+    # tied head weight: counted once, by the embedding that registered it
+    head = next(x for x in cpu.layers if x.name == "head")
+    assert head.param_bytes == 0 and sum(x.param_bytes for x in cpu.layers) == cpu.param_bytes
+
+
+def test_cpu_profile_timings_layers_and_buckets(tmp_path):
+    torch.manual_seed(0)
+    model = TinyGPT()
+    x, y = _gpt_batch(b=4)
+    before = {n: p.detach().clone() for n, p in model.state_dict().items()}
+    model.eval()
+    prof = profile(model, (x, y), _lm_loss, repeats=3, warmup=1, name="tiny-gpt", bucket_cap_mb=0.1,
+                   first_bucket_mb=0.05)
+    # the model is left as it was
+    assert not model.training
+    assert all(torch.equal(before[n], t) for n, t in model.state_dict().items())
+    assert all(p.grad is None for p in model.parameters())
+
+    assert prof.model == "tiny-gpt" and prof.example_batch_size == 4
+    t = prof.timings
+    assert t is not None and t.batch_sizes == [4, 2] and t.repeats == 3 and t.warmup == 1
+    for i in range(2):
+        assert 0 < t.forward_p10[i] <= t.forward_s[i] <= t.forward_p90[i]
+        assert 0 < t.backward_p10[i] <= t.backward_s[i] <= t.backward_p90[i]
+        assert t.iteration_s[i] >= t.forward_s[i]
+    assert t.optimizer_s > 0
+    assert all(layer.forward_s is not None and layer.forward_s >= 0 for layer in prof.layers)
+    assert all(layer.backward_s is not None and layer.backward_s >= 0 for layer in prof.layers)
+    assert sum(layer.backward_s for layer in prof.layers) > 0
+    assert {layer.kind for layer in prof.layers} <= set(LAYER_KINDS)
+    # several buckets, DDP order (last layers first), ready fractions non-decreasing in [0, 1]
+    assert len(prof.buckets) >= 3
+    assert prof.buckets[0].param_names[0].startswith("ln_f")
+    assert prof.buckets[-1].param_names[-1] == "wte.weight"
+    fr = [b.ready_fraction for b in prof.buckets]
+    assert fr == sorted(fr) and 0 <= fr[0] and fr[-1] <= 1
+    last = [b.last_layer for b in prof.buckets]
+    assert last == sorted(last, reverse=True)
+    assert sum(b.bytes for b in prof.buckets) == prof.trainable_param_bytes
+    assert prof.optimizer_state_bytes == 2 * prof.trainable_param_bytes + 4 * len(list(model.parameters()))
+    # it is a valid file
+    assert Profile.load(prof.save(tmp_path / "p.json")) == prof
+
+
+def test_loss_conventions_without_loss_fn():
+    class Scalar(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 3)
+
+        def forward(self, x, y):
+            return F.cross_entropy(self.fc(x), y)
+
+    class WithLoss(Scalar):
+        def forward(self, x, y):
+            out = type("Out", (), {})()
+            out.loss = super().forward(x, y)
+            return out
+
+    x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+    for model in (Scalar(), WithLoss()):
+        prof = profile(model, ((x, y), y), device="meta")  # tuple inputs: model(*inputs)
+        assert prof.total_forward_flops() == 2 * 8 * 3
+    prof = profile(nn.Linear(8, 3), (x, y), device="meta")  # tensor output: .sum()
+    assert prof.total_forward_flops() == 2 * 8 * 3
+    class DictOut(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 3)
+
+        def forward(self, inp):
+            return {"logits": self.fc(inp)}
+
+    with pytest.raises(ValueError, match="loss_fn is None"):
+        profile(DictOut(), ({"inp": x}, y), device="meta")  # dict inputs: model(**inputs)
+
+
+def test_forward_failure_names_the_module():
+    class Broken(nn.Module):
+        def forward(self, x):
+            return x @ torch.ones(3, 3)  # shape mismatch
+
+    model = nn.Sequential(nn.Linear(8, 8), nn.Sequential(nn.ReLU(), Broken()))
+    with pytest.raises(ValueError, match=r"module '1\.1' \(Broken\).*RuntimeError") as err:
+        profile(model, (torch.randn(2, 8), torch.zeros(2)), lambda o, t: o.sum(), device="meta")
+    assert isinstance(err.value.__cause__, RuntimeError)
+    # the model's hooks are gone: it still runs normally
+    assert model[0](torch.randn(2, 8)).shape == (2, 8)
+    assert not model[0]._forward_hooks and not model[0]._forward_pre_hooks
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"precision": "fp8"}, "precision"),
+        ({"optimizer": "lion"}, "optimizer"),
+        ({"repeats": 0}, "repeats"),
+        ({"warmup": -1}, "warmup"),
+        ({"batch_sizes": [4, 0]}, r"batch_sizes\[1\]"),
+        ({"bucket_cap_mb": -1}, "bucket_cap_mb"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        profile(nn.Linear(4, 4), (torch.randn(2, 4), torch.zeros(2)), device="meta", **kwargs)
+
+
+def test_bad_batches():
+    with pytest.raises(ValueError, match="batch"):
+        profile(nn.Linear(4, 4), torch.randn(2, 4), device="meta")
+    with pytest.raises(ValueError, match="dimension 0 differs"):
+        profile(nn.Linear(4, 4), (torch.randn(2, 4), torch.zeros(3)), device="meta")
+
+
+def test_batch_sizes_slice_and_repeat_and_activation_slope():
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    x, y = torch.randn(4, 16), torch.zeros(4)
+    prof = profile(model, (x, y), lambda o, t: o.sum(), batch_sizes=[4, 8, 2], repeats=2, warmup=0)
+    assert prof.timings.batch_sizes == [4, 8, 2]
+    # saved activations per sample: ReLU output/mask and Linear inputs, fp32 — no weights
+    assert 0 < prof.activation_bytes_per_sample < 4 * (16 + 32 + 32 + 32) * 2
+    meta = profile(model, (x, y), lambda o, t: o.sum(), device="meta")
+    assert meta.activation_bytes_per_sample == prof.activation_bytes_per_sample
+    assert meta.layers[0].forward_bytes == 4 * (16 + 32)  # input + output per sample
+
+
+def test_mid_size_meta_analysis_of_zoo_model_is_fast():
+    try:
+        from srift.zoo import build
+    except Exception as e:
+        pytest.skip(f"srift.zoo not importable yet: {type(e).__name__}: {e}")
+    model, batch, loss_fn = build("bert_base", batch_size=2, device="meta", seq_len=128)
+    prof = profile(model, batch, loss_fn)  # model on meta -> meta analysis
+    assert prof.device == "meta" and prof.timings is None
+    assert prof.param_count == sum(p.numel() for p in model.parameters())
+    kinds = {layer.kind for layer in prof.layers}
+    assert {"attention", "matmul", "embedding", "norm"} <= kinds
+    # roughly 2 * params * tokens forward FLOPs (+ attention), per sample of 128 tokens
+    approx = 2 * 85e6 * 128
+    assert 0.8 * approx < prof.total_forward_flops() < 1.5 * approx
+    assert math.isclose(sum(b.bytes for b in prof.buckets), prof.trainable_param_bytes)
