@@ -1,0 +1,73 @@
+"""The command line: readable tables, --json, one-line errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from srift.cli import main, parse_duration_hours
+
+
+def test_durations():
+    assert parse_duration_hours("12h") == 12
+    assert parse_duration_hours("90m") == 1.5
+    assert parse_duration_hours("2d") == 48
+    assert parse_duration_hours("7200s") == 2
+    assert parse_duration_hours("3") == 3
+
+
+def test_recommend_json(capsys, tmp_path, resnet50_profile):
+    path = resnet50_profile.save(tmp_path / "p.json")
+    code = main(["recommend", "--profile", str(path), "--global-batch", "256", "--iterations", "1000",
+                 "--deadline", "12h", "--types", "g4dn.xlarge,p3.2xlarge", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["found"] is True
+    assert out["best"]["total_hours"] <= 12
+
+
+def test_recommend_table_and_budget(capsys, tmp_path, resnet50_profile):
+    path = resnet50_profile.save(tmp_path / "p.json")
+    code = main(["recommend", "--profile", str(path), "--global-batch", "256", "--iterations", "1000",
+                 "--budget", "500", "--types", "g4dn.xlarge,p3.2xlarge,p3.8xlarge"])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "fastest plan" in text and "samples/s" in text and "best plan:" in text
+
+
+def test_predict_table(capsys, tmp_path, resnet50_profile):
+    path = resnet50_profile.save(tmp_path / "p.json")
+    assert main(["predict", "--profile", str(path), "--cluster", "2x p3.16xlarge", "--global-batch", "256",
+                 "--measure", "V100:16:0.08"]) == 0
+    text = capsys.readouterr().out
+    assert "exposed comm" in text and "measured" in text
+
+
+def test_user_errors_are_one_line(capsys, tmp_path, resnet50_profile):
+    path = resnet50_profile.save(tmp_path / "p.json")
+    code = main(["predict", "--profile", str(path), "--cluster", "2x p3.16xlarg", "--global-batch", "256"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("srift: error: ") and "p3.16xlarge" in err and "Traceback" not in err
+
+
+def test_impossible_deadline_exit_code(capsys, tmp_path, resnet50_profile):
+    path = resnet50_profile.save(tmp_path / "p.json")
+    code = main(["recommend", "--profile", str(path), "--global-batch", "256", "--iterations", "1e7",
+                 "--deadline", "1m", "--types", "g4dn.xlarge"])
+    assert code == 3
+    assert "no plan fits" in capsys.readouterr().out
+
+
+def test_bad_profile_file(capsys, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "srift.profile/99"}')
+    code = main(["predict", "--profile", str(bad), "--cluster", "1x p3.2xlarge", "--global-batch", "8"])
+    assert code == 2
+    assert "srift.profile/99" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["recommend", "--help"], ["--version"]])
+def test_help_and_version(argv):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0

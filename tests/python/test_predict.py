@@ -1,0 +1,98 @@
+"""srift.predict: the iteration model's invariants through the public API."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import srift
+from srift.catalog import Catalog
+
+
+def test_predict_reports_the_documented_fields(resnet50_profile):
+    pred = srift.predict(resnet50_profile, "2x p3.16xlarge", global_batch=256)
+    assert pred.feasible
+    assert pred.workers == 16
+    assert pred.groups[0].local_batch_low == 16 and pred.groups[0].ranks_high == 0
+    assert pred.samples_per_s == pytest.approx(256 / pred.iteration_s)
+    assert pred.usd_per_hour == pytest.approx(2 * Catalog.default().price("p3.16xlarge", pred.region))
+    assert pred.bottleneck == "network"  # two instances: the 25 Gbps NIC bounds the ring
+    # DESIGN.md: max(compute, exposed comm) <= iteration <= compute + comm + optimizer
+    assert max(pred.compute_s, pred.exposed_comm_s) <= pred.iteration_s + 1e-12
+    assert pred.iteration_s <= pred.compute_s + pred.comm_s + pred.optimizer_s + 1e-12
+    d = pred.to_dict()
+    assert d["cluster"] == "2x p3.16xlarge" and d["groups"][0]["gpu"] == "V100-16GB"
+
+
+def test_one_worker_has_no_communication(resnet50_profile):
+    pred = srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=32)
+    assert pred.workers == 1
+    assert pred.comm_s == 0 and pred.exposed_comm_s == 0
+    assert pred.iteration_s == pytest.approx(pred.compute_s + pred.optimizer_s)
+
+
+def test_faster_network_is_never_slower(resnet50_profile, catalog):
+    previous = math.inf
+    for gbps in (1, 5, 10, 25, 100, 400):
+        patched = catalog.with_overrides({"schema": "srift.catalog-overrides/1",
+                                          "instances": {"p3.16xlarge": {"network_gbps": gbps}}})
+        pred = srift.predict(resnet50_profile, "4x p3.16xlarge", global_batch=512, catalog=patched)
+        assert pred.iteration_s <= previous + 1e-12
+        previous = pred.iteration_s
+
+
+def test_heterogeneous_split_gives_the_faster_gpu_more(resnet50_profile):
+    pred = srift.predict(resnet50_profile, "1x g4dn.xlarge + 1x p3.2xlarge", global_batch=64)
+    t4, v100 = pred.groups
+    assert v100.local_batch_low > t4.local_batch_high
+    assert t4.local_batch_low * t4.ranks + v100.local_batch_low * v100.ranks == 64
+    # balanced: neither group idles for long
+    assert abs(t4.compute_s - v100.compute_s) / pred.compute_s < 0.25
+
+
+def test_measurement_anchors_the_gpu_type(fresh_profile):
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.21)
+    pred = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+    assert pred.groups[0].compute_source == "measured"
+    assert pred.iteration_s == pytest.approx(0.21, rel=1e-9)
+    fresh_profile.add_measurement("T4", local_batch=64, iteration_s=0.40)
+    two = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=48)
+    assert two.iteration_s == pytest.approx(0.21 + (0.40 - 0.21) * 16 / 32, rel=1e-9)
+
+
+def test_memory_infeasible_cluster_says_why(resnet50_profile):
+    pred = srift.predict(resnet50_profile, "1x g4dn.xlarge", global_batch=4096)
+    assert not pred.feasible
+    assert "GPU memory holds at most" in pred.why_infeasible
+    assert math.isnan(pred.iteration_s)
+
+
+def test_whole_run_totals(resnet50_profile):
+    pred = srift.predict(resnet50_profile, "1x p3.8xlarge", global_batch=128, iterations=1000)
+    assert pred.total_hours == pytest.approx(1000 * pred.iteration_s / 3600)
+    assert pred.total_usd == pytest.approx(pred.total_hours * pred.usd_per_hour)
+
+
+@pytest.mark.parametrize("cluster, batch, error, fragment", [
+    ("2x p3.16xlarg", 256, ValueError, "did you mean"),
+    ("2x p3.16xlarge", 0, ValueError, "global_batch must be an integer >= 1, got 0"),
+    ("2x p3.16xlarge", -8, ValueError, "global_batch must be an integer >= 1, got -8"),
+    ("2x p3.16xlarge", 8, ValueError, "global_batch must be >= the number of workers"),
+])
+def test_bad_input_names_field_and_value(resnet50_profile, cluster, batch, error, fragment):
+    with pytest.raises(error, match=fragment):
+        srift.predict(resnet50_profile, cluster, global_batch=batch)
+
+
+def test_unpriced_region_is_explained(resnet50_profile):
+    with pytest.raises(ValueError, match="no on-demand price in|not in the catalog"):
+        srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=8, region="mars-east-1")
+
+
+def test_timeline_orders_buckets_on_one_stream(resnet50_profile):
+    pred = srift.predict(resnet50_profile, "2x p3.16xlarge", global_batch=256, timeline=True)
+    assert len(pred.buckets) == len(resnet50_profile.buckets)
+    for a, b in zip(pred.buckets, pred.buckets[1:]):
+        assert b.start_s >= a.end_s - 1e-15
+    for e in pred.buckets:
+        assert e.start_s >= e.ready_s - 1e-15

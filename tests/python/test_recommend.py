@@ -1,0 +1,116 @@
+"""srift.recommend and srift.pareto equal brute force over srift.predict on small spaces."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+import srift
+from srift.cluster import Cluster, ClusterGroup
+
+TYPES = ["g4dn.xlarge", "g5.xlarge", "p3.2xlarge", "g4dn.12xlarge"]
+REGION = "us-east-1"
+CAP = 3
+
+
+def all_plans(profile, catalog, global_batch, iterations):
+    """Every plan of 1-2 types x 1..CAP instances, predicted one by one."""
+    plans = []
+    singles = [(t, n) for t in TYPES for n in range(1, CAP + 1)]
+    candidates = [[s] for s in singles]
+    for (a, b) in itertools.combinations(TYPES, 2):
+        for na, nb in itertools.product(range(1, CAP + 1), repeat=2):
+            candidates.append([(a, na), (b, nb)])
+    for groups in candidates:
+        cluster = Cluster(tuple(ClusterGroup(t, n) for t, n in groups), REGION)
+        workers = sum(catalog.instance(t).gpu_count * n for t, n in groups)
+        if workers > global_batch:
+            continue
+        p = srift.predict(profile, cluster, global_batch, catalog=catalog, iterations=iterations)
+        if p.feasible:
+            plans.append(p)
+    return plans
+
+
+@pytest.fixture(scope="module")
+def brute(resnet50_profile):
+    catalog = srift.Catalog.default()
+    return all_plans(resnet50_profile, catalog, 64, 20_000)
+
+
+def _recommend(profile, **kw):
+    return srift.recommend(profile, global_batch=64, iterations=20_000, regions=[REGION], instance_types=TYPES,
+                           max_instances_per_type=CAP, max_types=2, top_k=3, **kw)
+
+
+@pytest.mark.parametrize("deadline_hours", [0.5, 1.0, 2.0, 8.0])
+def test_min_cost_equals_brute_force(resnet50_profile, brute, deadline_hours):
+    rec = _recommend(resnet50_profile, deadline_hours=deadline_hours)
+    ok = [p for p in brute if p.total_hours <= deadline_hours]
+    if not ok:
+        assert rec.best is None and "no plan meets the deadline" in rec.why_none
+        return
+    best = min(p.total_usd for p in ok)
+    assert rec.best.total_usd == pytest.approx(best, rel=1e-9)
+    assert rec.best.total_hours <= deadline_hours
+    costs = [rec.best.total_usd] + [a.total_usd for a in rec.alternatives]
+    assert costs == sorted(costs)
+
+
+@pytest.mark.parametrize("budget", [5.0, 20.0, 80.0])
+def test_max_throughput_equals_brute_force(resnet50_profile, brute, budget):
+    rec = _recommend(resnet50_profile, budget_usd=budget)
+    ok = [p for p in brute if p.total_usd <= budget]
+    if not ok:
+        assert rec.best is None
+        return
+    fastest = max(p.samples_per_s for p in ok)
+    assert rec.best.samples_per_s == pytest.approx(fastest, rel=1e-9)
+    assert rec.best.total_usd <= budget
+
+
+def test_pareto_equals_brute_force_front(resnet50_profile, brute):
+    front = srift.pareto(resnet50_profile, global_batch=64, iterations=20_000, regions=[REGION],
+                         instance_types=TYPES, max_instances_per_type=CAP, max_types=2)
+    points = sorted((p.total_hours, p.total_usd) for p in brute)
+    expected, best_usd = [], math.inf
+    for h, usd in points:
+        if usd < best_usd:
+            expected.append((h, usd))
+            best_usd = usd
+    got = [(p.total_hours, p.total_usd) for p in front]
+    assert len(got) == len(expected)
+    for (h1, u1), (h2, u2) in zip(got, expected):
+        assert h1 == pytest.approx(h2, rel=1e-9) and u1 == pytest.approx(u2, rel=1e-9)
+
+
+def test_impossible_deadline_says_why_and_shows_the_fastest(resnet50_profile):
+    rec = _recommend(resnet50_profile, deadline_hours=0.001)
+    assert not rec.found and rec.best is None
+    assert "no plan meets the deadline of 0.001 h" in rec.why_none
+    assert "the fastest takes" in rec.why_none
+    assert rec.closest is not None and rec.closest.total_hours > 0.001
+    assert rec.to_dict()["found"] is False
+
+
+def test_question_is_required_and_validated(resnet50_profile):
+    with pytest.raises(ValueError, match="give deadline_hours"):
+        srift.recommend(resnet50_profile, global_batch=64, iterations=10)
+    with pytest.raises(ValueError, match="deadline_hours must be a number > 0, got -1"):
+        srift.recommend(resnet50_profile, global_batch=64, iterations=10, deadline_hours=-1)
+    with pytest.raises(ValueError, match="global_batch must be an integer >= 1, got 0"):
+        srift.recommend(resnet50_profile, global_batch=0, iterations=10, deadline_hours=1)
+    with pytest.raises(ValueError, match="regions .* are not in the catalog"):
+        srift.recommend(resnet50_profile, global_batch=64, iterations=10, deadline_hours=1, regions=["nowhere-1"])
+    with pytest.raises(ValueError, match="did you mean"):
+        srift.recommend(resnet50_profile, global_batch=64, iterations=10, deadline_hours=1, instance_types=["p3.2xlarg"])
+
+
+def test_recommendation_serialises(resnet50_profile):
+    import json
+
+    rec = _recommend(resnet50_profile, deadline_hours=8)
+    text = json.dumps(rec.to_dict())
+    assert '"objective": "min_cost"' in text
+    assert rec.search.evaluated > 0 and rec.search.offers == len(TYPES)
