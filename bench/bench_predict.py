@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""srift v0 speed: one srift.predict call, and clusters per second the core evaluates in search.
+
+Each figure comes with a baseline measured in the same run, and ratios are what to compare
+across machines (this machine is shared and noisy):
+- predict: the full Python API call vs the bare core simulate() call it wraps.
+- search: clusters/s of the core's search (1 and N threads) vs a loop of srift.predict calls
+  over the same kind of clusters, the way one would sweep without the core's search.
+
+    python bench/bench_predict.py [--model resnet50] [--repeats 200] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
+    except Exception:  # noqa: BLE001 - a benchmark outside a checkout still runs
+        return "unknown"
+
+
+def _median_seconds(fn, repeats: int) -> float:
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="resnet50")
+    parser.add_argument("--cluster", default="2x p3.16xlarge + 4x g4dn.12xlarge")
+    parser.add_argument("--global-batch", type=int, default=512)
+    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--baseline-clusters", type=int, default=300,
+                        help="srift.predict calls in the sweep baseline")
+    parser.add_argument("--json", dest="json_path", default=None)
+    args = parser.parse_args(argv)
+
+    import srift
+    from srift import _core
+    from srift.engine import Engine
+
+    model, batch, loss_fn = srift.zoo.build(args.model, batch_size=4, device="meta")
+    prof = srift.profile(model, batch, loss_fn=loss_fn, device="meta", name=args.model)
+    catalog = srift.Catalog.default()
+
+    # --- one predict call vs the core call inside it --------------------------------------
+    engine = Engine(prof, catalog)
+    srift.predict(prof, args.cluster, args.global_batch, catalog=catalog, engine=engine)  # warm caches
+    predict_s = _median_seconds(
+        lambda: srift.predict(prof, args.cluster, args.global_batch, catalog=catalog, engine=engine), args.repeats)
+    cold_predict_s = _median_seconds(
+        lambda: srift.predict(prof, args.cluster, args.global_batch, catalog=catalog), max(10, args.repeats // 10))
+    cluster = srift.Cluster.parse(args.cluster)
+    region = srift.predict(prof, cluster, args.global_batch, catalog=catalog, engine=engine).region
+    groups = [(engine.instance_spec(g.instance_type), g.count, engine.instance_compute(g.instance_type)[0],
+               float(catalog.price(g.instance_type, region, g.market))) for g in cluster.groups]
+    core_s = _median_seconds(lambda: _core.simulate(engine.workload, groups, args.global_batch), args.repeats)
+
+    # --- search throughput -----------------------------------------------------------------
+    search = {}
+    for threads in sorted({1, args.threads}):
+        rec = srift.recommend(prof, global_batch=args.global_batch, iterations=100_000, deadline_hours=24,
+                              catalog=catalog, threads=threads, max_instances_per_type=16)
+        search[threads] = {"evaluated": rec.search.evaluated, "seconds": rec.search.seconds,
+                           "clusters_per_s": rec.search.evaluated / rec.search.seconds}
+
+    # --- baseline: a Python loop of srift.predict over clusters of the same space ----------
+    offers = catalog.offers("us-east-1", ["on-demand"])
+    names = [o.instance for o in offers]
+    sweep = []
+    for i in range(args.baseline_clusters):
+        a, b = names[i % len(names)], names[(7 * i + 3) % len(names)]
+        sweep.append(f"{1 + i % 3}x {a} + {1 + (i // 3) % 3}x {b}" if a != b else f"{1 + i % 3}x {a}")
+    t0 = time.perf_counter()
+    done = 0
+    for text in sweep:
+        try:
+            srift.predict(prof, text, args.global_batch, catalog=catalog, engine=engine, region="us-east-1")
+        except ValueError:
+            pass  # e.g. more GPUs than samples: still a cluster the loop had to look at
+        done += 1
+    loop_rate = done / (time.perf_counter() - t0)
+
+    best_threads = max(search)
+    result = {
+        "benchmark": "bench_predict", "commit": _commit(), "machine": platform.machine(),
+        "python": platform.python_version(), "cpus": os.cpu_count(), "model": args.model,
+        "cluster": args.cluster, "global_batch": args.global_batch,
+        "predict_s": predict_s, "predict_cold_s": cold_predict_s, "core_simulate_s": core_s,
+        "predict_over_core": predict_s / core_s,
+        "search": {str(k): v for k, v in search.items()},
+        "baseline_predict_loop_clusters_per_s": loop_rate,
+        "search_speedup_vs_predict_loop_1thread": search[1]["clusters_per_s"] / loop_rate,
+        f"search_speedup_{best_threads}_threads_vs_1": search[best_threads]["clusters_per_s"] / search[1]["clusters_per_s"],
+    }
+    print(f"srift.predict ({args.cluster}, batch {args.global_batch}): {predict_s * 1e6:.0f} us "
+          f"(cold, engine rebuilt: {cold_predict_s * 1e3:.2f} ms); core simulate alone {core_s * 1e6:.1f} us "
+          f"-> Python API overhead x{predict_s / core_s:.0f}")
+    for threads, s in search.items():
+        print(f"search, {threads} thread(s): {s['evaluated']:,} clusters in {s['seconds'] * 1e3:.0f} ms "
+              f"= {s['clusters_per_s'] / 1e6:.2f} M clusters/s")
+    print(f"baseline, loop of srift.predict: {loop_rate:,.0f} clusters/s -> core search is "
+          f"x{result['search_speedup_vs_predict_loop_1thread']:,.0f} faster on one thread")
+    if args.json_path:
+        with open(args.json_path, "w") as f:
+            json.dump(result, f, indent=2)
+    else:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
