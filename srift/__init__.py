@@ -21,12 +21,12 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Measurement": ("srift.profile_data", "Measurement"),
     "Catalog": ("srift.catalog", "Catalog"),
     "Cluster": ("srift.cluster", "Cluster"),
-    "predict": ("srift.predict", "predict"),
-    "Prediction": ("srift.predict", "Prediction"),
-    "recommend": ("srift.recommend", "recommend"),
-    "Recommendation": ("srift.recommend", "Recommendation"),
-    "Plan": ("srift.recommend", "Plan"),
-    "pareto": ("srift.recommend", "pareto"),
+    "predict": ("srift.prediction", "predict"),
+    "Prediction": ("srift.prediction", "Prediction"),
+    "recommend": ("srift.planning", "recommend"),
+    "Recommendation": ("srift.planning", "Recommendation"),
+    "Plan": ("srift.planning", "Plan"),
+    "pareto": ("srift.planning", "pareto"),
     "zoo": ("srift.zoo", None),
 }
 
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from srift import zoo
     from srift.catalog import Catalog
     from srift.cluster import Cluster
-    from srift.predict import Prediction, predict
+    from srift.prediction import Prediction, predict
     from srift.profile_data import Measurement, Profile
     from srift.profiler import profile
-    from srift.recommend import Plan, Recommendation, pareto, recommend
+    from srift.planning import Plan, Recommendation, pareto, recommend

@@ -208,7 +208,7 @@ def _prediction_text(pred: Any) -> str:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    from srift.predict import predict
+    from srift.prediction import predict
 
     prof = _profile(args)
     pred = predict(prof, args.cluster, args.global_batch, catalog=_catalog(args), region=args.region,
@@ -236,7 +236,7 @@ def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
-    from srift.recommend import recommend
+    from srift.planning import recommend
 
     if args.deadline is None and args.budget is None and args.max_usd_per_hour is None:
         raise UserError("give --deadline (cheapest plan that meets it) or --budget / --max-usd-per-hour "
@@ -270,7 +270,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def _cmd_pareto(args: argparse.Namespace) -> int:
-    from srift.recommend import pareto
+    from srift.planning import pareto
 
     prof = _profile(args)
     plans = pareto(prof, catalog=_catalog(args), **_space_kwargs(args))

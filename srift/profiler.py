@@ -441,6 +441,22 @@ def _precision(device: torch.device, precision: str) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
+@contextmanager
+def _composite_kernels(device: torch.device) -> Iterator[None]:
+    """For the (untimed) analysis passes: oneDNN/cuDNN fused RNN kernels have no FLOP
+    formula, so count them on the composite path, which runs the same ops as meta."""
+    backend = {"cpu": torch.backends.mkldnn, "cuda": torch.backends.cudnn}.get(device.type)
+    if backend is None:
+        yield
+        return
+    old = backend.enabled
+    backend.enabled = False  # not backend.flags(): that also touches TF32 and warns on CPU
+    try:
+        yield
+    finally:
+        backend.enabled = old
+
+
 def _autocast(device: torch.device, precision: str) -> Any:
     if precision != "amp" or device.type == "meta":
         return nullcontext()
@@ -590,7 +606,7 @@ def _profile_impl(
         try:
             tracer.count = True
             tracer.reset_iteration()
-            with OpCounter(tracer.on_op):
+            with OpCounter(tracer.on_op), _composite_kernels(dev):
                 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                     out = _forward(model, inputs, tracer, autocast)
                     loss = _loss(out, targets, loss_fn)
@@ -614,7 +630,7 @@ def _profile_impl(
             saved.clear()
             tracer.claim = False
             tracer.reset_iteration()
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _composite_kernels(dev):
                 out = _forward(model, _resize_batch(inputs, full, other), tracer, autocast)
                 loss = _loss(out, _resize_batch(targets, full, other), loss_fn)
             del out, loss

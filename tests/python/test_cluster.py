@@ -28,3 +28,19 @@ def test_bare_type_is_one_instance_and_duplicates_merge():
 def test_bad_clusters_name_the_problem(text, fragment):
     with pytest.raises(ValueError, match=fragment):
         Cluster.parse(text)
+
+
+def test_public_functions_survive_importing_every_submodule():
+    """A submodule named like a public function would replace it on the package once
+    imported (PEP 562 trap): import everything, then check the functions are callable."""
+    import importlib
+    import pkgutil
+
+    import srift
+
+    for info in pkgutil.iter_modules(srift.__path__, "srift."):
+        if info.name != "srift._core":
+            importlib.import_module(info.name)
+    for name in ("profile", "predict", "recommend", "pareto"):
+        assert callable(getattr(srift, name)), name
+    assert isinstance(srift.Catalog.default(), srift.Catalog)

@@ -324,3 +324,27 @@ def test_mid_size_meta_analysis_of_zoo_model_is_fast():
     approx = 2 * 85e6 * 128
     assert 0.8 * approx < prof.total_forward_flops() < 1.5 * approx
     assert math.isclose(sum(b.bytes for b in prof.buckets), prof.trainable_param_bytes)
+
+
+def test_recurrent_flops_agree_between_cpu_and_meta():
+    class Rnn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(100, 32)
+            self.lstm = nn.LSTM(32, 64, batch_first=True)
+            self.fc = nn.Linear(64, 5)
+
+        def forward(self, x):
+            return self.fc(self.lstm(self.emb(x))[0][:, -1])
+
+    torch.manual_seed(0)
+    model = Rnn()
+    batch = (torch.randint(0, 100, (4, 10)), torch.randint(0, 5, (4,)))
+    cpu = profile(model, batch, F.cross_entropy, repeats=2, warmup=0)
+    meta = profile(model, batch, F.cross_entropy, device="meta")
+    lstm = next(x for x in cpu.layers if x.name == "lstm")
+    assert lstm.kind == "recurrent"
+    assert lstm.forward_flops == 10 * 2 * 4 * 64 * (32 + 64)  # steps x gates x (input + hidden) matmuls
+    assert [(x.forward_flops, x.backward_flops) for x in cpu.layers] == [
+        (x.forward_flops, x.backward_flops) for x in meta.layers
+    ]

@@ -2,6 +2,7 @@
 // The one header an embedder includes: everything public in srift's core.
 #include "srift/compute.hpp"
 #include "srift/hardware.hpp"
+#include "srift/learned.hpp"
 #include "srift/search.hpp"
 #include "srift/simulator.hpp"
 #include "srift/version.hpp"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from srift import _core
 from srift.cluster import MARKETS, Cluster, ClusterGroup
 from srift.engine import Engine, EngineConfig
-from srift.predict import Prediction, predict
+from srift.prediction import Prediction, predict
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog

@@ -1,0 +1,83 @@
+"""Accuracy of srift's learned models against baselines computed in the same run.
+
+Prints JSON lines: median and p90 absolute percentage error of per-sample / iteration time for
+  compute_leave_one_gpu_out   single-GPU compute, anchored on another GPU's measurement
+  compute_absolute_logo       single-GPU compute with no measurement at all
+  compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
+  multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps
+beside "linear" (perfect linear scaling / peak-FLOPs ratio) and "v0" (roofline / nominal
+links). Usage: python bench/accuracy.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import warnings
+
+import numpy as np
+
+from srift.learn.comm import build_cases, overhead_dataset, site
+from srift.learn.datasets import compute_rows, sia_rows
+from srift.learn.train import absolute_dataset, ape, candidates, git_commit, loco_errors, ratio_dataset
+from srift.learn.workloads import load_workloads
+
+
+def stats(e: np.ndarray) -> dict[str, float]:
+    return {"median_ape": round(float(np.median(e)), 2), "p90_ape": round(float(np.quantile(e, 0.9)), 2),
+            "n": int(e.size)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--models", default="ridge,gbdt,mlp")
+    args = ap.parse_args()
+    kinds = args.models.split(",")
+    header = {"machine": platform.node(), "threads": os.cpu_count(), "commit": git_commit()}
+    print(json.dumps({"header": header}))
+    w = load_workloads()
+    rows = compute_rows()
+    X, y, base, truth, meta = ratio_dataset(rows, w)
+    peak = np.array([f[1] for f in X])
+    for split in ("chip", "model"):
+        out = {"split": f"compute_leave_one_{'gpu' if split == 'chip' else 'model'}_out",
+               "linear_peak_ratio": stats(ape(-peak, truth)), "v0_roofline": stats(ape(base, truth))}
+        for k in kinds:
+            pred, mask, _ = loco_errors(X, y, meta, candidates()[k], split)
+            out[k] = stats(ape(pred[mask] + base[mask], truth[mask]))
+        print(json.dumps(out))
+    X, y, base, truth, meta = absolute_dataset(rows, w)
+    out = {"split": "compute_absolute_leave_one_gpu_out", "v0_roofline": stats(ape(base, truth))}
+    for k in kinds:
+        pred, mask, _ = loco_errors(X, y, meta, candidates()[k], "chip")
+        out[k] = stats(ape(pred[mask] + base[mask], truth[mask]))
+    print(json.dumps(out))
+    cases = build_cases(sia_rows())
+    X, y, base, truth = overhead_dataset(cases, w)
+    sites = np.array([site(c.cluster) for c in cases])
+    multinode = np.array([len(c.placement) > 1 for c in cases])
+    preds = {}
+    for k in kinds:
+        p = np.full(len(y), np.nan)
+        for g in sorted(set(sites)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = candidates()[k]().fit(X[sites != g], y[sites != g])
+            p[sites == g] = est.predict(X[sites == g])
+        preds[k] = p + base
+    for label, sel in (("all_multi_gpu", np.ones(len(y), bool)), ("multi_node", multinode)):
+        for g in [*sorted(set(sites)), "ALL"]:
+            m = sel & ((sites == g) if g != "ALL" else True)
+            if m.sum() == 0:
+                continue
+            out = {"split": f"multi_gpu_leave_one_cluster_out/{label}/{g}",
+                   "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])), "v0_simulator": stats(ape(base[m], truth[m]))}
+            for k in kinds:
+                out[k] = stats(ape(preds[k][m], truth[m]))
+            print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,485 @@
+#include "srift/learned.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace srift {
+namespace {
+
+// ---- a minimal JSON reader (RFC 8259 subset: no \u surrogate pairs beyond BMP) -----------
+
+struct Json {
+  enum class T { null, boolean, number, string, array, object } t = T::null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Json> arr;
+  std::vector<std::pair<std::string, Json>> obj;
+
+  const Json* find(const std::string& key) const {
+    for (const auto& kv : obj) {
+      if (kv.first == key) return &kv.second;
+    }
+    return nullptr;
+  }
+};
+
+class Parser {
+ public:
+  explicit Parser(const std::string& s) : s_(s) {}
+
+  Json parse_document() {
+    Json v = value(0);
+    skip_ws();
+    if (i_ != s_.size()) error("trailing characters after the JSON value");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void error(const std::string& what) const {
+    throw std::invalid_argument("learned model JSON: " + what + " at offset " + std::to_string(i_));
+  }
+  void skip_ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+  }
+  bool consume(const char* lit) {
+    const std::size_t n = std::char_traits<char>::length(lit);
+    if (s_.compare(i_, n, lit) == 0) {
+      i_ += n;
+      return true;
+    }
+    return false;
+  }
+  Json value(int depth) {
+    if (depth > 64) error("nesting deeper than 64 levels");
+    skip_ws();
+    if (i_ >= s_.size()) error("unexpected end of input");
+    Json v;
+    const char c = s_[i_];
+    if (c == '{') {
+      v.t = Json::T::object;
+      ++i_;
+      skip_ws();
+      if (i_ < s_.size() && s_[i_] == '}') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        skip_ws();
+        if (i_ >= s_.size() || s_[i_] != '"') error("expected a string key");
+        std::string key = string_body();
+        skip_ws();
+        if (i_ >= s_.size() || s_[i_] != ':') error("expected ':'");
+        ++i_;
+        v.obj.emplace_back(std::move(key), value(depth + 1));
+        skip_ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == '}') {
+          ++i_;
+          return v;
+        }
+        error("expected ',' or '}'");
+      }
+    }
+    if (c == '[') {
+      v.t = Json::T::array;
+      ++i_;
+      skip_ws();
+      if (i_ < s_.size() && s_[i_] == ']') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        v.arr.push_back(value(depth + 1));
+        skip_ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == ']') {
+          ++i_;
+          return v;
+        }
+        error("expected ',' or ']'");
+      }
+    }
+    if (c == '"') {
+      v.t = Json::T::string;
+      v.str = string_body();
+      return v;
+    }
+    if (consume("true")) {
+      v.t = Json::T::boolean;
+      v.b = true;
+      return v;
+    }
+    if (consume("false")) {
+      v.t = Json::T::boolean;
+      return v;
+    }
+    if (consume("null")) return v;
+    // Python's json writes non-finite floats as these tokens; accept them so the validator
+    // can name the field instead of failing on syntax.
+    if (consume("NaN")) {
+      v.t = Json::T::number;
+      v.num = std::nan("");
+      return v;
+    }
+    if (consume("Infinity")) {
+      v.t = Json::T::number;
+      v.num = HUGE_VAL;
+      return v;
+    }
+    if (consume("-Infinity")) {
+      v.t = Json::T::number;
+      v.num = -HUGE_VAL;
+      return v;
+    }
+    return number();
+  }
+  Json number() {
+    const std::size_t start = i_;
+    if (i_ < s_.size() && (s_[i_] == '-' || s_[i_] == '+')) ++i_;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' ||
+                              s_[i_] == 'e' || s_[i_] == 'E' || s_[i_] == '-' || s_[i_] == '+')) {
+      ++i_;
+    }
+    if (i_ == start) error("unexpected character");
+    const std::string text = s_.substr(start, i_ - start);
+    char* end = nullptr;
+    Json v;
+    v.t = Json::T::number;
+    v.num = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size()) error("malformed number '" + text + "'");
+    return v;
+  }
+  std::string string_body() {
+    ++i_;  // opening quote
+    std::string out;
+    while (i_ < s_.size()) {
+      const char c = s_[i_++];
+      if (c == '"') return out;
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (i_ >= s_.size()) break;
+      const char e = s_[i_++];
+      switch (e) {
+        case '"': out.push_back('"'); break;
+        case '\\': out.push_back('\\'); break;
+        case '/': out.push_back('/'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'u': {
+          if (i_ + 4 > s_.size()) error("truncated \\u escape");
+          const unsigned code = static_cast<unsigned>(std::strtoul(s_.substr(i_, 4).c_str(), nullptr, 16));
+          i_ += 4;
+          // UTF-8 encode (names only; surrogates are kept as-is).
+          if (code < 0x80) {
+            out.push_back(static_cast<char>(code));
+          } else if (code < 0x800) {
+            out.push_back(static_cast<char>(0xC0 | (code >> 6)));
+            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+          } else {
+            out.push_back(static_cast<char>(0xE0 | (code >> 12)));
+            out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+          }
+          break;
+        }
+        default: error("bad escape");
+      }
+    }
+    error("unterminated string");
+  }
+
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+// ---- typed access with the JSON path in every message --------------------------------------
+
+[[noreturn]] void bad(const std::string& path, const std::string& rule) {
+  throw std::invalid_argument("learned model: " + path + " " + rule);
+}
+
+const Json& field(const Json& obj, const std::string& path, const std::string& key) {
+  if (obj.t != Json::T::object) bad(path, "must be an object");
+  const Json* v = obj.find(key);
+  if (v == nullptr) bad(path + "." + key, "is missing");
+  return *v;
+}
+
+double number(const Json& v, const std::string& path) {
+  if (v.t != Json::T::number) bad(path, "must be a number");
+  if (!std::isfinite(v.num)) bad(path, "must be finite");
+  return v.num;
+}
+
+std::string string(const Json& v, const std::string& path) {
+  if (v.t != Json::T::string) bad(path, "must be a string");
+  return v.str;
+}
+
+std::vector<double> numbers(const Json& v, const std::string& path) {
+  if (v.t != Json::T::array) bad(path, "must be an array of numbers");
+  std::vector<double> out;
+  out.reserve(v.arr.size());
+  for (std::size_t i = 0; i < v.arr.size(); ++i) {
+    out.push_back(number(v.arr[i], path + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+std::vector<int> integers(const Json& v, const std::string& path) {
+  std::vector<double> raw = numbers(v, path);
+  std::vector<int> out;
+  out.reserve(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != std::floor(raw[i]) || std::abs(raw[i]) > 2e9) {
+      bad(path + "[" + std::to_string(i) + "]", "must be an integer");
+    }
+    out.push_back(static_cast<int>(raw[i]));
+  }
+  return out;
+}
+
+void require_size(std::size_t got, std::size_t want, const std::string& path) {
+  if (got != want) {
+    bad(path, "must have " + std::to_string(want) + " entries, got " + std::to_string(got));
+  }
+}
+
+FlatTree parse_tree(const Json& t, const std::string& path, int num_features) {
+  FlatTree tree;
+  tree.feature = integers(field(t, path, "feature"), path + ".feature");
+  tree.threshold = numbers(field(t, path, "threshold"), path + ".threshold");
+  tree.left = integers(field(t, path, "left"), path + ".left");
+  tree.right = integers(field(t, path, "right"), path + ".right");
+  tree.value = numbers(field(t, path, "value"), path + ".value");
+  const std::size_t n = tree.feature.size();
+  if (n == 0) bad(path + ".feature", "must not be empty");
+  require_size(tree.threshold.size(), n, path + ".threshold");
+  require_size(tree.left.size(), n, path + ".left");
+  require_size(tree.right.size(), n, path + ".right");
+  require_size(tree.value.size(), n, path + ".value");
+  if (const Json* m = t.find("missing_left"); m != nullptr && m->t != Json::T::null) {
+    std::vector<int> raw = integers(*m, path + ".missing_left");
+    require_size(raw.size(), n, path + ".missing_left");
+    tree.missing_left.assign(raw.begin(), raw.end());
+  }
+  // Children must point strictly forward (sklearn numbers nodes depth-first, parents first):
+  // this rules out cycles, so evaluation always ends.
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string at = "[" + std::to_string(i) + "]";
+    if (tree.feature[i] < 0) continue;
+    if (tree.feature[i] >= num_features) {
+      bad(path + ".feature" + at, "must be < the number of features (" + std::to_string(num_features) + ")");
+    }
+    const int l = tree.left[i], r = tree.right[i];
+    if (l <= static_cast<int>(i) || l >= static_cast<int>(n)) bad(path + ".left" + at, "must index a later node");
+    if (r <= static_cast<int>(i) || r >= static_cast<int>(n)) bad(path + ".right" + at, "must index a later node");
+  }
+  return tree;
+}
+
+Activation parse_activation(const std::string& s, const std::string& path) {
+  if (s == "identity") return Activation::identity;
+  if (s == "relu") return Activation::relu;
+  if (s == "tanh") return Activation::tanh;
+  if (s == "logistic") return Activation::logistic;
+  bad(path, "must be one of identity, relu, tanh, logistic, got '" + s + "'");
+}
+
+double activate(Activation a, double v) {
+  switch (a) {
+    case Activation::relu: return v > 0 ? v : 0.0;
+    case Activation::tanh: return std::tanh(v);
+    case Activation::logistic: return 1.0 / (1.0 + std::exp(-v));
+    case Activation::identity: break;
+  }
+  return v;
+}
+
+}  // namespace
+
+LearnedModel LearnedModel::from_json(const std::string& text) {
+  const Json doc = Parser(text).parse_document();
+  if (doc.t != Json::T::object) bad("$", "must be an object");
+  const std::string schema = string(field(doc, "$", "schema"), "$.schema");
+  if (schema != "srift.learned-model/1") {
+    bad("$.schema", "must be 'srift.learned-model/1', got '" + schema + "'");
+  }
+  LearnedModel m;
+  m.name_ = string(field(doc, "$", "name"), "$.name");
+  const Json& feats = field(doc, "$", "features");
+  if (feats.t != Json::T::array || feats.arr.empty()) bad("$.features", "must be a non-empty array of names");
+  for (std::size_t i = 0; i < feats.arr.size(); ++i) {
+    m.features_.push_back(string(feats.arr[i], "$.features[" + std::to_string(i) + "]"));
+  }
+  const int nf = m.num_features();
+
+  if (const Json* sc = doc.find("input_scaler"); sc != nullptr && sc->t != Json::T::null) {
+    m.scaler_mean_ = numbers(field(*sc, "$.input_scaler", "mean"), "$.input_scaler.mean");
+    m.scaler_scale_ = numbers(field(*sc, "$.input_scaler", "scale"), "$.input_scaler.scale");
+    require_size(m.scaler_mean_.size(), nf, "$.input_scaler.mean");
+    require_size(m.scaler_scale_.size(), nf, "$.input_scaler.scale");
+    for (std::size_t i = 0; i < m.scaler_scale_.size(); ++i) {
+      if (!(m.scaler_scale_[i] > 0)) bad("$.input_scaler.scale[" + std::to_string(i) + "]", "must be > 0");
+    }
+  }
+  if (const Json* r = doc.find("residuals"); r != nullptr && r->t == Json::T::object) {
+    if (const Json* q = r->find("p10"); q != nullptr) m.p10_ = number(*q, "$.residuals.p10");
+    if (const Json* q = r->find("p90"); q != nullptr) m.p90_ = number(*q, "$.residuals.p90");
+  }
+
+  const Json& model = field(doc, "$", "model");
+  const std::string type = string(field(model, "$.model", "type"), "$.model.type");
+  if (type == "linear") {
+    m.type_ = Type::linear;
+    m.coef_ = numbers(field(model, "$.model", "coef"), "$.model.coef");
+    require_size(m.coef_.size(), nf, "$.model.coef");
+    m.intercept_ = number(field(model, "$.model", "intercept"), "$.model.intercept");
+  } else if (type == "tree_ensemble") {
+    m.type_ = Type::tree_ensemble;
+    m.base_ = number(field(model, "$.model", "base"), "$.model.base");
+    m.scale_ = number(field(model, "$.model", "scale"), "$.model.scale");
+    const Json& f32 = field(model, "$.model", "float32_inputs");
+    if (f32.t != Json::T::boolean) bad("$.model.float32_inputs", "must be true or false");
+    m.float32_inputs_ = f32.b;
+    const Json& trees = field(model, "$.model", "trees");
+    if (trees.t != Json::T::array || trees.arr.empty()) bad("$.model.trees", "must be a non-empty array");
+    for (std::size_t i = 0; i < trees.arr.size(); ++i) {
+      m.trees_.push_back(parse_tree(trees.arr[i], "$.model.trees[" + std::to_string(i) + "]", nf));
+    }
+  } else if (type == "mlp") {
+    m.type_ = Type::mlp;
+    const Json& layers = field(model, "$.model", "layers");
+    if (layers.t != Json::T::array || layers.arr.empty()) bad("$.model.layers", "must be a non-empty array");
+    int inputs = nf;
+    m.widest_ = nf;
+    for (std::size_t li = 0; li < layers.arr.size(); ++li) {
+      const std::string path = "$.model.layers[" + std::to_string(li) + "]";
+      const Json& layer = layers.arr[li];
+      const Json& w = field(layer, path, "weights");
+      if (w.t != Json::T::array) bad(path + ".weights", "must be an array of rows");
+      require_size(w.arr.size(), static_cast<std::size_t>(inputs), path + ".weights");
+      DenseLayer d;
+      d.inputs = inputs;
+      d.bias = numbers(field(layer, path, "bias"), path + ".bias");
+      d.outputs = static_cast<int>(d.bias.size());
+      if (d.outputs == 0) bad(path + ".bias", "must not be empty");
+      d.weights.reserve(static_cast<std::size_t>(inputs) * d.outputs);
+      for (std::size_t r = 0; r < w.arr.size(); ++r) {
+        std::vector<double> row = numbers(w.arr[r], path + ".weights[" + std::to_string(r) + "]");
+        require_size(row.size(), static_cast<std::size_t>(d.outputs), path + ".weights[" + std::to_string(r) + "]");
+        d.weights.insert(d.weights.end(), row.begin(), row.end());
+      }
+      d.activation = parse_activation(string(field(layer, path, "activation"), path + ".activation"),
+                                      path + ".activation");
+      inputs = d.outputs;
+      m.widest_ = std::max(m.widest_, d.outputs);
+      m.layers_.push_back(std::move(d));
+    }
+    if (inputs != 1) bad("$.model.layers", "must end in one output, got " + std::to_string(inputs));
+  } else {
+    bad("$.model.type", "must be one of linear, tree_ensemble, mlp, got '" + type + "'");
+  }
+  return m;
+}
+
+double LearnedModel::eval_linear(const double* x) const {
+  double y = intercept_;
+  for (std::size_t j = 0; j < coef_.size(); ++j) y += coef_[j] * x[j];
+  return y;
+}
+
+double LearnedModel::eval_trees(const double* x) const {
+  double sum = 0;
+  for (const FlatTree& t : trees_) {
+    int node = 0;
+    while (t.feature[node] >= 0) {
+      double v = x[t.feature[node]];
+      bool left;
+      if (std::isnan(v)) {
+        left = !t.missing_left.empty() && t.missing_left[node] != 0;
+      } else {
+        if (float32_inputs_) v = static_cast<double>(static_cast<float>(v));
+        left = v <= t.threshold[node];
+      }
+      node = left ? t.left[node] : t.right[node];
+    }
+    sum += t.value[node];
+  }
+  return base_ + scale_ * sum;
+}
+
+double LearnedModel::eval_mlp(const double* x) const {
+  std::vector<double> a(x, x + num_features());
+  std::vector<double> b;
+  for (const DenseLayer& d : layers_) {
+    b.assign(static_cast<std::size_t>(d.outputs), 0.0);
+    for (int i = 0; i < d.inputs; ++i) {
+      const double xi = a[i];
+      const double* row = d.weights.data() + static_cast<std::size_t>(i) * d.outputs;
+      for (int o = 0; o < d.outputs; ++o) b[o] += xi * row[o];
+    }
+    for (int o = 0; o < d.outputs; ++o) b[o] = activate(d.activation, b[o] + d.bias[o]);
+    a.swap(b);
+  }
+  return a[0];
+}
+
+double LearnedModel::predict(const double* x, std::size_t n) const {
+  if (n != features_.size()) {
+    throw std::invalid_argument("model '" + name_ + "' takes " + std::to_string(features_.size()) +
+                                " features, got " + std::to_string(n));
+  }
+  if (type_ == Type::tree_ensemble && scaler_mean_.empty()) return eval_trees(x);
+  // Scale into a small stack buffer when possible (the models here have tens of features).
+  double stack[64];
+  std::vector<double> heap;
+  double* z = stack;
+  if (n > 64) {
+    heap.resize(n);
+    z = heap.data();
+  }
+  for (std::size_t j = 0; j < n; ++j) {
+    if (!scaler_mean_.empty()) {
+      z[j] = (x[j] - scaler_mean_[j]) / scaler_scale_[j];
+    } else {
+      z[j] = x[j];
+    }
+  }
+  switch (type_) {
+    case Type::linear: return eval_linear(z);
+    case Type::tree_ensemble: return eval_trees(z);
+    case Type::mlp: return eval_mlp(z);
+  }
+  return 0;
+}
+
+void LearnedModel::predict_batch(const double* x, std::size_t rows, std::size_t cols, double* out) const {
+  if (cols != features_.size()) {
+    throw std::invalid_argument("model '" + name_ + "' takes " + std::to_string(features_.size()) +
+                                " features per row, got " + std::to_string(cols));
+  }
+  for (std::size_t r = 0; r < rows; ++r) out[r] = predict(x + r * cols, cols);
+}
+
+}  // namespace srift

@@ -1,0 +1,152 @@
+"""Measured rows for training and evaluation, read from ../shared/data/measured.
+
+Compute rows (single GPU): one per (source, model, GPU, precision, batch) with the
+per-sample iteration time. Lambda gives throughput at one batch per GPU (fp32 runs in NGC
+containers, where TF32 is on: recorded as "tf32"); Gavel gives steps/s at several batches
+(fp32 on K80/P100/V100); Sia's 1-GPU placements give step_time at many batches (mixed
+precision, says the data README). Multi-GPU rows: Sia's placements with ranks > 1.
+"""
+from __future__ import annotations
+
+import csv
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+
+from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS
+from srift.learn.workloads import DATA_MODELS
+
+__all__ = ["ComputeRow", "SiaRow", "data_dir", "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS"]
+
+
+def data_dir() -> Path:
+    """../shared/data/measured relative to the repository, or $SRIFT_DATA_DIR."""
+    env = os.environ.get("SRIFT_DATA_DIR")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent.parent / "shared" / "data" / "measured"
+        if cand.is_dir():
+            return cand
+    raise FileNotFoundError("measured data not found: set SRIFT_DATA_DIR to .../shared/data/measured")
+
+
+def chip_of(gpu_key: str) -> str:
+    """GPU family for leave-one-type-out splits (variants of one chip leave together)."""
+    for prefix in ("V100", "A100", "H100", "QuadroRTX"):
+        if gpu_key.startswith(prefix):
+            return prefix
+    return gpu_key
+
+
+@dataclass
+class ComputeRow:
+    source: str       # lambda | gavel | sia
+    workload: str     # key into workloads.json
+    gpu: str          # key into gpus.TRAINING_GPUS
+    precision: str    # fp32 | tf32 | amp
+    batch: float      # local batch (samples of the data's unit)
+    per_sample_s: float
+    units_match: bool  # the data's sample is the zoo model's sample (absolute times comparable)
+    group: str = ""   # rows that may anchor each other (same source, model, precision)
+
+    @property
+    def chip(self) -> str:
+        return chip_of(self.gpu)
+
+
+# Lambda throughput units that count the zoo model's samples.
+_LAMBDA_UNITS_OK = {"resnet50": True, "bert_base_squad": True, "bert_large_squad": True, "ncf": True,
+                    "ssd": True, "transformerxlbase": False, "transformerxllarge": False}
+
+
+def _lambda_rows(d: Path) -> list[ComputeRow]:
+    acc: dict[tuple, list[float]] = defaultdict(list)
+    with open(d / "lambda_pytorch_train.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            if int(r["num_gpu"]) != 1:
+                continue
+            cfg = r["config"]
+            name = next((n for n in DATA_GPU_NAMES if cfg == n), None)
+            if name is None and "H100 80GB SXM5" in cfg:
+                name = "H100 80GB SXM5"  # vendor-prefixed H100 SXM hosts
+            if name is None or ("lambda", r["model"]) not in DATA_MODELS:
+                continue
+            prec = "amp" if r["precision"] == "fp16" else "tf32"
+            key = (DATA_GPU_NAMES[name], r["model"], prec, float(r["global_batch_size"]))
+            acc[key].append(float(r["throughput"]))
+    rows = []
+    for (gpu, model, prec, batch), thr in acc.items():
+        wl = DATA_MODELS[("lambda", model)][0]
+        rows.append(ComputeRow("lambda", wl, gpu, prec, batch, 1.0 / median(thr),
+                               _LAMBDA_UNITS_OK.get(model, False), f"lambda/{model}/{prec}"))
+    return rows
+
+
+def _gavel_rows(d: Path) -> list[ComputeRow]:
+    rows = []
+    with open(d / "gavel_isolated.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            if int(r["num_gpus"]) != 1 or ("gavel", r["model"]) not in DATA_MODELS:
+                continue
+            if float(r["steps_per_sec"]) <= 0:  # did not run (out of memory)
+                continue
+            wl, _, _, stand_in = DATA_MODELS[("gavel", r["model"])]
+            b = float(r["batch_size_per_gpu"])
+            rows.append(ComputeRow("gavel", wl, DATA_GPU_NAMES[r["gpu"]], "fp32", b,
+                                   1.0 / float(r["steps_per_sec"]) / b, not stand_in,
+                                   f"gavel/{r['model']}/b{int(b)}"))
+    return rows
+
+
+SIA_CLUSTERS = ("azure", "dgx", "dgx-ext", "rtx", "quad")
+
+
+@dataclass
+class SiaRow:
+    model: str
+    workload: str
+    cluster: str
+    gpu: str
+    gpus_per_node: int
+    placement: str
+    num_nodes: int
+    replicas: int
+    local_bsz: float
+    step_time: float
+    sync_time: float
+
+    @property
+    def max_per_node(self) -> int:
+        return max(int(c) for c in self.placement)
+
+
+def sia_rows(d: Path | None = None) -> list[SiaRow]:
+    d = d or data_dir()
+    rows = []
+    with open(d / "sia_profiles_non_ec2.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            placement = r["placement"].split(".")[0]
+            rows.append(SiaRow(r["model"], DATA_MODELS[("sia", r["model"])][0], r["cluster"],
+                               DATA_GPU_NAMES[r["cluster"]], int(r["gpus_per_node"]), placement,
+                               int(r["num_nodes"]), int(r["num_replicas"]), float(r["local_bsz"]),
+                               float(r["step_time"]), float(r["sync_time"])))
+    return rows
+
+
+def _sia_compute_rows(d: Path) -> list[ComputeRow]:
+    # One row per (cluster, model, batch): median over repeats. dgx-ext repeats dgx's GPU.
+    acc: dict[tuple, list[float]] = defaultdict(list)
+    for r in sia_rows(d):
+        if r.replicas == 1:
+            acc[(r.cluster, r.model, r.workload, r.gpu, r.local_bsz)].append(r.step_time)
+    return [ComputeRow("sia", wl, gpu, "amp", b, median(t) / b, True, f"sia/{model}/b{int(b)}")
+            for (cluster, model, wl, gpu, b), t in acc.items()]
+
+
+def compute_rows(d: Path | None = None) -> list[ComputeRow]:
+    d = d or data_dir()
+    return _lambda_rows(d) + _gavel_rows(d) + _sia_compute_rows(d)

@@ -1,0 +1,116 @@
+"""scikit-learn estimators -> portable JSON parameters (schema "srift.learned-model/1").
+
+Supported: LinearRegression/Ridge/Lasso/ElasticNet (optionally behind a StandardScaler in a
+Pipeline), GradientBoostingRegressor (squared error), RandomForestRegressor /
+ExtraTreesRegressor / DecisionTreeRegressor, HistGradientBoostingRegressor (numeric features),
+MLPRegressor. See csrc/include/srift/learned.hpp, note "portable models".
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SCHEMA_ID", "export_estimator"]
+
+SCHEMA_ID = "srift.learned-model/1"
+
+
+def _tree_arrays(tree: Any, value_scale: float = 1.0) -> dict[str, list]:
+    t = tree.tree_
+    leaf = t.children_left < 0
+    return {
+        "feature": [int(f) if not lf else -1 for f, lf in zip(t.feature, leaf)],
+        "threshold": [float(x) if not lf else 0.0 for x, lf in zip(t.threshold, leaf)],
+        "left": [int(x) if not lf else -1 for x, lf in zip(t.children_left, leaf)],
+        "right": [int(x) if not lf else -1 for x, lf in zip(t.children_right, leaf)],
+        "value": [float(v) * value_scale for v in t.value[:, 0, 0]],
+    }
+
+
+def _hist_tree_arrays(predictor: Any) -> dict[str, list]:
+    nodes = predictor.nodes
+    if getattr(predictor, "raw_left_cat_bitsets", None) is not None and len(predictor.raw_left_cat_bitsets):
+        if np.any(nodes["is_categorical"]):
+            raise ValueError("HistGradientBoostingRegressor with categorical features cannot be exported")
+    leaf = nodes["is_leaf"].astype(bool)
+    return {
+        "feature": [int(f) if not lf else -1 for f, lf in zip(nodes["feature_idx"], leaf)],
+        "threshold": [float(x) if not lf else 0.0 for x, lf in zip(nodes["num_threshold"], leaf)],
+        "left": [int(x) if not lf else -1 for x, lf in zip(nodes["left"], leaf)],
+        "right": [int(x) if not lf else -1 for x, lf in zip(nodes["right"], leaf)],
+        "value": [float(v) for v in nodes["value"]],
+        "missing_left": [int(bool(m)) for m in nodes["missing_go_to_left"]],
+    }
+
+
+def _model_params(est: Any) -> dict[str, Any]:
+    from sklearn.ensemble import (ExtraTreesRegressor, GradientBoostingRegressor,
+                                  HistGradientBoostingRegressor, RandomForestRegressor)
+    from sklearn.linear_model import ElasticNet, Lasso, LinearRegression, Ridge
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    if isinstance(est, (LinearRegression, Ridge, Lasso, ElasticNet)):
+        coef = np.ravel(est.coef_)
+        return {"type": "linear", "coef": [float(c) for c in coef], "intercept": float(np.ravel([est.intercept_])[0])}
+    if isinstance(est, GradientBoostingRegressor):
+        if est.loss != "squared_error":
+            raise ValueError(f"GradientBoostingRegressor loss {est.loss!r} is not exportable (squared_error only)")
+        base = float(np.ravel(est._raw_predict_init(np.zeros((1, est.n_features_in_))))[0])
+        trees = [_tree_arrays(stage[0]) for stage in est.estimators_]
+        return {"type": "tree_ensemble", "base": base, "scale": float(est.learning_rate),
+                "float32_inputs": True, "trees": trees}
+    if isinstance(est, (RandomForestRegressor, ExtraTreesRegressor)):
+        trees = [_tree_arrays(t) for t in est.estimators_]
+        return {"type": "tree_ensemble", "base": 0.0, "scale": 1.0 / len(trees), "float32_inputs": True,
+                "trees": trees}
+    if isinstance(est, DecisionTreeRegressor):
+        return {"type": "tree_ensemble", "base": 0.0, "scale": 1.0, "float32_inputs": True,
+                "trees": [_tree_arrays(est)]}
+    if isinstance(est, HistGradientBoostingRegressor):
+        if getattr(est, "is_categorical_", None) is not None and np.any(est.is_categorical_):
+            raise ValueError("HistGradientBoostingRegressor with categorical features cannot be exported")
+        trees = [_hist_tree_arrays(it[0]) for it in est._predictors]
+        return {"type": "tree_ensemble", "base": float(np.ravel(est._baseline_prediction)[0]), "scale": 1.0,
+                "float32_inputs": False, "trees": trees}
+    if isinstance(est, MLPRegressor):
+        if est.out_activation_ != "identity":
+            raise ValueError(f"MLPRegressor output activation {est.out_activation_!r} is not exportable")
+        layers = []
+        n = len(est.coefs_)
+        for i, (w, b) in enumerate(zip(est.coefs_, est.intercepts_)):
+            layers.append({"weights": [[float(x) for x in row] for row in w], "bias": [float(x) for x in b],
+                           "activation": est.activation if i < n - 1 else "identity"})
+        return {"type": "mlp", "layers": layers}
+    raise ValueError(f"cannot export {type(est).__name__}: supported are linear models, gradient-boosted "
+                     "trees, random forests, HistGradientBoosting and MLPRegressor")
+
+
+def export_estimator(estimator: Any, name: str, features: list[str], **metadata: Any) -> dict[str, Any]:
+    """A "srift.learned-model/1" document for a fitted estimator (or Pipeline of a
+    StandardScaler and an estimator). `metadata` goes in as is (target, residuals, training)."""
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = None
+    est = estimator
+    if isinstance(estimator, Pipeline):
+        steps = [s for _, s in estimator.steps]
+        if len(steps) == 2 and isinstance(steps[0], StandardScaler):
+            sc = steps[0]
+            mean = sc.mean_ if sc.with_mean else np.zeros(sc.n_features_in_)
+            scale = sc.scale_ if sc.with_std else np.ones(sc.n_features_in_)
+            scaler = {"mean": [float(x) for x in mean], "scale": [float(x) for x in scale]}
+            est = steps[1]
+        elif len(steps) == 1:
+            est = steps[0]
+        else:
+            raise ValueError("only Pipeline(StandardScaler, estimator) can be exported")
+    n = getattr(est, "n_features_in_", len(features))
+    if n != len(features):
+        raise ValueError(f"estimator takes {n} features but {len(features)} names were given")
+    doc: dict[str, Any] = {"schema": SCHEMA_ID, "name": name, "features": list(features),
+                           "input_scaler": scaler, "model": _model_params(est)}
+    doc.update(metadata)
+    return doc

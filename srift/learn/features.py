@@ -1,0 +1,151 @@
+"""Physically meaningful features of (workload, GPU, precision, batch).
+
+Compute. The v0 roofline (srift._core.roofline_compute at its default efficiencies) gives a
+per-sample time for every (workload, GPU, precision, batch); the learned models predict the
+log of what the roofline gets wrong:
+  ratio model    y = log(t_b / t_a) - log(roof_b / roof_a)   (a: the anchor GPU, measured)
+  absolute model y = log(t_b / roof_b)                      (no measurement anywhere)
+from features that say *why* a roofline misses: how memory-bound the model is on each GPU,
+its FLOP mix by op kind, arithmetic intensity, the peak/bandwidth ratios between the GPUs,
+the precision and the batch. Every feature is computable from a Profile and a catalog GPU.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from srift.learn.gpus import GpuPeaks
+from srift.learn.workloads import WorkloadInfo
+
+__all__ = ["RATIO_FEATURES", "ABSOLUTE_FEATURES", "gpu_spec", "roofline", "WorkloadStats",
+           "ratio_features", "absolute_features", "PRECISIONS"]
+
+PRECISIONS = ("fp32", "tf32", "amp")
+_MATMUL, _CONV, _ATTN, _EMB, _REC = 0, 1, 2, 5, 7
+# v0 roofline efficiencies (compute.hpp RooflineParams defaults); used for the shares only.
+_TENSOR_EFF, _CUDA_EFF, _MEM_EFF = 0.45, 0.60, 0.70
+
+RATIO_FEATURES = ["log_roof_ratio", "log_peak_ratio", "log_fp32_ratio", "log_bw_ratio", "log_batch_ratio",
+                  "membound_a", "membound_b", "share_matmul", "share_conv", "share_attention",
+                  "share_recurrent", "share_embedding", "log_intensity", "prec_amp", "prec_tf32",
+                  "log_work", "fixed_share_a", "fixed_share_b"]
+ABSOLUTE_FEATURES = ["log_roof", "log_peak", "log_fp32", "log_bw", "log_batch", "membound",
+                     "share_matmul", "share_conv", "share_attention", "share_recurrent",
+                     "share_embedding", "log_intensity", "prec_amp", "prec_tf32", "log_work", "fixed_share"]
+
+
+def gpu_spec(p: GpuPeaks):  # -> _core.GpuSpec
+    from srift import _core
+
+    s = _core.GpuSpec()
+    s.name = p.key
+    s.memory_bytes = p.memory_gib * 2**30
+    s.fp32_flops = p.fp32_tflops * 1e12
+    s.tf32_flops = (p.tf32_tflops or 0.0) * 1e12
+    s.fp16_flops = (p.fp16_tflops or 0.0) * 1e12
+    s.memory_bandwidth = p.memory_gbytes_s * 1e9
+    return s
+
+
+class WorkloadStats:
+    """Numpy columns of a WorkloadInfo plus its GPU-independent descriptors."""
+
+    def __init__(self, w: WorkloadInfo):
+        self.w = w
+        self.kinds = np.asarray(w.kinds, dtype=np.int32)
+        self.ff = np.asarray(w.forward_flops, dtype=np.float64)
+        self.bf = np.asarray(w.backward_flops, dtype=np.float64)
+        self.fb = np.asarray(w.forward_bytes, dtype=np.float64)
+        self.pb = np.asarray(w.param_bytes, dtype=np.float64)
+        flops = self.ff + self.bf
+        total = float(flops.sum()) or 1.0
+        self.shares = {name: float(flops[self.kinds == k].sum()) / total
+                       for name, k in (("matmul", _MATMUL), ("conv", _CONV), ("attention", _ATTN),
+                                       ("recurrent", _REC), ("embedding", _EMB))}
+        traffic = float(3 * self.fb.sum() + self.pb.sum()) or 1.0
+        self.log_intensity = math.log10(max(total, 1.0) / traffic)
+        self.flops_per_sample = total
+
+    def log_work(self, batch: float) -> float:
+        """log10 of the FLOPs of one iteration: small iterations are launch/host bound."""
+        return math.log10(max(self.flops_per_sample * batch, 1.0))
+
+    def membound_share(self, p: GpuPeaks, precision: str) -> float:
+        """Share of the roofline's per-sample time spent in bandwidth-bound layers."""
+        tensor = np.isin(self.kinds, (_MATMUL, _CONV, _ATTN, _REC))
+        peak_t = p.peak_tflops(precision) * 1e12 * (_TENSOR_EFF if precision != "fp32" and
+                                                    p.peak_tflops(precision) > p.fp32_tflops else _CUDA_EFF)
+        peak = np.where(tensor, peak_t, p.fp32_tflops * 1e12 * _CUDA_EFF)
+        scale = 0.5 if precision == "amp" else 1.0
+        bw = p.memory_gbytes_s * 1e9 * _MEM_EFF
+        t_flop = (self.ff + self.bf) / peak
+        t_mem = 3 * self.fb * scale / bw
+        t = np.maximum(t_flop, t_mem)
+        total = float(t.sum()) or 1.0
+        return float(t[t_mem > t_flop].sum()) / total
+
+
+_STATS: dict[int, WorkloadStats] = {}  # id(WorkloadInfo) -> stats; holds the info alive
+_ROOF: dict[tuple[int, GpuPeaks, str], object] = {}
+
+
+def _stats(w: WorkloadInfo | WorkloadStats) -> WorkloadStats:
+    if isinstance(w, WorkloadStats):
+        return w
+    s = _STATS.get(id(w))
+    if s is None or s.w is not w:
+        s = _STATS[id(w)] = WorkloadStats(w)
+    return s
+
+
+def roofline(w: WorkloadInfo | WorkloadStats, p: GpuPeaks, precision: str):
+    """The v0 roofline ComputeModel of a workload on a GPU (cached per stats object)."""
+    from srift import _core
+
+    s = _stats(w)
+    key = (id(s), p, precision)
+    m = _ROOF.get(key)
+    if m is None:
+        prec = {"fp32": _core.Precision.fp32, "tf32": _core.Precision.tf32, "amp": _core.Precision.amp}[precision]
+        m = _ROOF[key] = _core.roofline_compute(s.kinds, s.ff, s.bf, s.fb, s.pb, gpu_spec(p), prec,
+                                                float(s.w.optimizer_bytes))
+    return m
+
+
+def roofline_per_sample(w: WorkloadInfo | WorkloadStats, p: GpuPeaks, precision: str, batch: float) -> float:
+    m = roofline(w, p, precision)
+    return (m.compute_s(batch) + m.optimizer_s) / batch
+
+
+def fixed_share(w: WorkloadInfo | WorkloadStats, p: GpuPeaks, precision: str, batch: float) -> float:
+    m = roofline(w, p, precision)
+    total = m.compute_s(batch) + m.optimizer_s
+    return (m.forward_fixed_s + m.backward_fixed_s + m.optimizer_s) / total
+
+
+def _prec(precision: str) -> list[float]:
+    return [1.0 if precision == "amp" else 0.0, 1.0 if precision == "tf32" else 0.0]
+
+
+def ratio_features(w: WorkloadInfo | WorkloadStats, a: GpuPeaks, batch_a: float, b: GpuPeaks, batch_b: float,
+                   precision: str) -> list[float]:
+    s = _stats(w)
+    ra = roofline_per_sample(s, a, precision, batch_a)
+    rb = roofline_per_sample(s, b, precision, batch_b)
+    return [math.log(rb / ra), math.log(b.peak_tflops(precision) / a.peak_tflops(precision)),
+            math.log(b.fp32_tflops / a.fp32_tflops), math.log(b.memory_gbytes_s / a.memory_gbytes_s),
+            math.log(batch_b / batch_a), s.membound_share(a, precision), s.membound_share(b, precision),
+            s.shares["matmul"], s.shares["conv"], s.shares["attention"], s.shares["recurrent"],
+            s.shares["embedding"], s.log_intensity, *_prec(precision), s.log_work(batch_b),
+            fixed_share(s, a, precision, batch_a), fixed_share(s, b, precision, batch_b)]
+
+
+def absolute_features(w: WorkloadInfo | WorkloadStats, g: GpuPeaks, batch: float, precision: str) -> list[float]:
+    s = _stats(w)
+    r = roofline_per_sample(s, g, precision, batch)
+    return [math.log(r), math.log(g.peak_tflops(precision)), math.log(g.fp32_tflops),
+            math.log(g.memory_gbytes_s), math.log(batch), s.membound_share(g, precision),
+            s.shares["matmul"], s.shares["conv"], s.shares["attention"], s.shares["recurrent"],
+            s.shares["embedding"], s.log_intensity, *_prec(precision), s.log_work(batch),
+            fixed_share(s, g, precision, batch)]

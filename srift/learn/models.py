@@ -1,0 +1,102 @@
+"""The shipped cost models behind one object the engine calls (see srift/engine.py)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from srift.learn.features import absolute_features, ratio_features, roofline
+from srift.learn.gpus import GpuPeaks, peaks_from_catalog
+from srift.learn.loader import load_model
+from srift.learn.workloads import WorkloadInfo, workload_from_profile
+
+__all__ = ["CostModels", "default_models"]
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
+
+
+@dataclass
+class _Loaded:
+    core: Any
+    doc: dict[str, Any]
+
+    def predict(self, x: list[float]) -> float:
+        return float(self.core.predict(np.asarray(x, dtype=np.float64))[0])
+
+    @property
+    def p10(self) -> float:
+        return float(self.doc["residuals"]["p10"])
+
+    @property
+    def p90(self) -> float:
+        return float(self.doc["residuals"]["p90"])
+
+
+class CostModels:
+    """Learned compute and iteration models, evaluated by the C++ core."""
+
+    def __init__(self, directory: str | Path = MODELS_DIR):
+        d = Path(directory)
+        self.ratio = _Loaded(*load_model(d / "compute_ratio.json"))
+        self.absolute = _Loaded(*load_model(d / "compute_absolute.json"))
+        self.overhead = _Loaded(*load_model(d / "iteration_overhead.json"))
+
+    def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
+                      anchor: tuple[str, list[Any]] | None = None) -> tuple[Any, float, float]:
+        """(ComputeModel, p10_factor, p90_factor) of `profile` on catalog GPU `gpu_key`.
+
+        anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU; when given
+        the learned GPU-to-GPU ratio scales the anchored model, else the absolute model scales
+        the roofline. The factors multiply the predicted time for the p10/p90 interval."""
+        from srift import _core
+
+        w = workload_from_profile(profile)
+        target = peaks_from_catalog(catalog, gpu_key)
+        if anchor is not None and anchor[1]:
+            src_key, meas = anchor
+            source = peaks_from_catalog(catalog, src_key)
+            batch = float(np.mean([m.local_batch for m in meas]))
+            anchored = _core.anchor_to_measurements(roofline(w, source, precision), meas)
+            f = ratio_features(w, source, batch, target, batch, precision)
+            ratio = math.exp(f[0] + self.ratio.predict(f))
+            return _scaled(anchored, ratio), math.exp(self.ratio.p10), math.exp(self.ratio.p90)
+        prior = roofline(w, target, precision)
+        batch = float(getattr(profile, "example_batch_size", 1) or 1)
+        f = absolute_features(w, target, batch, precision)
+        return _scaled(prior, math.exp(self.absolute.predict(f))), math.exp(self.absolute.p10), math.exp(self.absolute.p90)
+
+    def iteration_correction(self, counts: list[int], interconnect: str, intra_gbytes_s: float,
+                             network_gbps: float, rdma: bool, gradient_bytes: float, one_gpu_s: float,
+                             fixed_s: float, simulated_s: float) -> tuple[float, float, float]:
+        """(factor, p10_factor, p90_factor) multiplying a simulated multi-GPU iteration time.
+        counts: ranks on each instance; one_gpu_s/fixed_s: one worker's compute+optimizer at
+        its local batch and the batch-independent part; simulated_s: the simulator's iteration."""
+        from srift.learn.comm import LinkClass, overhead_features
+
+        if sum(counts) <= 1:
+            return 1.0, 1.0, 1.0
+        link = LinkClass(interconnect, intra_gbytes_s, network_gbps, rdma)
+        f = overhead_features(link, counts, gradient_bytes, one_gpu_s, fixed_s, simulated_s)
+        return math.exp(self.overhead.predict(f)), math.exp(self.overhead.p10), math.exp(self.overhead.p90)
+
+
+def _scaled(m: Any, k: float) -> Any:
+    from srift import _core
+
+    out = _core.ComputeModel()
+    out.forward_fixed_s = m.forward_fixed_s * k
+    out.forward_per_sample_s = m.forward_per_sample_s * k
+    out.backward_fixed_s = m.backward_fixed_s * k
+    out.backward_per_sample_s = m.backward_per_sample_s * k
+    out.optimizer_s = m.optimizer_s * k
+    return out
+
+
+@lru_cache(maxsize=1)
+def default_models() -> CostModels:
+    """The models shipped in srift/data/models (validated on load)."""
+    return CostModels()

@@ -1,0 +1,227 @@
+"""Training of srift's learned cost models (what `srift train` runs).
+
+Compute: candidates (ridge on the roofline features, gradient-boosted trees, a small MLP)
+are scored by leave-one-GPU-chip-out error of the predicted time on the held-out chip; the
+best is refit on everything and exported with the held-out residual quantiles (p10/p90).
+"""
+from __future__ import annotations
+
+import math
+import subprocess
+import warnings
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from srift.learn.datasets import ComputeRow, compute_rows, data_dir
+from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
+from srift.learn.gpus import TRAINING_GPUS
+from srift.learn.workloads import WorkloadInfo, load_workloads
+
+__all__ = ["train_all", "train_overhead", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "train_compute",
+           "git_commit", "MODELS_DIR"]
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "unknown"
+    except Exception:  # noqa: BLE001 - not a git checkout
+        return "unknown"
+
+
+def candidates() -> dict[str, Callable[[], Any]]:
+    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return {
+        "ridge": lambda: make_pipeline(StandardScaler(), Ridge(alpha=3.0)),
+        "gbdt": lambda: GradientBoostingRegressor(n_estimators=150, max_depth=3, learning_rate=0.05,
+                                                  subsample=0.8, min_samples_leaf=10, random_state=0),
+        "mlp": lambda: make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(16, 16), alpha=1e-2,
+                                                                    max_iter=800, early_stopping=False,
+                                                                    random_state=0)),
+    }
+
+
+def ratio_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo]):
+    """Pairs (anchor a, target b) of rows that may anchor each other, on different chips.
+    Returns X, y (target of the ratio model), base (log roofline ratio), log_true, meta."""
+    groups: dict[str, list[ComputeRow]] = defaultdict(list)
+    for r in rows:
+        groups[r.group].append(r)
+    X, y, base, truth, meta = [], [], [], [], []
+    for rs in groups.values():
+        for a in rs:
+            for b in rs:
+                if a.chip == b.chip:
+                    continue
+                f = ratio_features(workloads[a.workload], TRAINING_GPUS[a.gpu], a.batch, TRAINING_GPUS[b.gpu],
+                                   b.batch, a.precision)
+                lt = math.log(b.per_sample_s / a.per_sample_s)
+                X.append(f)
+                base.append(f[0])
+                truth.append(lt)
+                y.append(lt - f[0])
+                meta.append((a, b))
+    return np.asarray(X), np.asarray(y), np.asarray(base), np.asarray(truth), meta
+
+
+def absolute_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo]):
+    X, y, base, truth, meta = [], [], [], [], []
+    for r in rows:
+        if not r.units_match:
+            continue
+        f = absolute_features(workloads[r.workload], TRAINING_GPUS[r.gpu], r.batch, r.precision)
+        lt = math.log(r.per_sample_s)
+        X.append(f)
+        base.append(f[0])
+        truth.append(lt)
+        y.append(lt - f[0])
+        meta.append((None, r))
+    return np.asarray(X), np.asarray(y), np.asarray(base), np.asarray(truth), meta
+
+
+def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
+    a, b = meta_item
+    if by == "chip":
+        return ({b.chip} | ({a.chip} if a is not None else set())), b.chip
+    return {b.workload}, b.workload
+
+
+def loco_errors(X, y, meta, make: Callable[[], Any], by: str = "chip") -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Leave-one-group-out: for every held-out group g (a GPU chip, or a workload), train on
+    the rows touching no g and predict the rows whose target is g. Returns (predicted y,
+    mask of rows predicted, group of each row)."""
+    touched = [_split_key(m, by) for m in meta]
+    groups = sorted({t[1] for t in touched})
+    pred = np.full(len(y), np.nan)
+    for g in groups:
+        test = np.array([t[1] == g for t in touched])
+        train = np.array([g not in t[0] for t in touched])
+        if test.sum() == 0 or train.sum() < 10:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = make().fit(X[train], y[train])
+        pred[test] = est.predict(X[test])
+    return pred, ~np.isnan(pred), [t[1] for t in touched]
+
+
+def ape(pred_log: np.ndarray, true_log: np.ndarray) -> np.ndarray:
+    return np.abs(np.exp(pred_log - true_log) - 1.0) * 100.0
+
+
+def _fit_export(name: str, kind: str, X, y, features: list[str], resid: np.ndarray, record: dict[str, Any],
+                target: str) -> dict[str, Any]:
+    from srift.learn.export import export_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = candidates()[kind]().fit(X, y)
+    return export_estimator(
+        est, name, features, target=target,
+        residuals={"p10": float(np.quantile(resid, 0.10)), "p50": float(np.quantile(resid, 0.5)),
+                   "p90": float(np.quantile(resid, 0.90)), "n": int(resid.size), "split": "leave-one-GPU-chip-out"},
+        training=record)
+
+
+def train_overhead(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> dict[str, Any]:
+    """The multi-GPU iteration correction (comm.py, note "iteration overhead"), selected by
+    leave-one-Sia-cluster-out error."""
+    import json
+
+    from srift.learn.comm import OVERHEAD_FEATURES, build_cases, overhead_dataset, site
+    from srift.learn.datasets import sia_rows
+
+    workloads = load_workloads()
+    cases = build_cases(sia_rows())
+    X, y, base, truth = overhead_dataset(cases, workloads)
+    sites = np.array([site(c.cluster) for c in cases])
+    scores, resid_by = {}, {}
+    for kind, make in candidates().items():
+        pred = np.full(len(y), np.nan)
+        for g in sorted(set(sites)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = make().fit(X[sites != g], y[sites != g])
+            pred[sites == g] = est.predict(X[sites == g])
+        e = ape(pred + base, truth)
+        scores[kind] = {"median_ape": float(np.median(e)), "p90_ape": float(np.quantile(e, 0.9)), "n": int(len(y))}
+        resid_by[kind] = y - pred
+    for label, p in (("linear_scaling", np.zeros(len(y))), ("v0_simulator", base)):
+        e = ape(p, truth)
+        scores[label] = {"median_ape": float(np.median(e)), "p90_ape": float(np.quantile(e, 0.9)), "n": int(len(y))}
+    best = min(candidates(), key=lambda k: scores[k]["median_ape"] + 0.25 * scores[k]["p90_ape"])
+    if verbose:
+        print("iteration_overhead: " + ", ".join(f"{k} {v['median_ape']:.1f}%/{v['p90_ape']:.1f}%"
+                                                 for k, v in scores.items()) + f" -> {best}")
+    record = {"data": {"dir": "../shared/data/measured", "file": "sia_profiles_non_ec2.csv", "cases": len(cases)},
+              "links": "srift.learn.comm.SIA_LINKS", "selection": {"split": "leave-one-Sia-cluster-out",
+                                                                   "scores": scores, "chosen": best},
+              "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    doc = _fit_export("iteration_overhead", best, X, y, OVERHEAD_FEATURES, resid_by[best], record,
+                      "log(step/T1) - log(simulated_v0/T1): correction of the simulated iteration")
+    doc["residuals"]["split"] = "leave-one-Sia-cluster-out"
+    if out_dir is not None:
+        (out_dir / "iteration_overhead.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
+    return doc
+
+
+def train_all(out_dir: Path | None = MODELS_DIR, verbose: bool = True, reprofile: bool = False) -> dict[str, Any]:
+    """Everything `srift train` rebuilds: workloads cache, compute and overhead models."""
+    if reprofile:
+        from srift.learn.workloads import profile_workloads
+
+        profile_workloads()
+    out = train_compute(out_dir, verbose)
+    out["iteration_overhead"] = train_overhead(out_dir, verbose)
+    return out
+
+
+def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> dict[str, Any]:
+    """Select and fit the compute ratio and absolute models; write them to `out_dir`."""
+    import json
+
+    workloads = load_workloads()
+    rows = compute_rows()
+    results: dict[str, Any] = {}
+    for name, builder, features, target in (
+        ("compute_ratio", ratio_dataset, RATIO_FEATURES,
+         "log(t_target/t_anchor) - log(roofline_target/roofline_anchor), per-sample time"),
+        ("compute_absolute", absolute_dataset, ABSOLUTE_FEATURES, "log(t / roofline), per-sample time"),
+    ):
+        X, y, base, truth, meta = builder(rows, workloads)
+        scores = {}
+        resid_by = {}
+        for kind, make in candidates().items():
+            pred, mask, _ = loco_errors(X, y, meta, make, "chip")
+            e = ape(pred[mask] + base[mask], truth[mask])
+            scores[kind] = {"median_ape": float(np.median(e)), "p90_ape": float(np.quantile(e, 0.9)),
+                            "n": int(mask.sum())}
+            resid_by[kind] = (y - pred)[mask]
+        e0 = ape(base, truth)
+        scores["v0_roofline"] = {"median_ape": float(np.median(e0)), "p90_ape": float(np.quantile(e0, 0.9)),
+                                 "n": int(len(y))}
+        best = min(candidates(), key=lambda k: scores[k]["median_ape"] + 0.25 * scores[k]["p90_ape"])
+        if verbose:
+            print(f"{name}: " + ", ".join(f"{k} {v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for k, v in scores.items())
+                  + f" -> {best}")
+        record = {"data": {"dir": "../shared/data/measured", "sources": sorted({r.source for r in rows}),
+                           "rows": len(rows), "examples": int(len(y))},
+                  "workloads": "srift/data/models/workloads.json",
+                  "selection": {"split": "leave-one-GPU-chip-out", "scores": scores, "chosen": best},
+                  "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        doc = _fit_export(name, best, X, y, features, resid_by[best], record, target)
+        results[name] = doc
+        if out_dir is not None:
+            (out_dir / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
+    return results

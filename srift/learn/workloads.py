@@ -1,0 +1,138 @@
+"""The training data's models as srift sees them: per-layer FLOPs/bytes and DDP buckets.
+
+Every measured row in ../shared/data names a model (Sia's "imagenet", Lambda's
+"bert_large_squad", Gavel's "ResNet-50"). To featurise a row the way a user's Profile is
+featurised, each data model is mapped to a srift.zoo model and profiled on the meta device
+(srift.profile: FLOPs, bytes, buckets; no real compute). Models the zoo does not have are
+either mapped to a declared stand-in of the same family (recorded as ``stand_in``) or left
+out. The result is cached in srift/data/models/workloads.json, written by `srift train`, so
+evaluation and tests need no torch run.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["WorkloadInfo", "DATA_MODELS", "OP_KINDS", "load_workloads", "profile_workloads",
+           "workload_from_profile", "WORKLOADS_PATH"]
+
+OP_KINDS = ("matmul", "conv", "attention", "norm", "elementwise", "embedding", "pool", "recurrent", "other")
+WORKLOADS_PATH = Path(__file__).resolve().parent.parent / "data" / "models" / "workloads.json"
+
+# (source, data model name) -> (workload key, zoo name, zoo options, stand_in)
+DATA_MODELS: dict[tuple[str, str], tuple[str, str, dict[str, Any], bool]] = {
+    ("sia", "cifar10"): ("resnet18_cifar", "resnet18_cifar", {}, False),
+    ("sia", "imagenet"): ("resnet50", "resnet50", {}, False),
+    ("sia", "bert"): ("bert_base", "bert_base", {}, False),
+    ("sia", "yolov3"): ("yolov3", "yolov3", {}, False),
+    ("sia", "deepspeech2"): ("deepspeech2", "deepspeech2", {}, False),
+    ("sia", "ncf"): ("ncf", "ncf", {}, False),
+    ("gavel", "ResNet-18"): ("resnet18_cifar", "resnet18_cifar", {}, False),
+    ("gavel", "ResNet-50"): ("resnet50", "resnet50", {}, False),
+    # Gavel's Transformer is a translation transformer (seq ~ 50-100 tokens): BERT-base
+    # encoder at 128 tokens is the same family of matmul/attention/norm mix.
+    ("gavel", "Transformer"): ("bert_base_128", "bert_base", {"seq_len": 128}, True),
+    ("lambda", "resnet50"): ("resnet50", "resnet50", {}, False),
+    ("lambda", "bert_base_squad"): ("bert_base", "bert_base", {}, False),
+    ("lambda", "bert_large_squad"): ("bert_large", "bert_large", {}, False),
+    ("lambda", "ncf"): ("ncf", "ncf", {}, False),
+    # Transformer-XL base/large are decoder transformers like GPT-2 small/large.
+    ("lambda", "transformerxlbase"): ("gpt2_512", "gpt2", {"seq_len": 512}, True),
+    ("lambda", "transformerxllarge"): ("gpt2_large_512", "gpt2_large", {"seq_len": 512}, True),
+    # SSD300's trunk is a VGG-16 style convnet.
+    ("lambda", "ssd"): ("vgg16_300", "vgg16", {"image_size": 300}, True),
+}
+
+
+@dataclass
+class WorkloadInfo:
+    """Per-sample layer costs of one model, GPU independent."""
+
+    key: str
+    kinds: list[int]
+    forward_flops: list[float]
+    backward_flops: list[float]
+    forward_bytes: list[float]
+    param_bytes: list[float]
+    trainable_param_bytes: float
+    optimizer_state_bytes: float
+    bucket_bytes: list[float]
+    bucket_ready_fraction: list[float]
+    source: str = ""
+
+    @property
+    def optimizer_bytes(self) -> float:
+        return 3 * self.trainable_param_bytes + 2 * self.optimizer_state_bytes
+
+    @property
+    def gradient_bytes(self) -> float:
+        return float(sum(self.bucket_bytes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def workload_from_profile(profile: Any, key: str | None = None) -> WorkloadInfo:
+    """A WorkloadInfo from a srift.Profile (meta or measured)."""
+    index = {k: i for i, k in enumerate(OP_KINDS)}
+    layers = profile.layers
+    bwd = [float(l.backward_flops) for l in layers]
+    buckets = list(profile.buckets)
+    # Ready fractions from backward FLOP shares (as the engine does for non-GPU profiles).
+    total = sum(bwd) or 1.0
+    done_after, acc = [0.0] * len(bwd), 0.0
+    for i in range(len(bwd) - 1, -1, -1):
+        acc += bwd[i]
+        done_after[i] = acc / total
+    ready, prev = [], 0.0
+    for b in buckets:
+        f = done_after[b.last_layer] if 0 <= b.last_layer < len(done_after) else 1.0
+        prev = max(prev, min(1.0, f))
+        ready.append(prev)
+    return WorkloadInfo(
+        key=key or profile.model,
+        kinds=[index.get(l.kind, index["other"]) for l in layers],
+        forward_flops=[float(l.forward_flops) for l in layers],
+        backward_flops=bwd,
+        forward_bytes=[float(l.forward_bytes) for l in layers],
+        param_bytes=[float(l.param_bytes) for l in layers],
+        trainable_param_bytes=float(profile.trainable_param_bytes),
+        optimizer_state_bytes=float(profile.optimizer_state_bytes),
+        bucket_bytes=[float(b.bytes) for b in buckets],
+        bucket_ready_fraction=ready,
+    )
+
+
+def profile_workloads(path: Path | None = WORKLOADS_PATH) -> dict[str, WorkloadInfo]:
+    """Profile every mapped data model on meta (a few seconds each) and write the cache."""
+    import srift
+    from srift import zoo
+
+    out: dict[str, WorkloadInfo] = {}
+    for (_, _), (key, name, options, stand_in) in DATA_MODELS.items():
+        if key in out:
+            continue
+        model, batch, loss_fn = zoo.build(name, 2, device="meta", **options)
+        prof = srift.profile(model, batch, loss_fn, device="meta", name=key)
+        info = workload_from_profile(prof, key)
+        info.source = f"srift.zoo {name} {options or ''} on meta" + (" (stand-in)" if stand_in else "")
+        out[key] = info
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"schema": "srift.learn-workloads/1",
+               "note": "per-sample layer costs of the training data's models, from srift.profile on meta",
+               "workloads": {k: v.to_dict() for k, v in sorted(out.items())}}
+        path.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+    return out
+
+
+def load_workloads(path: Path = WORKLOADS_PATH) -> dict[str, WorkloadInfo]:
+    """The cached WorkloadInfo table (profiling first when the cache is missing)."""
+    if not path.exists():
+        return profile_workloads(path)
+    doc = json.loads(path.read_text())
+    if doc.get("schema") != "srift.learn-workloads/1":
+        raise ValueError(f"{path}: schema must be 'srift.learn-workloads/1', got {doc.get('schema')!r}")
+    return {k: WorkloadInfo(**v) for k, v in doc["workloads"].items()}

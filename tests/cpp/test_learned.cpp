@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "srift/learned.hpp"
+
+namespace {
+
+const char* kLinear = R"({"schema":"srift.learned-model/1","name":"lin","features":["a","b"],
+  "input_scaler":{"mean":[1,2],"scale":[2,4]},"model":{"type":"linear","coef":[3,-1],"intercept":0.5},
+  "residuals":{"p10":-0.1,"p90":0.2}})";
+
+// Two stumps: x0 <= 0.5 -> 1 else 2; x1 <= -1 -> 10 else 20; base 0.25, scale 0.1.
+const char* kTrees = R"({"schema":"srift.learned-model/1","name":"t","features":["x0","x1"],
+  "model":{"type":"tree_ensemble","base":0.25,"scale":0.1,"float32_inputs":true,"trees":[
+   {"feature":[0,-1,-1],"threshold":[0.5,0,0],"left":[1,-1,-1],"right":[2,-1,-1],"value":[0,1,2]},
+   {"feature":[1,-1,-1],"threshold":[-1,0,0],"left":[1,-1,-1],"right":[2,-1,-1],"value":[0,10,20],
+    "missing_left":[1,0,0]}]}})";
+
+const char* kMlp = R"({"schema":"srift.learned-model/1","name":"m","features":["x"],
+  "model":{"type":"mlp","layers":[{"weights":[[1,-1]],"bias":[0,0],"activation":"relu"},
+                                   {"weights":[[2],[3]],"bias":[1],"activation":"identity"}]}})";
+
+}  // namespace
+
+TEST(LearnedModel, LinearWithScaler) {
+  auto m = srift::LearnedModel::from_json(kLinear);
+  EXPECT_EQ(m.type(), srift::LearnedModel::Type::linear);
+  EXPECT_EQ(m.num_features(), 2);
+  // (3-1)/2*3 + (6-2)/4*(-1) + 0.5 = 3 - 1 + 0.5
+  EXPECT_DOUBLE_EQ(m.predict({3.0, 6.0}), 2.5);
+  EXPECT_DOUBLE_EQ(m.residual_p90(), 0.2);
+}
+
+TEST(LearnedModel, TreesFollowThresholdsAndMissing) {
+  auto m = srift::LearnedModel::from_json(kTrees);
+  EXPECT_DOUBLE_EQ(m.predict({0.5, -1.0}), 0.25 + 0.1 * (1 + 10));
+  EXPECT_DOUBLE_EQ(m.predict({0.6, 0.0}), 0.25 + 0.1 * (2 + 20));
+  EXPECT_DOUBLE_EQ(m.predict({0.0, std::nan("")}), 0.25 + 0.1 * (1 + 10));
+}
+
+TEST(LearnedModel, Mlp) {
+  auto m = srift::LearnedModel::from_json(kMlp);
+  EXPECT_DOUBLE_EQ(m.predict({2.0}), 1 + 2 * 2);
+  EXPECT_DOUBLE_EQ(m.predict({-2.0}), 1 + 3 * 2);
+  double x[2] = {2.0, -2.0}, out[2];
+  m.predict_batch(x, 2, 1, out);
+  EXPECT_DOUBLE_EQ(out[1], 7.0);
+}
+
+TEST(LearnedModel, RejectsBadDocuments) {
+  std::string bad = kTrees;
+  bad.replace(bad.find("\"left\":[1,-1,-1]"), 16, "\"left\":[0,-1,-1]");
+  try {
+    srift::LearnedModel::from_json(bad);
+    FAIL() << "cycle accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("trees[0].left[0]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(srift::LearnedModel::from_json("{\"schema\":\"srift.learned-model/2\"}"), std::invalid_argument);
+  EXPECT_THROW(srift::LearnedModel::from_json("[1,2"), std::invalid_argument);
+  EXPECT_THROW(srift::LearnedModel::from_json(kLinear).predict({1.0}), std::invalid_argument);
+}

@@ -1,0 +1,99 @@
+"""The core evaluates exported scikit-learn models exactly as scikit-learn predicts."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sklearn")
+from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor, RandomForestRegressor
+from sklearn.linear_model import Ridge
+from sklearn.neural_network import MLPRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from srift.learn.export import export_estimator
+from srift.learn.loader import model_from_dict, validate_model_dict
+
+
+def _data(seed: int = 0, n: int = 300, d: int = 6):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, size=d)
+    y = np.sin(x[:, 0]) + 0.3 * x[:, 1] ** 2 - 0.1 * x[:, 2] * x[:, 3] + rng.normal(scale=0.1, size=n)
+    return x, y
+
+
+ESTIMATORS = {
+    "ridge": lambda: make_pipeline(StandardScaler(), Ridge(alpha=0.3)),
+    "gbr": lambda: GradientBoostingRegressor(n_estimators=40, max_depth=3, learning_rate=0.1, random_state=0),
+    "rf": lambda: RandomForestRegressor(n_estimators=15, max_depth=6, random_state=0),
+    "hgb": lambda: HistGradientBoostingRegressor(max_iter=30, random_state=0),
+    "mlp": lambda: make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(16, 8), max_iter=300,
+                                                                 random_state=0)),
+    "mlp_tanh": lambda: MLPRegressor(hidden_layer_sizes=(8,), activation="tanh", max_iter=200, random_state=0),
+}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("kind", sorted(ESTIMATORS))
+def test_core_equals_sklearn(kind: str) -> None:
+    x, y = _data()
+    est = ESTIMATORS[kind]().fit(x, y)
+    names = [f"x{i}" for i in range(x.shape[1])]
+    doc = json.loads(json.dumps(export_estimator(est, kind, names)))  # through text, as shipped
+    core = model_from_dict(doc)
+    rng = np.random.default_rng(1)
+    probe = np.vstack([x[:50], rng.normal(size=(200, x.shape[1])) * 20])  # in and far out of range
+    want = est.predict(probe)
+    got = core.predict(probe)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12 * np.max(np.abs(want)))
+    assert core.predict(probe[0])[0] == pytest.approx(want[0], rel=1e-9)
+
+
+def test_hist_gradient_boosting_missing_values() -> None:
+    x, y = _data(2)
+    x[::7, 1] = np.nan
+    est = HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(x, y)
+    core = model_from_dict(export_estimator(est, "hgb_nan", [f"x{i}" for i in range(x.shape[1])]))
+    np.testing.assert_allclose(core.predict(x), est.predict(x), rtol=1e-9, atol=1e-12)
+
+
+def test_wrong_feature_count_is_value_error() -> None:
+    x, y = _data()
+    core = model_from_dict(export_estimator(Ridge().fit(x, y), "r", [f"x{i}" for i in range(x.shape[1])]))
+    with pytest.raises(ValueError, match="takes 6 features"):
+        core.predict(np.zeros((2, 5)))
+
+
+def test_malformed_documents_are_rejected_with_the_path() -> None:
+    x, y = _data()
+    good = export_estimator(GradientBoostingRegressor(n_estimators=3).fit(x, y), "g",
+                            [f"x{i}" for i in range(x.shape[1])])
+    bad = json.loads(json.dumps(good))
+    bad["schema"] = "srift.learned-model/9"
+    with pytest.raises(ValueError, match="schema"):
+        model_from_dict(bad)
+    bad = json.loads(json.dumps(good))
+    bad["model"]["trees"][0]["left"][0] = 0  # a cycle back to the root
+    with pytest.raises(ValueError, match=r"trees\[0\]\.left\[0\]"):
+        model_from_dict(bad)
+    bad = json.loads(json.dumps(good))
+    bad["model"]["trees"][1]["value"].pop()
+    with pytest.raises(ValueError, match=r"trees\[1\]\.value"):
+        model_from_dict(bad)
+    bad = json.loads(json.dumps(good))
+    bad["model"]["trees"][0]["feature"][0] = 99
+    with pytest.raises(ValueError, match="number of features"):
+        model_from_dict(bad)
+    bad = json.loads(json.dumps(good))
+    bad["model"]["type"] = "pickle"
+    with pytest.raises(ValueError):
+        validate_model_dict(bad)
+
+
+def test_core_rejects_text_that_is_not_json() -> None:
+    from srift import _core
+
+    with pytest.raises(ValueError, match="learned model JSON"):
+        _core.LearnedModel.from_json('{"schema": "srift.learned-model/1", ')

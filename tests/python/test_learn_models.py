@@ -1,0 +1,65 @@
+"""Shipped learned models: validated on load, evaluated by the core, usable by the engine."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from srift.learn.loader import load_model, validate_model_dict
+
+MODELS = Path(__file__).resolve().parents[2] / "srift" / "data" / "models"
+
+
+@pytest.mark.parametrize("name", ["compute_ratio", "compute_absolute", "iteration_overhead"])
+def test_shipped_model_loads_with_record(name: str) -> None:
+    core, doc = load_model(MODELS / f"{name}.json")
+    assert core.num_features == len(doc["features"])
+    rec = doc["training"]
+    assert rec["commit"] and rec["selection"]["chosen"] and rec["data"]
+    assert doc["residuals"]["p10"] <= doc["residuals"]["p90"]
+    y = core.predict(np.zeros((3, core.num_features)))
+    assert np.all(np.isfinite(y))
+
+
+def test_unvalidated_file_is_rejected(tmp_path: Path) -> None:
+    doc = json.loads((MODELS / "compute_ratio.json").read_text())
+    doc["features"] = []
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="features"):
+        load_model(p)
+    with pytest.raises(ValueError, match="schema"):
+        validate_model_dict({"schema": "pickle"})
+
+
+def test_fit_alpha_beta_recovers_a_ring() -> None:
+    from srift.cli_learn import fit_alpha_beta
+
+    sizes = [2.0**k for k in range(10, 27, 2)]
+    times = [2 * 3 / 4 * s / 5e9 + 2 * 3 * 20e-6 for s in sizes]
+    bw, lat = fit_alpha_beta(sizes, times, 4)
+    assert bw == pytest.approx(5e9, rel=1e-6) and lat == pytest.approx(20e-6, rel=1e-6)
+
+
+def test_compute_model_anchor_ratio_direction() -> None:
+    pytest.importorskip("torch")
+    import srift
+    from srift import _core, zoo
+    from srift.catalog import Catalog
+    from srift.learn import default_models
+
+    model, batch, loss = zoo.build("resnet18_cifar", 2, device="meta")
+    prof = srift.profile(model, batch, loss, device="meta")
+    cat = Catalog.default()
+    m = default_models()
+    slow, lo, hi = m.compute_model(prof, "T4", cat, "amp", anchor=("A100-40GB", [_core.Measurement(128, 0.05)]))
+    fast, _, _ = m.compute_model(prof, "H100-80GB", cat, "amp", anchor=("A100-40GB", [_core.Measurement(128, 0.05)]))
+    t_slow = slow.compute_s(128) + slow.optimizer_s
+    t_fast = fast.compute_s(128) + fast.optimizer_s
+    assert t_fast < 0.05 < t_slow
+    assert 0 < lo < 1 < hi
+    absolute, _, _ = m.compute_model(prof, "A10G", cat, "fp32")
+    assert math.isfinite(absolute.compute_s(32)) and absolute.compute_s(32) > 0
