@@ -46,6 +46,14 @@ class EngineConfig:
     workspace_bytes: float = 1.0 * GIB  # CUDA context, cuBLAS/cuDNN workspaces, allocator slack
     usable_memory_fraction: float = 0.95
     roofline: dict[str, float] = field(default_factory=dict)  # RooflineParams overrides
+    # Where a GPU type without its own measurement gets its compute from: "learned" (the
+    # shipped scikit-learn models, anchored on a measurement of another GPU when the profile
+    # has one) or "roofline" (the v0 estimate). bench/accuracy.py compares them.
+    compute_model: str = "learned"
+    # Spread of a GPU type's own measurements (p10/p90 factors) when the profile has no
+    # repeated timings to read it from: run-to-run noise of the public repeated-host data.
+    measured_p10: float = 0.97
+    measured_p90: float = 1.03
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,7 +81,9 @@ class Engine:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self.precision = precision
         self._roofline = _roofline_params(self.config.roofline)
-        self._compute: dict[str, tuple[_core.ComputeModel, str]] = {}
+        if self.config.compute_model not in ("learned", "roofline"):
+            raise ValueError(f"compute_model must be 'learned' or 'roofline', got {self.config.compute_model!r}")
+        self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
         self._layers = self._layer_columns()
         self.workload = self._workload()
@@ -188,22 +198,64 @@ class Engine:
         except ValueError:
             return [device]
 
+    def _anchor(self) -> tuple[str, list[_core.Measurement]] | None:
+        """The GPU type with the most measurements in the profile, to anchor learned ratios."""
+        best: tuple[str, list[_core.Measurement]] | None = None
+        for m in self.profile.measurements:
+            keys = [k for k in self._resolve(m.device) if k in self.catalog.gpu_keys()]
+            if keys:
+                points = self._measurements_for(keys[0])
+                if best is None or len(points) > len(best[1]):
+                    best = (keys[0], points)
+        if best is None and self.profile.device_gpu and self.profile.timings is not None:
+            best = (self.profile.device_gpu, self._measurements_for(self.profile.device_gpu))
+        return best
+
     def compute_model(self, gpu_key: str) -> tuple[_core.ComputeModel, str]:
-        """(ComputeModel, source) for a GPU type; source is "measured" or "roofline"."""
+        """(ComputeModel, source) for a GPU type. Source: "measured" (the profile has runs on
+        this GPU type), "learned" (scikit-learn models, anchored on another GPU's runs when
+        there are any) or "roofline"."""
+        model, source, _, _ = self._compute_entry(gpu_key)
+        return model, source
+
+    def compute_interval(self, gpu_key: str) -> tuple[float, float]:
+        """(p10, p90) factors on a GPU type's compute time, from held-out residuals of the
+        model that produced it (or the measurement noise for measured types)."""
+        _, _, p10, p90 = self._compute_entry(gpu_key)
+        return p10, p90
+
+    def _compute_entry(self, gpu_key: str) -> tuple[_core.ComputeModel, str, float, float]:
         cached = self._compute.get(gpu_key)
         if cached is not None:
             return cached
-        kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
-        prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
-                                       self.gpu_spec(gpu_key), PRECISIONS[self.precision],
-                                       self.optimizer_bytes(), self._roofline)
         points = self._measurements_for(gpu_key)
-        result = (_core.anchor_to_measurements(prior, points), "measured") if points else (prior, "roofline")
-        self._compute[gpu_key] = result
-        return result
+        if points:
+            kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
+            prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
+                                           self.gpu_spec(gpu_key), PRECISIONS[self.precision],
+                                           self.optimizer_bytes(), self._roofline)
+            entry = (_core.anchor_to_measurements(prior, points), "measured",
+                     self.config.measured_p10, self.config.measured_p90)
+        elif self.config.compute_model == "learned":
+            from srift.learn import default_models
+
+            model, p10, p90 = default_models().compute_model(self.profile, gpu_key, self.catalog,
+                                                             self.precision, anchor=self._anchor())
+            entry = (model, "learned", float(p10), float(p90))
+        else:
+            kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
+            prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
+                                           self.gpu_spec(gpu_key), PRECISIONS[self.precision],
+                                           self.optimizer_bytes(), self._roofline)
+            entry = (prior, "roofline", math.nan, math.nan)
+        self._compute[gpu_key] = entry
+        return entry
 
     def instance_compute(self, instance_type: str) -> tuple[_core.ComputeModel, str]:
         return self.compute_model(self.catalog.instance(instance_type).gpu)
+
+    def instance_interval(self, instance_type: str) -> tuple[float, float]:
+        return self.compute_interval(self.catalog.instance(instance_type).gpu)
 
 
 def hours_to_seconds(hours: float | None) -> float:

@@ -36,7 +36,7 @@ class GroupPrediction:
     memory_gib: float            # peak memory of its fullest GPU
     gpu_memory_gib: float
     max_local_batch: int         # largest local batch that fits one GPU
-    compute_source: str          # "measured" or "roofline"
+    compute_source: str          # "measured", "learned" or "roofline"
 
     @property
     def memory_headroom_gib(self) -> float:
@@ -85,6 +85,10 @@ class Prediction:
     precision: str
     iterations: float | None = None
     buckets: list[BucketTiming] = field(default_factory=list)
+    # p10/p90 of the iteration time: the slowest group's compute scaled by the held-out
+    # residual quantiles of the model that estimated it; communication is taken as predicted.
+    iteration_p10_s: float = math.nan
+    iteration_p90_s: float = math.nan
 
     @property
     def total_hours(self) -> float | None:
@@ -96,6 +100,14 @@ class Prediction:
         return None if hours is None else hours * self.usd_per_hour
 
     @property
+    def total_hours_p10(self) -> float | None:
+        return None if self.iterations is None else self.iterations * self.iteration_p10_s / 3600.0
+
+    @property
+    def total_hours_p90(self) -> float | None:
+        return None if self.iterations is None else self.iterations * self.iteration_p90_s / 3600.0
+
+    @property
     def usd_per_1k_samples(self) -> float:
         return 1000.0 * self.usd_per_iteration / self.global_batch if self.feasible else math.nan
 
@@ -105,6 +117,8 @@ class Prediction:
         d["buckets"] = [b.to_dict() for b in self.buckets]
         d["total_hours"] = self.total_hours
         d["total_usd"] = self.total_usd
+        d["total_hours_p10"] = self.total_hours_p10
+        d["total_hours_p90"] = self.total_hours_p90
         d["usd_per_1k_samples"] = self.usd_per_1k_samples
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
 
@@ -198,6 +212,13 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             compute_source=source))
     nan = math.nan
     ok = result.feasible
+    p10 = p90 = nan
+    if ok:
+        slowest = max(range(len(groups)), key=lambda i: groups[i].compute_s)
+        f10, f90 = engine.instance_interval(cluster.groups[slowest].instance_type)
+        spread = groups[slowest].compute_s
+        p10 = result.iteration_s - spread * (1.0 - f10) if math.isfinite(f10) else nan
+        p90 = result.iteration_s + spread * (f90 - 1.0) if math.isfinite(f90) else nan
     return Prediction(
         cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
         feasible=ok, why_infeasible=why,
@@ -210,4 +231,5 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         workers=result.workers, bottleneck=_BOTTLENECK[result.bottleneck],
         ring_gbytes_s=(result.ring_bandwidth / 1e9) if math.isfinite(result.ring_bandwidth) else 0.0,
         groups=groups, precision=engine.precision, iterations=iterations,
-        buckets=[BucketTiming(e.bytes, e.ready_s, e.start_s, e.end_s) for e in events])
+        buckets=[BucketTiming(e.bytes, e.ready_s, e.start_s, e.end_s) for e in events],
+        iteration_p10_s=p10, iteration_p90_s=p90)

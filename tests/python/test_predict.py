@@ -96,3 +96,33 @@ def test_timeline_orders_buckets_on_one_stream(resnet50_profile):
         assert b.start_s >= a.end_s - 1e-15
     for e in pred.buckets:
         assert e.start_s >= e.ready_s - 1e-15
+
+
+def test_unmeasured_gpu_uses_learned_model_with_interval(resnet50_profile):
+    pred = srift.predict(resnet50_profile, "1x p4d.24xlarge", global_batch=256)
+    assert pred.groups[0].compute_source == "learned"
+    assert pred.iteration_p10_s < pred.iteration_s < pred.iteration_p90_s
+    d = pred.to_dict()
+    assert d["iteration_p10_s"] == pred.iteration_p10_s
+
+
+def test_measurement_on_another_gpu_anchors_the_learned_ratio(fresh_profile):
+    before = srift.predict(fresh_profile, "1x p4d.24xlarge", global_batch=256).iteration_s
+    fresh_profile.add_measurement("V100", local_batch=64, iteration_s=0.20)
+    slow = srift.predict(fresh_profile, "1x p4d.24xlarge", global_batch=256).iteration_s
+    fresh_profile.add_measurement("V100", local_batch=64, iteration_s=0.40)  # a twice slower V100 run
+    slower = srift.predict(fresh_profile, "1x p4d.24xlarge", global_batch=256).iteration_s
+    assert slow != before
+    assert slower > slow  # the A100 estimate follows the anchor
+
+
+def test_roofline_can_be_chosen(resnet50_profile):
+    from srift.engine import EngineConfig
+
+    pred = srift.predict(resnet50_profile, "1x p4d.24xlarge", global_batch=256,
+                         config=EngineConfig(compute_model="roofline"))
+    assert pred.groups[0].compute_source == "roofline"
+    assert math.isnan(pred.iteration_p10_s)
+    with pytest.raises(ValueError, match="compute_model must be"):
+        srift.predict(resnet50_profile, "1x p4d.24xlarge", global_batch=256,
+                      config=EngineConfig(compute_model="magic"))
