@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import re
 import sys
 from typing import Any, Callable, Sequence
@@ -24,6 +25,10 @@ _UNIT_HOURS = {"s": 1 / 3600, "sec": 1 / 3600, "m": 1 / 60, "min": 1 / 60, "h": 
 
 class UserError(Exception):
     """A mistake in the command line: printed as one line with a hint, no traceback."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
 
 
 def parse_duration_hours(text: str) -> float:
@@ -83,6 +88,18 @@ def _add_source(p: argparse.ArgumentParser) -> None:
 
 def _add_output(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON for machines")
+
+
+def _add_emit(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("launch spec (see docs/tutorial.md)")
+    g.add_argument("--emit", choices=("torchrun", "skypilot", "json"), default=None,
+                   help="print the plan's launch spec instead of the table: torchrun lines per node, "
+                        "a SkyPilot task YAML, or JSON with the per-rank local batches")
+    g.add_argument("--emit-to", metavar="FILE", default=None,
+                   help="write the launch spec to FILE and print the table as usual")
+    g.add_argument("--script", default="train.py", help="training script the launch spec runs (default train.py)")
+    g.add_argument("--script-args", default="", help="arguments for the script, one quoted string")
+    g.add_argument("--name", default="srift-train", help="SkyPilot task / job group name")
 
 
 def _add_space(p: argparse.ArgumentParser) -> None:
@@ -185,46 +202,68 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
 
 def _prediction_text(pred: Any) -> str:
-    if not pred.feasible:
-        return f"{pred.cluster} in {pred.region}: does not run: {pred.why_infeasible}"
-    rows = [(g.instance_type, g.market, g.count, g.gpu, g.ranks,
-             g.local_batch_low if g.ranks_high in (0, g.ranks) else f"{g.local_batch_low}-{g.local_batch_high}",
-             report.seconds(g.compute_s), f"{g.memory_gib:.1f}/{g.gpu_memory_gib:.0f} GiB", g.compute_source)
-            for g in pred.groups]
-    lines = [f"{pred.cluster} in {pred.region}, global batch {pred.global_batch}, {pred.precision}",
-             report.table(rows, ["instance", "market", "count", "gpu", "ranks", "local batch", "compute",
-                                 "memory", "compute from"], right=[2, 4, 6]),
-             "",
-             f"iteration        {report.seconds(pred.iteration_s)}  ({report.rate(pred.samples_per_s, ' samples/s')})",
-             f"  compute        {report.seconds(pred.compute_s)}",
-             f"  exposed comm   {report.seconds(pred.exposed_comm_s)} of {report.seconds(pred.comm_s)} "
-             f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
-             f"  optimizer      {report.seconds(pred.optimizer_s)}",
-             f"cost             {report.usd(pred.usd_per_hour)}/h, {report.usd(pred.usd_per_1k_samples)} per 1k samples"]
-    if pred.iterations is not None:
-        lines.append(f"whole run        {report.hours(pred.total_hours)}, {report.usd(pred.total_usd)} "
-                     f"for {pred.iterations:,.0f} iterations")
-    return "\n".join(lines)
+    return report.prediction_text(pred)
+
+
+def _write_emit(args: argparse.Namespace, obj: Any) -> bool:
+    """Writes the launch spec if asked; True when it went to stdout (and the table must not)."""
+    if not args.emit:
+        if args.emit_to:
+            raise UserError("--emit-to needs --emit torchrun|skypilot|json")
+        return False
+    import shlex
+
+    from srift import export
+
+    try:
+        script_args = shlex.split(args.script_args)
+    except ValueError as exc:
+        raise UserError(f"--script-args {args.script_args!r} is not valid shell words: {exc}") from None
+    text = export.emit(obj, args.emit, script=args.script, script_args=script_args, name=args.name)
+    if args.emit_to:
+        from pathlib import Path
+
+        Path(args.emit_to).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        if not args.json:
+            print(f"wrote the {args.emit} launch spec to {args.emit_to}", file=sys.stderr)
+        return False
+    if args.json and args.emit != "json":
+        raise UserError("--json and --emit torchrun/skypilot both write stdout", hint="add --emit-to FILE")
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return True
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
     from srift.prediction import predict
 
+    from srift.engine import Engine, EngineConfig
+
     prof = _profile(args)
-    pred = predict(prof, args.cluster, args.global_batch, catalog=_catalog(args), region=args.region,
-                   precision=args.precision, iterations=args.iterations)
-    _emit(args, pred.to_dict(), lambda: _prediction_text(pred))
+    catalog = _catalog(args)
+    engine = Engine(prof, catalog, EngineConfig(precision=args.precision))
+    pred = predict(prof, args.cluster, args.global_batch, catalog=catalog, region=args.region,
+                   iterations=args.iterations, engine=engine, timeline=bool(args.plot))
+    if args.plot:
+        from srift import plots
+
+        if not pred.feasible:
+            raise UserError(f"cannot plot {pred.cluster}: it does not run: {pred.why_infeasible}")
+        plots.save_timeline(pred, args.plot, phases=plots.phase_split(pred, engine))
+        if not args.json:
+            print(f"wrote the iteration timeline to {args.plot}", file=sys.stderr)
+    if _write_emit(args, pred):
+        return 0
+    _emit(args, pred.to_dict(), lambda: report.explain_prediction(pred, catalog) if args.explain
+          else _prediction_text(pred))
     return 0
 
 
 def _plan_rows(plans: Sequence[Any]) -> list[tuple[Any, ...]]:
-    return [(i + 1, " + ".join(str(g) for g in p.cluster.groups), p.region, report.hours(p.total_hours),
-             report.usd(p.total_usd), report.rate(p.samples_per_s), report.usd(p.usd_per_hour) + "/h",
-             report.usd(p.usd_per_1k_samples))
-            for i, p in enumerate(plans)]
+    return report.plan_rows(plans)
 
 
-_PLAN_HEADERS = ["#", "plan", "region", "time", "total", "samples/s", "rate", "per 1k samples"]
+_PLAN_HEADERS = report.PLAN_HEADERS
+_PLAN_RIGHT = report.PLAN_RIGHT
 
 
 def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -242,9 +281,17 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         raise UserError("give --deadline (cheapest plan that meets it) or --budget / --max-usd-per-hour "
                         "(fastest plan within it)")
     prof = _profile(args)
+    catalog = _catalog(args)
     rec = recommend(prof, deadline_hours=args.deadline, budget_usd=args.budget,
-                    max_usd_per_hour=args.max_usd_per_hour, catalog=_catalog(args), top_k=args.top,
+                    max_usd_per_hour=args.max_usd_per_hour, catalog=catalog, top_k=args.top,
                     **_space_kwargs(args))
+    why = report.why_best(rec.best, rec.alternatives, rec.objective) if rec.best is not None else None
+    if args.emit:
+        if rec.best is None:
+            print(f"srift: no plan fits: {rec.why_none}", file=sys.stderr)
+            return 3
+        if _write_emit(args, rec.best):
+            return 0
 
     def text() -> str:
         s = rec.search
@@ -259,13 +306,23 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         if rec.best is None:
             lines = [head, "", f"no plan fits: {rec.why_none}"]
             if rec.closest is not None:
-                lines += ["closest:", report.table(_plan_rows([rec.closest]), _PLAN_HEADERS, right=[3, 4, 5])]
+                lines += ["closest:", report.plan_table([rec.closest])]
             return "\n".join(lines)
-        plans = [rec.best, *rec.alternatives]
-        return "\n".join([head, "", report.table(_plan_rows(plans), _PLAN_HEADERS, right=[0, 3, 4, 5, 6, 7]),
-                          "", "best plan:", _prediction_text(rec.best.prediction)])
+        b = rec.best
+        lines = [head, "", report.plan_table([b, *rec.alternatives]), "",
+                 f"best plan: {b.cluster} ({b.prediction.workers} GPUs): {report.interval(b.prediction, b.total_hours)}, "
+                 f"{report.usd(b.total_usd)} at {report.usd(b.usd_per_hour)}/h",
+                 f"why: {why}"]
+        if args.explain:
+            lines += ["", report.explain_prediction(b.prediction, catalog)]
+        else:
+            lines.append("(--explain for the iteration breakdown and memory headroom; "
+                         "--emit torchrun|skypilot to launch it)")
+        return "\n".join(lines)
 
-    _emit(args, rec.to_dict(), text)
+    payload = rec.to_dict()
+    payload["why"] = why
+    _emit(args, payload, text)
     return 0 if rec.best is not None else 3
 
 
@@ -274,9 +331,15 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
 
     prof = _profile(args)
     plans = pareto(prof, catalog=_catalog(args), **_space_kwargs(args))
+    if args.plot:
+        from srift import plots
+
+        plots.save_pareto(plans, args.plot, title=f"{prof.model}, global batch {args.global_batch}, "
+                                                  f"{args.iterations:,.0f} iterations: time-cost front")
+        if not args.json:
+            print(f"wrote the time-cost front to {args.plot}", file=sys.stderr)
     _emit(args, {"plans": [p.to_dict() for p in plans]},
-          lambda: f"{len(plans)} plans on the time-cost front (fastest first)\n"
-                  + report.table(_plan_rows(plans), _PLAN_HEADERS, right=[0, 3, 4, 5, 6, 7]))
+          lambda: f"{len(plans)} plans on the time-cost front (fastest first)\n" + report.plan_table(plans))
     return 0
 
 
@@ -307,6 +370,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--global-batch", type=_positive_int, required=True)
     p.add_argument("--iterations", type=_positive_float, default=None, help="also give the whole run's time and cost")
     p.add_argument("--region", default=None, help="default: the cheapest region pricing every group")
+    p.add_argument("--explain", action="store_true", help="add where the time goes, the bottleneck link, headroom")
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="draw one iteration (compute per group, bucket allreduces) to a PNG/SVG/PDF")
+    _add_emit(p)
     _add_output(p)
     p.set_defaults(func=_cmd_predict)
 
@@ -318,12 +385,17 @@ def build_parser() -> argparse.ArgumentParser:
     goal.add_argument("--budget", type=_positive_float, default=None, help="total USD")
     goal.add_argument("--max-usd-per-hour", type=_positive_float, default=None, help="hourly rate cap, USD/h")
     goal.add_argument("--top", type=_positive_int, default=5, help="plans to show (default 5)")
+    p.add_argument("--explain", action="store_true",
+                   help="add the best plan's iteration breakdown (compute per group, exposed communication, "
+                        "optimizer, bottleneck link) and memory headroom per GPU")
+    _add_emit(p)
     _add_output(p)
     p.set_defaults(func=_cmd_recommend)
 
     p = sub.add_parser("pareto", help="every plan not beaten on both time and cost")
     _add_source(p)
     _add_space(p)
+    p.add_argument("--plot", metavar="FILE.png", default=None, help="draw the front (time vs cost) to a PNG/SVG/PDF")
     _add_output(p)
     p.set_defaults(func=_cmd_pareto)
 
@@ -344,17 +416,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    # rich tables only for a person at a terminal; pipes, files and --json get plain text.
+    report.use_rich(sys.stdout.isatty() and not getattr(args, "json", False) and "NO_COLOR" not in os.environ)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("srift: interrupted", file=sys.stderr)
+        print("srift: interrupted" + ("; rerun the same command to resume" if args.command == "sweep" else ""),
+              file=sys.stderr)
         return 130
-    except (UserError, ValueError, IndexError, FileNotFoundError) as exc:
+    except (UserError, ValueError, IndexError, OSError) as exc:
         if args.debug:
             raise
-        print(f"srift: error: {exc}", file=sys.stderr)
-        print("hint: add --debug for the traceback; `srift COMMAND --help` lists the options", file=sys.stderr)
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"srift: error: {message}", file=sys.stderr)
+        hint = getattr(exc, "hint", None)
+        print(f"hint: {hint + '; ' if hint else ''}add --debug for the traceback; "
+              f"`srift {args.command} --help` lists the options", file=sys.stderr)
         return 2
+    finally:
+        report.use_rich(False)
 
 
 if __name__ == "__main__":  # pragma: no cover

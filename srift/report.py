@@ -1,14 +1,41 @@
-"""Plain-text rendering of results for people: aligned tables and units."""
+"""Rendering of results for people: aligned tables, units, plan tables and explanations.
+
+Plain text everywhere; when ``use_rich(True)`` is set (the CLI does so only when stdout is a
+terminal and rich is installed), tables are drawn with rich instead. Every function returns
+a string, so the same text goes to a terminal, a pipe or a test.
+"""
 from __future__ import annotations
 
 import math
+import shutil
 from typing import Any, Sequence
 
-__all__ = ["table", "hours", "usd", "seconds", "rate"]
+__all__ = ["table", "hours", "usd", "seconds", "rate", "gib", "percent", "use_rich",
+           "plan_rows", "plan_table", "interval", "why_best", "explain_prediction", "prediction_text",
+           "bottleneck_link"]
+
+_RICH = False
+
+
+def use_rich(enabled: bool) -> bool:
+    """Draws tables with rich from now on (when it is importable); returns whether it is on."""
+    global _RICH
+    if enabled:
+        try:
+            import rich  # noqa: F401
+        except ImportError:
+            enabled = False
+    _RICH = bool(enabled)
+    return _RICH
+
+
+# ---- units ----------------------------------------------------------------------------------
+def _finite(value: Any) -> bool:
+    return value is not None and isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def hours(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
+    if not _finite(value):
         return "-"
     if value < 1:
         return f"{value * 60:.1f} min"
@@ -18,25 +45,36 @@ def hours(value: float | None) -> str:
 
 
 def usd(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
+    if not _finite(value):
         return "-"
     return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
 
 
 def seconds(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
+    if not _finite(value):
         return "-"
     return f"{value * 1e3:.1f} ms" if value < 1 else f"{value:.3f} s"
 
 
 def rate(value: float | None, unit: str = "/s") -> str:
-    if value is None or not math.isfinite(value):
+    if not _finite(value):
         return "-"
     return f"{value:,.1f}{unit}"
 
 
+def gib(value: float | None) -> str:
+    return "-" if not _finite(value) else f"{value:.1f} GiB"
+
+
+def percent(value: float | None) -> str:
+    return "-" if not _finite(value) else f"{value * 100:.0f}%"
+
+
+# ---- tables ---------------------------------------------------------------------------------
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], right: Sequence[int] = ()) -> str:
     """Columns padded to their widest cell; `right` lists right-aligned column indexes."""
+    if _RICH:
+        return _rich_table(rows, headers, right)
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
 
@@ -45,3 +83,227 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], right: Sequence
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
+
+
+def _rich_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], right: Sequence[int]) -> str:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for i, h in enumerate(headers):
+        t.add_column(str(h), justify="right" if i in right else "left", no_wrap=True)
+    for row in rows:
+        t.add_row(*(str(c) for c in row))
+    console = Console(width=max(80, shutil.get_terminal_size((120, 24)).columns), force_terminal=True,
+                      highlight=False)
+    with console.capture() as capture:
+        console.print(t)
+    return capture.get().rstrip("\n")
+
+
+# ---- plans ----------------------------------------------------------------------------------
+def interval(prediction: Any, total_hours: float | None = None) -> str:
+    """The predicted whole-run time, with its p10-p90 range when the prediction carries one
+    (``p10_iteration_s`` / ``p90_iteration_s``, or ``iteration_p10_s`` / ``iteration_p90_s``)."""
+    hours_value = total_hours if total_hours is not None else getattr(prediction, "total_hours", None)
+    text = hours(hours_value)
+    p10 = _first_attr(prediction, ("iteration_p10_s", "p10_iteration_s", "p10_s"))
+    p90 = _first_attr(prediction, ("iteration_p90_s", "p90_iteration_s", "p90_s"))
+    iteration_s = getattr(prediction, "iteration_s", None)
+    if _finite(p10) and _finite(p90) and _finite(hours_value) and _finite(iteration_s) and iteration_s > 0:
+        scale = hours_value / iteration_s
+        low, high = hours(p10 * scale), hours(p90 * scale)
+        unit = high.split(" ")[-1]
+        if low.endswith(" " + unit):
+            low = low[: -len(unit) - 1]  # "2.80-13.48 h" rather than "2.80 h-13.48 h"
+        text += f" ({low}-{high})"
+    return text
+
+
+def _first_attr(obj: Any, names: Sequence[str]) -> Any:
+    for name in names:
+        value = getattr(obj, name, None)
+        if value is not None:
+            return value
+    return None
+
+
+PLAN_HEADERS = ["#", "type", "market", "region", "count", "GPUs", "time (p10-p90)", "total", "samples/s",
+                "per 1k samples"]
+PLAN_RIGHT = [0, 4, 5, 6, 7, 8, 9]
+
+
+def plan_rows(plans: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """One row per instance group; the plan's figures on its first row only."""
+    rows: list[tuple[Any, ...]] = []
+    for i, p in enumerate(plans):
+        groups = list(p.prediction.groups) or [None]
+        for j, g in enumerate(groups):
+            if g is None:  # should not happen for a searched plan; keep the row anyway
+                cg = p.cluster.groups[0]
+                kind, market, count, gpus = cg.instance_type, cg.market, cg.count, "-"
+            else:
+                kind, market, count = g.instance_type, g.market, g.count
+                gpus = f"{g.ranks}x {g.gpu}"
+            first = j == 0
+            rows.append((i + 1 if first else "", kind, market, p.region if first else "", count, gpus,
+                         interval(p.prediction, p.total_hours) if first else "",
+                         usd(p.total_usd) if first else "", rate(p.samples_per_s) if first else "",
+                         usd(p.usd_per_1k_samples) if first else ""))
+    return rows
+
+
+def plan_table(plans: Sequence[Any]) -> str:
+    return table(plan_rows(plans), PLAN_HEADERS, right=PLAN_RIGHT)
+
+
+def _pct(a: float, b: float) -> float:
+    """How much smaller a is than b, as a fraction of b."""
+    return (b - a) / b if b else 0.0
+
+
+def _cluster_text(plan: Any) -> str:
+    return " + ".join(str(g) for g in plan.cluster.groups)
+
+
+def _same_instances(a: Any, b: Any) -> bool:
+    return sorted(map(str, a.cluster.groups)) == sorted(map(str, b.cluster.groups))
+
+
+def _speed_reason(faster: Any, slower: Any) -> str:
+    """Why one prediction's iteration is shorter than another's, in a few words."""
+    f, s = faster.prediction, slower.prediction
+    d_compute = s.compute_s - f.compute_s
+    d_comm = s.exposed_comm_s - f.exposed_comm_s
+    if d_comm > d_compute and d_comm > 0:
+        return (f"{s.bottleneck} communication exposes {seconds(s.exposed_comm_s)} per iteration on the "
+                f"runner-up vs {seconds(f.exposed_comm_s)}")
+    if f.workers != s.workers:
+        return (f"its {f.workers} GPUs compute each iteration in {seconds(f.compute_s)} vs "
+                f"{seconds(s.compute_s)} on {s.workers}")
+    return f"compute takes {seconds(f.compute_s)} per iteration vs {seconds(s.compute_s)}"
+
+
+def why_best(best: Any, alternatives: Sequence[Any], objective: str) -> str:
+    """One line on why ``best`` beat the runner-up under ``objective`` ("min_cost" or
+    "max_throughput"). The runner-up is the best alternative with other instances; the same
+    instances in another region are mentioned only when they tie."""
+    others = [p for p in alternatives if not _same_instances(best, p)]
+    twins = [p for p in alternatives if _same_instances(best, p)]
+    tie_note = ""
+    if twins:
+        twin = twins[0]
+        key = (lambda p: p.total_usd) if objective == "min_cost" else (lambda p: -p.samples_per_s)
+        if abs(key(twin) - key(best)) <= 5e-4 * abs(key(best)):
+            tie_note = f"; the same instances tie in {twin.region}"
+    if not others:
+        if twins:
+            return _versus(best, twins[0], objective) + tie_note
+        return "the only plan that meets the constraints"
+    return _versus(best, others[0], objective) + tie_note
+
+
+def _versus(best: Any, runner_up: Any, objective: str) -> str:
+    other = f"{_cluster_text(runner_up)} in {runner_up.region}"
+    if objective == "min_cost":
+        saving = _pct(best.total_usd, runner_up.total_usd)
+        if _same_instances(best, runner_up):
+            if abs(saving) < 5e-4:
+                return f"ties with the same instances in {runner_up.region} ({usd(best.total_usd)} each)"
+            return (f"{saving:.0%} cheaper than the same instances in {runner_up.region} because "
+                    f"{best.region} prices them at {usd(best.usd_per_hour)}/h vs {usd(runner_up.usd_per_hour)}/h")
+        if abs(saving) < 5e-4:
+            return f"ties on cost with {other} ({usd(best.total_usd)}) and finishes no later"
+        rate_saving = _pct(best.usd_per_hour, runner_up.usd_per_hour)
+        time_saving = _pct(best.total_hours, runner_up.total_hours)
+        head = (f"{saving:.1%} cheaper than {other} ({usd(best.total_usd)} vs {usd(runner_up.total_usd)}) "
+                f"because ")
+        if rate_saving >= 0 and time_saving >= 0:
+            return head + (f"it is both {time_saving:.0%} faster and {rate_saving:.0%} cheaper per hour "
+                           f"({_speed_reason(best, runner_up)})")
+        if rate_saving >= 0:
+            return head + (f"its hourly rate is {rate_saving:.0%} lower ({usd(best.usd_per_hour)}/h vs "
+                           f"{usd(runner_up.usd_per_hour)}/h), which outweighs running {-time_saving:.0%} longer")
+        return head + (f"it finishes {time_saving:.0%} sooner, which outweighs a {-rate_saving:.0%} higher "
+                       f"hourly rate ({_speed_reason(best, runner_up)})")
+    gain = best.samples_per_s / runner_up.samples_per_s - 1 if runner_up.samples_per_s else 0.0
+    if abs(gain) < 5e-4:
+        if _same_instances(best, runner_up):
+            return f"ties with the same instances in {runner_up.region}; {best.region} costs {usd(best.total_usd)}"
+        return f"ties on throughput with {other}; it costs {usd(best.total_usd)} vs {usd(runner_up.total_usd)}"
+    return (f"{gain:.1%} more samples/s than {other} ({rate(best.samples_per_s)} vs "
+            f"{rate(runner_up.samples_per_s)}) because {_speed_reason(best, runner_up)}")
+
+
+# ---- one prediction -------------------------------------------------------------------------
+def _batch_text(g: Any) -> str:
+    if g.ranks_high in (0, g.ranks) or g.local_batch_low == g.local_batch_high:
+        return str(g.local_batch_high if g.ranks_high == g.ranks else g.local_batch_low)
+    return f"{g.local_batch_low}-{g.local_batch_high} ({g.ranks_high} ranks at {g.local_batch_high})"
+
+
+def prediction_text(pred: Any) -> str:
+    """The iteration breakdown of one prediction: per group compute and memory, then the
+    iteration split into compute, exposed communication and optimizer, then cost."""
+    if not pred.feasible:
+        return f"{pred.cluster} in {pred.region}: does not run: {pred.why_infeasible}"
+    rows = [(g.instance_type, g.market, g.count, g.gpu, g.ranks, _batch_text(g), seconds(g.compute_s),
+             f"{g.memory_gib:.1f}/{g.gpu_memory_gib:.0f} GiB", gib(g.gpu_memory_gib - g.memory_gib),
+             g.compute_source)
+            for g in pred.groups]
+    slowest = max(pred.groups, key=lambda g: g.compute_s if _finite(g.compute_s) else -1.0)
+    lines = [f"{pred.cluster} in {pred.region}, global batch {pred.global_batch}, {pred.precision}",
+             table(rows, ["instance", "market", "count", "gpu", "ranks", "local batch", "compute",
+                          "memory", "headroom", "compute from"], right=[2, 4, 6, 8]),
+             "",
+             f"iteration        {seconds(pred.iteration_s)}  ({rate(pred.samples_per_s, ' samples/s')})",
+             f"  compute        {seconds(pred.compute_s)}  (slowest group: {slowest.instance_type})",
+             f"  exposed comm   {seconds(pred.exposed_comm_s)} of {seconds(pred.comm_s)} "
+             f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
+             f"  optimizer      {seconds(pred.optimizer_s)}",
+             f"cost             {usd(pred.usd_per_hour)}/h, {usd(pred.usd_per_1k_samples)} per 1k samples"]
+    if pred.iterations is not None:
+        lines.append(f"whole run        {interval(pred)}, {usd(pred.total_usd)} "
+                     f"for {pred.iterations:,.0f} iterations")
+    return "\n".join(lines)
+
+
+def bottleneck_link(pred: Any, catalog: Any | None = None) -> str:
+    """The link that bounds the ring: kind and achieved speed, and with a catalog the
+    instance type whose NIC (or intra-node link) it is."""
+    text = f"{pred.bottleneck} at {pred.ring_gbytes_s:.1f} GB/s achieved"
+    if catalog is None or pred.bottleneck not in ("network", "intra-node"):
+        return text
+    try:
+        infos = [catalog.instance(g.instance_type) for g in pred.groups]
+    except (ValueError, IndexError):
+        return text
+    if pred.bottleneck == "network":
+        slow = min(infos, key=lambda i: i.network_gbps)
+        return text + f" (the {slow.network_gbps:g} Gbit/s NIC of {slow.name}{', EFA' if slow.efa else ''})"
+    multi = [i for i in infos if i.gpu_count > 1] or infos
+    slow = min(multi, key=lambda i: i.intra_node_gbytes_s or 0.0)
+    return text + f" ({slow.interconnect} inside {slow.name})"
+
+
+def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
+    """``prediction_text`` plus where the iteration's time goes, as shares, the link that
+    bounds the allreduce and the tightest memory headroom."""
+    text = prediction_text(pred)
+    if not pred.feasible or not _finite(pred.iteration_s) or pred.iteration_s <= 0:
+        return text
+    it = pred.iteration_s
+    hidden = pred.comm_s - pred.exposed_comm_s
+    tightest = min(pred.groups, key=lambda g: g.gpu_memory_gib - g.memory_gib)
+    extra = [
+        "",
+        f"where the time goes: compute {percent(pred.compute_s / it)}, exposed communication "
+        f"{percent(pred.exposed_comm_s / it)}, optimizer {percent(pred.optimizer_s / it)}; "
+        f"{seconds(hidden)} of allreduce hides behind the backward",
+        f"bottleneck link: {bottleneck_link(pred, catalog)}",
+        f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
+        f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; local batch up to "
+        f"{tightest.max_local_batch} fits",
+    ]
+    return text + "\n" + "\n".join(extra)

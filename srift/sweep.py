@@ -1,0 +1,576 @@
+"""``srift sweep``: many models x constraints x regions -> one table.
+
+A spec (YAML or JSON) names the axes; every combination is one ``srift.recommend`` call and
+one row of the output (CSV, or Parquet when pyarrow is installed). Rows are keyed by a hash
+of everything that determines them, written as they finish, and skipped when the output
+already holds them, so an interrupted sweep resumes where it stopped. Rows that failed are
+retried on the next run.
+
+Spec (every key but ``models`` and ``constraints`` optional)::
+
+    models:                      # zoo names, or mappings
+      - resnet50
+      - {name: gpt2, batch_size: 4}
+      - {profile: my_model.json}          # a saved profile
+    device: meta                 # how zoo models are profiled (default: cuda if present, else meta)
+    global_batch: [256, 1024]
+    iterations: 100000
+    constraints:                 # each: deadline and/or budget and/or max_usd_per_hour
+      - {deadline: 12h}
+      - {budget: 500}
+    regions: [us-east-1, "us-west-2,eu-west-1", all]   # each entry is one search's regions
+    markets: [on-demand, "on-demand,spot"]
+    types: [g4dn.xlarge, p3.2xlarge]     # optional: only these instance types
+    exclude: []
+    max_types: 2
+    max_instances_per_type: 16
+    precision: fp32
+    catalog: my_catalog.json     # optional; catalog_overrides: FILE too
+    output: results.csv
+
+Engines: ``processes`` (concurrent.futures, ``jobs`` workers) and ``ray`` (an existing Ray
+cluster: ``ray.init(address=...)``, or the Ray instance this process already started).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+__all__ = ["SweepSpec", "SweepResult", "load_spec", "parse_spec", "tasks", "run_sweep", "run_task", "COLUMNS",
+           "ENGINES"]
+
+ENGINES = ("processes", "ray")
+COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline_hours", "budget_usd",
+           "max_usd_per_hour", "regions", "markets", "found", "plan", "region", "instances", "gpus",
+           "total_hours", "total_usd", "samples_per_s", "usd_per_hour", "usd_per_1k_samples", "iteration_s",
+           "evaluated", "search_s", "why_none", "error"]
+
+_SPEC_KEYS = {"models", "device", "global_batch", "iterations", "constraints", "regions", "markets", "types",
+              "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
+              "output", "batch_size", "top"}
+_CONSTRAINT_KEYS = {"deadline", "budget", "max_usd_per_hour"}
+_MODEL_KEYS = {"name", "profile", "batch_size", "device"}
+
+
+# ---- the spec -------------------------------------------------------------------------------
+@dataclass
+class ModelSpec:
+    label: str
+    name: str | None = None          # zoo model
+    profile: str | None = None       # saved profile path
+    batch_size: int | None = None
+    device: str | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What determines the profile: for a file, its content hash."""
+        if self.profile is not None:
+            digest = hashlib.sha1(Path(self.profile).read_bytes()).hexdigest()[:16]
+            return {"profile_sha1": digest}
+        return {"zoo": self.name, "batch_size": self.batch_size, "device": self.device}
+
+
+@dataclass
+class SweepSpec:
+    models: list[ModelSpec]
+    global_batch: list[int]
+    iterations: list[float]
+    constraints: list[dict[str, float]]
+    regions: list[str | None]
+    markets: list[list[str]]
+    types: list[str] | None = None
+    exclude: list[str] | None = None
+    max_types: int = 2
+    max_instances_per_type: int = 16
+    precision: str | None = None
+    catalog: str | None = None
+    catalog_overrides: str | None = None
+    output: str | None = None
+    base_dir: Path = field(default_factory=Path.cwd)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _hours(text: Any, where: str) -> float:
+    import argparse
+
+    from srift.cli import parse_duration_hours
+
+    try:
+        return parse_duration_hours(str(text))
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _positive_number(value: Any, where: str, integer: bool = False) -> Any:
+    if isinstance(value, str):
+        try:
+            value = float(value.replace("_", "")) if not integer else int(value.replace("_", ""))
+        except ValueError:
+            raise ValueError(f"{where} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{where} must be a number > 0, got {value!r}")
+    if integer:
+        if int(value) != value:
+            raise ValueError(f"{where} must be a whole number, got {value!r}")
+        return int(value)
+    return float(value)
+
+
+def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> SweepSpec:
+    """Validates a spec mapping (see the module docstring); ValueError names the key."""
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    if not isinstance(data, Mapping):
+        raise ValueError(f"sweep spec must be a mapping of keys such as models, constraints; got {type(data).__name__}")
+    unknown = sorted(set(data) - _SPEC_KEYS)
+    if unknown:
+        raise ValueError(f"sweep spec key {unknown[0]!r} is unknown; known keys: {', '.join(sorted(_SPEC_KEYS))}")
+    for required in ("models", "constraints", "global_batch", "iterations"):
+        if required not in data or data[required] in (None, [], ""):
+            raise ValueError(f"sweep spec needs {required!r} (see `srift sweep --help`)")
+    models: list[ModelSpec] = []
+    default_batch = data.get("batch_size")
+    for i, m in enumerate(_as_list(data["models"])):
+        where = f"models[{i}]"
+        if isinstance(m, str):
+            m = {"name": m}
+        if not isinstance(m, Mapping):
+            raise ValueError(f"{where} must be a zoo name or a mapping with name or profile, got {m!r}")
+        bad = sorted(set(m) - _MODEL_KEYS)
+        if bad:
+            raise ValueError(f"{where}: key {bad[0]!r} is unknown; known: {', '.join(sorted(_MODEL_KEYS))}")
+        if "name" not in m and "profile" not in m:
+            raise ValueError(f"{where} needs name (a zoo model) or profile (a saved profile file), got {dict(m)!r}")
+        batch = m.get("batch_size", default_batch)
+        batch = None if batch is None else _positive_number(batch, f"{where}.batch_size", integer=True)
+        if "profile" in m:
+            path = Path(str(m["profile"]))
+            path = path if path.is_absolute() else base / path
+            if not path.exists():
+                raise FileNotFoundError(f"{where}.profile: {path} does not exist")
+            models.append(ModelSpec(label=str(m.get("name") or path.stem), profile=str(path)))
+        else:
+            from srift import zoo
+
+            name = str(m["name"])
+            if name not in zoo.names():
+                import difflib
+
+                near = difflib.get_close_matches(name, zoo.names(), n=3)
+                raise ValueError(f"{where}: zoo model {name!r} is unknown"
+                                 + (f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(zoo.names())}"))
+            models.append(ModelSpec(label=name, name=name, batch_size=batch,
+                                    device=m.get("device", data.get("device"))))
+    labels = [m.label for m in models]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"models must have distinct names, got {labels}")
+    constraints = []
+    for i, c in enumerate(_as_list(data["constraints"])):
+        where = f"constraints[{i}]"
+        if not isinstance(c, Mapping) or not c:
+            raise ValueError(f"{where} must be a mapping such as {{deadline: 12h}} or {{budget: 500}}, got {c!r}")
+        bad = sorted(set(c) - _CONSTRAINT_KEYS)
+        if bad:
+            raise ValueError(f"{where}: key {bad[0]!r} is unknown; known: {', '.join(sorted(_CONSTRAINT_KEYS))}")
+        out: dict[str, float] = {}
+        if "deadline" in c:
+            out["deadline_hours"] = _hours(c["deadline"], f"{where}.deadline")
+        if "budget" in c:
+            out["budget_usd"] = _positive_number(c["budget"], f"{where}.budget")
+        if "max_usd_per_hour" in c:
+            out["max_usd_per_hour"] = _positive_number(c["max_usd_per_hour"], f"{where}.max_usd_per_hour")
+        constraints.append(out)
+    markets = []
+    for i, m in enumerate(_as_list(data.get("markets", "on-demand"))):
+        chosen = [x.strip() for x in str(m).split(",") if x.strip()]
+        bad = [x for x in chosen if x not in ("on-demand", "spot")]
+        if bad or not chosen:
+            raise ValueError(f"markets[{i}] must be on-demand, spot or both (comma-separated), got {m!r}")
+        markets.append(chosen)
+    regions = [None if r is None else str(r) for r in _as_list(data.get("regions", [None]))]
+
+    def names(key: str) -> list[str] | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        items = value.split(",") if isinstance(value, str) else [str(v) for v in _as_list(value)]
+        return [x.strip() for x in items if x.strip()] or None
+
+    def rel(key: str) -> str | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        path = Path(str(value))
+        return str(path if path.is_absolute() else base / path)
+
+    return SweepSpec(
+        models=models,
+        global_batch=[_positive_number(b, "global_batch", integer=True) for b in _as_list(data["global_batch"])],
+        iterations=[_positive_number(x, "iterations") for x in _as_list(data["iterations"])],
+        constraints=constraints, regions=regions, markets=markets, types=names("types"), exclude=names("exclude"),
+        max_types=_positive_number(data.get("max_types", 2), "max_types", integer=True),
+        max_instances_per_type=_positive_number(data.get("max_instances_per_type", 16), "max_instances_per_type",
+                                                integer=True),
+        precision=data.get("precision"), catalog=rel("catalog"), catalog_overrides=rel("catalog_overrides"),
+        output=rel("output"), base_dir=base)
+
+
+def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
+    """Reads a YAML (or JSON) spec file."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"sweep spec {str(path)!r} does not exist") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        raise ValueError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    try:
+        return parse_spec(data, base_dir=path.parent)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+# ---- tasks ----------------------------------------------------------------------------------
+def _constraint_text(c: Mapping[str, float]) -> str:
+    parts = []
+    if "deadline_hours" in c:
+        parts.append(f"deadline={c['deadline_hours']:g}h")
+    if "budget_usd" in c:
+        parts.append(f"budget=${c['budget_usd']:g}")
+    if "max_usd_per_hour" in c:
+        parts.append(f"rate<=${c['max_usd_per_hour']:g}/h")
+    return " ".join(parts)
+
+
+def tasks(spec: SweepSpec, model_ids: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every combination, as plain dicts (picklable, JSON-able), each with its ``key``."""
+    ids = model_ids or {m.label: m.identity() for m in spec.models}
+    out = []
+    for m in spec.models:
+        for gb in spec.global_batch:
+            for it in spec.iterations:
+                for c in spec.constraints:
+                    for regions in spec.regions:
+                        for markets in spec.markets:
+                            t = {"model": m.label, "global_batch": gb, "iterations": it, **c,
+                                 "regions": regions, "markets": markets, "types": spec.types,
+                                 "exclude": spec.exclude, "max_types": spec.max_types,
+                                 "max_instances_per_type": spec.max_instances_per_type,
+                                 "precision": spec.precision}
+                            ident = {**t, "model_id": ids[m.label], "catalog": [spec.catalog, spec.catalog_overrides]}
+                            t["key"] = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+                            out.append(t)
+    return out
+
+
+def run_task(task: Mapping[str, Any], profile: Any, catalog: Any, threads: int | None = 1) -> dict[str, Any]:
+    """One recommend call -> one row (errors in the row, never raised)."""
+    from srift.planning import recommend
+
+    row: dict[str, Any] = {k: "" for k in COLUMNS}
+    row.update(key=task["key"], model=task["model"], global_batch=task["global_batch"],
+               iterations=task["iterations"], constraint=_constraint_text(task),
+               deadline_hours=task.get("deadline_hours", ""), budget_usd=task.get("budget_usd", ""),
+               max_usd_per_hour=task.get("max_usd_per_hour", ""), regions=task["regions"] or "default",
+               markets=",".join(task["markets"]))
+    start = time.perf_counter()
+    try:
+        rec = recommend(profile, global_batch=task["global_batch"], iterations=task["iterations"],
+                        deadline_hours=task.get("deadline_hours"), budget_usd=task.get("budget_usd"),
+                        max_usd_per_hour=task.get("max_usd_per_hour"), catalog=catalog,
+                        regions=task["regions"], markets=task["markets"], instance_types=task["types"],
+                        exclude=task["exclude"], max_types=task["max_types"],
+                        max_instances_per_type=task["max_instances_per_type"], top_k=1,
+                        precision=task["precision"], threads=threads)
+    except (ValueError, IndexError) as exc:
+        row.update(found=False, error=str(exc), search_s=round(time.perf_counter() - start, 4))
+        return row
+    plan = rec.best
+    row.update(found=plan is not None, why_none=rec.why_none if plan is None else "",
+               evaluated=rec.search.evaluated, search_s=round(rec.search.seconds, 4))
+    if plan is not None:
+        pred = plan.prediction
+        row.update(plan=" + ".join(str(g) for g in plan.cluster.groups), region=plan.region,
+                   instances=plan.cluster.instances, gpus=pred.workers, total_hours=plan.total_hours,
+                   total_usd=plan.total_usd, samples_per_s=plan.samples_per_s, usd_per_hour=plan.usd_per_hour,
+                   usd_per_1k_samples=plan.usd_per_1k_samples, iteration_s=plan.iteration_s)
+    return row
+
+
+# ---- workers --------------------------------------------------------------------------------
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(profiles: Mapping[str, dict[str, Any]], catalog: dict[str, Any] | None) -> None:
+    _WORKER["profiles_raw"] = dict(profiles)
+    _WORKER["profiles"] = {}
+    _WORKER["catalog_raw"] = catalog
+    _WORKER["catalog"] = None
+
+
+def _worker_objects(model: str) -> tuple[Any, Any]:
+    from srift.catalog import Catalog
+    from srift.profile_data import Profile
+
+    prof = _WORKER["profiles"].get(model)
+    if prof is None:
+        prof = _WORKER["profiles"][model] = Profile.from_dict(_WORKER["profiles_raw"][model])
+    if _WORKER["catalog"] is None:
+        raw = _WORKER["catalog_raw"]
+        _WORKER["catalog"] = Catalog.from_dict(raw) if raw is not None else Catalog.default()
+    return prof, _WORKER["catalog"]
+
+
+def _worker_run(task: dict[str, Any]) -> dict[str, Any]:
+    prof, catalog = _worker_objects(task["model"])
+    return run_task(task, prof, catalog, threads=1)
+
+
+def _ray_run(task: dict[str, Any], profiles: Mapping[str, dict[str, Any]], catalog: dict[str, Any] | None) -> dict[str, Any]:
+    if "profiles_raw" not in _WORKER:
+        _worker_init(profiles, catalog)
+    return _worker_run(task)
+
+
+# ---- output ---------------------------------------------------------------------------------
+class _Output:
+    """CSV rows appended as they finish; Parquet through a CSV sidecar converted at the end."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.parquet = path.suffix.lower() == ".parquet"
+        if self.parquet:
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise ValueError(f"{path}: Parquet output needs pyarrow (pip install pyarrow); "
+                                 "or name a .csv output") from None
+            self.csv_path = path.with_name(path.name + ".partial.csv")
+        elif path.suffix.lower() == ".csv":
+            self.csv_path = path
+        else:
+            raise ValueError(f"output must end in .csv or .parquet, got {str(path)!r}")
+        if not path.parent.exists():
+            raise FileNotFoundError(f"output folder {str(path.parent)!r} does not exist")
+
+    def existing(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        if self.parquet and self.path.exists():
+            import pandas as pd
+
+            rows += pd.read_parquet(self.path).astype(str).replace({"nan": "", "None": ""}).to_dict("records")
+        if self.csv_path.exists():
+            with self.csv_path.open(newline="", encoding="utf-8") as f:
+                reader = csv.DictReader(f)
+                if reader.fieldnames is not None and reader.fieldnames != COLUMNS:
+                    raise ValueError(f"{self.csv_path}: its columns are not a srift sweep table's; "
+                                     "name another output or delete it")
+                rows += list(reader)
+        return rows
+
+    def start(self, keep: list[dict[str, Any]]) -> None:
+        """Rewrites the CSV with only ``keep`` (drops failed rows so they are retried)."""
+        tmp = self.csv_path.with_name(self.csv_path.name + ".tmp")
+        with tmp.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=COLUMNS)
+            writer.writeheader()
+            writer.writerows({k: r.get(k, "") for k in COLUMNS} for r in keep)
+        # For Parquet, the kept rows now live in the sidecar; finish() rewrites the file.
+        os.replace(tmp, self.csv_path)
+        self._file = self.csv_path.open("a", newline="", encoding="utf-8")
+        self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS)
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        self._writer.writerow({k: row.get(k, "") for k in COLUMNS})
+        self._file.flush()
+
+    def finish(self) -> None:
+        self._file.close()
+        if self.parquet:
+            import pandas as pd
+
+            pd.read_csv(self.csv_path, dtype=str, keep_default_na=False).to_parquet(self.path, index=False)
+            self.csv_path.unlink()
+
+
+@dataclass
+class SweepResult:
+    output: str
+    rows: int          # rows in the output now
+    computed: int      # rows computed by this run
+    skipped: int       # rows already there
+    failed: int        # rows of this run with an error
+    seconds: float
+    engine: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+# ---- the run --------------------------------------------------------------------------------
+def _profile_models(spec: SweepSpec, progress: bool) -> dict[str, dict[str, Any]]:
+    from srift.profile_data import Profile
+
+    out: dict[str, dict[str, Any]] = {}
+    bar = _bar(len(spec.models), "profiling", progress)
+    try:
+        for m in spec.models:
+            if m.profile is not None:
+                out[m.label] = Profile.load(m.profile).to_dict()
+            else:
+                from srift.cli import _profile_zoo
+
+                device = m.device
+                if device is None:
+                    import torch
+
+                    device = "cuda" if torch.cuda.is_available() else "meta"
+                prof = _profile_zoo(m.name, m.batch_size, device, spec.precision or "fp32", quiet=True)
+                out[m.label] = prof.to_dict()
+            bar.update(1)
+    finally:
+        bar.close()
+    return out
+
+
+def _bar(total: int, desc: str, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    # disable=None: on only when stderr is a terminal, so logs and pipes stay clean.
+    return tqdm(total=total, desc=desc, unit="row" if desc != "profiling" else "model", file=sys.stderr,
+                disable=None if enabled else True, leave=False, dynamic_ncols=True)
+
+
+def _catalog_dict(spec: SweepSpec) -> dict[str, Any] | None:
+    if spec.catalog is None and spec.catalog_overrides is None:
+        return None
+    from srift.catalog import Catalog
+
+    catalog = Catalog.load(spec.catalog) if spec.catalog else Catalog.default()
+    if spec.catalog_overrides:
+        catalog = catalog.with_overrides(spec.catalog_overrides)
+    return catalog.to_dict()
+
+
+def run_sweep(spec: SweepSpec, output: str | os.PathLike[str] | None = None, *, engine: str = "processes",
+              jobs: int | None = None, ray_address: str | None = None, progress: bool = True,
+              on_row: Callable[[dict[str, Any]], None] | None = None, limit: int | None = None) -> SweepResult:
+    """Runs every row of ``spec`` not already in ``output``; returns what it did.
+
+    ``jobs``: worker processes (default: CPUs, at most the rows to run); ``jobs=0`` runs
+    in this process. ``limit``: compute at most this many new rows (then stop, resumable)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    path = Path(output or spec.output or "") if (output or spec.output) else None
+    if path is None:
+        raise ValueError("sweep needs an output file: give -o results.csv or `output:` in the spec")
+    out = _Output(path)
+    if engine == "ray":
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("--engine ray needs Ray installed here (pip install ray) and a running Ray "
+                             "cluster; or use --engine processes") from None
+    start = time.perf_counter()
+    all_tasks = tasks(spec)
+    existing = out.existing()
+    keep = [r for r in existing if r.get("key") and not r.get("error")]
+    done = {r["key"] for r in keep}
+    todo = [t for t in all_tasks if t["key"] not in done]
+    if limit is not None:
+        todo = todo[:limit]
+    out.start(keep)
+    computed = failed = 0
+    try:
+        if todo:
+            needed = {t["model"] for t in todo}
+            profiles = _profile_models(SweepSpec(**{**spec.__dict__, "models": [m for m in spec.models
+                                                                                if m.label in needed]}), progress)
+            catalog = _catalog_dict(spec)
+            bar = _bar(len(todo), "sweep", progress)
+            try:
+                for row in _execute(todo, profiles, catalog, engine, jobs, ray_address):
+                    out.write(row)
+                    computed += 1
+                    failed += bool(row.get("error"))
+                    bar.update(1)
+                    if on_row is not None:
+                        on_row(row)
+            finally:
+                bar.close()
+    finally:
+        out.finish()
+    return SweepResult(output=str(path), rows=len(keep) + computed, computed=computed,
+                       skipped=len(all_tasks) - len([t for t in all_tasks if t["key"] not in done]),
+                       failed=failed, seconds=time.perf_counter() - start, engine=engine)
+
+
+def _execute(todo: Sequence[dict[str, Any]], profiles: Mapping[str, dict[str, Any]],
+             catalog: dict[str, Any] | None, engine: str, jobs: int | None,
+             ray_address: str | None) -> Iterable[dict[str, Any]]:
+    if engine == "ray":
+        yield from _execute_ray(todo, profiles, catalog, ray_address)
+        return
+    workers = min(jobs if jobs is not None else (os.cpu_count() or 1), len(todo))
+    if workers <= 0 or len(todo) == 1:
+        _worker_init(profiles, catalog)
+        for t in todo:
+            yield _worker_run(t)
+        return
+    import multiprocessing
+
+    # spawn, not fork: the parent may hold torch's and the core's threads.
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(dict(profiles), catalog)) as pool:
+        pending = {pool.submit(_worker_run, t) for t in todo}
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in finished:
+                    yield f.result()
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
+
+def _execute_ray(todo: Sequence[dict[str, Any]], profiles: Mapping[str, dict[str, Any]],
+                 catalog: dict[str, Any] | None, ray_address: str | None) -> Iterable[dict[str, Any]]:
+    import ray
+
+    if not ray.is_initialized():
+        try:
+            ray.init(address=ray_address or "auto", ignore_reinit_error=True, log_to_driver=False)
+        except ConnectionError as exc:
+            raise ValueError(f"no Ray cluster at {ray_address or 'auto'}: {exc}; start one with "
+                             "`ray start --head` or pass --ray-address") from None
+    remote = ray.remote(num_cpus=1)(_ray_run)
+    profiles_ref = ray.put(dict(profiles))
+    catalog_ref = ray.put(catalog)
+    pending = [remote.remote(t, profiles_ref, catalog_ref) for t in todo]
+    try:
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                yield ray.get(ref)
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref)
+        raise

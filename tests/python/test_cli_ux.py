@@ -1,0 +1,111 @@
+"""The CLI's tables, --explain, --plot, --emit and sweep, as a user runs them."""
+from __future__ import annotations
+
+import json
+import shlex
+import struct
+
+import pytest
+import yaml
+
+from srift.cli import main
+
+TYPES = "g4dn.xlarge,g5.xlarge,g5.12xlarge,p3.8xlarge"
+
+
+@pytest.fixture()
+def prof(tmp_path, resnet50_profile):
+    return str(resnet50_profile.save(tmp_path / "p.json"))
+
+
+def _recommend(prof, *extra):
+    return main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "100000",
+                 "--deadline", "12h", "--types", TYPES, *extra])
+
+
+def test_recommend_table_why_and_explain(capsys, prof):
+    assert _recommend(prof, "--explain") == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("#"))
+    for col in ("type", "market", "region", "count", "time (p10-p90)", "total", "samples/s", "per 1k samples"):
+        assert col in header
+    why = next(line for line in out.splitlines() if line.startswith("why: "))
+    assert "cheaper than" in why and "because" in why
+    for needle in ("exposed comm", "optimizer", "bottleneck link:", "headroom", "where the time goes"):
+        assert needle in out
+    assert "\x1b[" not in out  # plain when not a terminal
+
+
+def test_recommend_json_has_the_why(capsys, prof):
+    assert _recommend(prof, "--json") == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["found"] and "cheaper than" in data["why"]
+
+
+def test_recommend_emit_torchrun(capsys, prof):
+    assert _recommend(prof, "--emit", "torchrun", "--script", "train.py", "--script-args", "--epochs 2") == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line and not line.startswith("#")]
+    assert lines and all("torchrun" in line and line.endswith("train.py --epochs 2") for line in lines)
+    batches = sum(int(b) for line in lines for b in shlex.split(line)[0].split("=")[1].split(","))
+    assert batches == 256
+
+
+def test_recommend_emit_skypilot_to_file(capsys, prof, tmp_path):
+    target = tmp_path / "task.yaml"
+    assert _recommend(prof, "--emit", "skypilot", "--emit-to", str(target), "--name", "r50") == 0
+    out = capsys.readouterr().out
+    assert "best plan:" in out  # the table still printed
+    docs = [d for d in yaml.safe_load_all(target.read_text()) if d]
+    assert docs[0]["name"] == "r50"
+
+
+def test_predict_plot_and_emit_json(capsys, prof, tmp_path):
+    png = tmp_path / "t.png"
+    assert main(["predict", "--profile", prof, "--cluster", "2x g5.12xlarge", "--global-batch", "256",
+                 "--plot", str(png), "--emit", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["workers"] == 8 and len(data["launch"]["torchrun"]) == 2
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">I", png.read_bytes()[16:20])[0] == 1000
+
+
+def test_pareto_plot(capsys, prof, tmp_path):
+    png = tmp_path / "front.png"
+    assert main(["pareto", "--profile", prof, "--global-batch", "256", "--iterations", "100000",
+                 "--types", TYPES, "--regions", "us-east-1", "--plot", str(png)]) == 0
+    captured = capsys.readouterr()
+    assert "plans on the time-cost front" in captured.out and str(png) in captured.err
+    assert struct.unpack(">II", png.read_bytes()[16:24]) == (1000, 600)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["pareto", "--plot", "front.jpg"], ".png"),
+    (["predict", "--emit-to", "x.sh"], "--emit-to needs --emit"),
+])
+def test_user_errors_one_line(capsys, prof, argv, needle):
+    cmd, *rest = argv
+    base = {"pareto": ["--global-batch", "256", "--iterations", "1000", "--types", "g5.xlarge"],
+            "predict": ["--cluster", "1x g5.xlarge", "--global-batch", "8"]}[cmd]
+    assert main([cmd, "--profile", prof, *base, *rest]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and err[0].startswith("srift: error: ") and needle in err[0]
+    assert err[1].startswith("hint: ")
+
+
+def test_sweep_cli(capsys, tmp_path, prof):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"models": [{"profile": prof}], "global_batch": 64, "iterations": 1000,
+                                    "constraints": [{"deadline": "1h"}], "types": TYPES.split(",")}))
+    out = tmp_path / "r.csv"
+    assert main(["sweep", str(spec), "-o", str(out), "--jobs", "0", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["computed"] == 1 and out.exists()
+    assert main(["sweep", str(spec), "-o", str(out), "--jobs", "0"]) == 0
+    assert "1 already there" in capsys.readouterr().out
+    spec.write_text("models: [resnet50]\nglobal_batch: 8\niterations: 10\nconstraints: [{deadline: 1h}]\nmodel: x\n")
+    assert main(["sweep", str(spec), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "key 'model' is unknown" in err and "Traceback" not in err
+    assert main(["sweep", str(tmp_path / "missing.yaml")]) == 2
+    assert "does not exist" in capsys.readouterr().err

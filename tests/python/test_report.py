@@ -1,0 +1,96 @@
+"""Plan tables, the "why it won" line, explanations and intervals."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from srift import report
+from srift.prediction import predict
+from srift.planning import recommend
+
+TYPES = ["g4dn.xlarge", "g5.xlarge", "g5.12xlarge", "p3.8xlarge"]
+
+
+@pytest.fixture(scope="module")
+def cheapest(resnet50_profile):
+    return recommend(resnet50_profile, global_batch=256, iterations=100_000, deadline_hours=12,
+                     instance_types=TYPES, top_k=6)
+
+
+@pytest.fixture(scope="module")
+def fastest(resnet50_profile):
+    return recommend(resnet50_profile, global_batch=256, iterations=100_000, budget_usd=100,
+                     instance_types=TYPES, top_k=4)
+
+
+def test_plan_table_one_row_per_group(cheapest):
+    plans = [cheapest.best, *cheapest.alternatives]
+    rows = report.plan_rows(plans)
+    assert len(rows) == sum(len(p.cluster.groups) for p in plans)
+    first = rows[0]
+    best = cheapest.best
+    assert first[0] == 1 and first[1] == best.cluster.groups[0].instance_type and first[3] == best.region
+    assert first[4] == best.cluster.groups[0].count
+    assert first[7] == report.usd(best.total_usd) and first[9] == report.usd(best.usd_per_1k_samples)
+    text = report.plan_table(plans)
+    lines = text.splitlines()
+    assert lines[0].split()[:5] == ["#", "type", "market", "region", "count"]
+    assert len({len(line) for line in lines[:2]}) == 1  # header and rule aligned
+
+
+def test_why_line_names_the_runner_up_and_the_reason(cheapest, fastest):
+    why = report.why_best(cheapest.best, cheapest.alternatives, "min_cost")
+    runner = next(p for p in cheapest.alternatives
+                  if sorted(map(str, p.cluster.groups)) != sorted(map(str, cheapest.best.cluster.groups)))
+    assert "cheaper than" in why and " ".join(str(g) for g in runner.cluster.groups) in why
+    assert "because" in why
+    pct = float(why.split("%")[0])
+    assert pct == pytest.approx(100 * (runner.total_usd - cheapest.best.total_usd) / runner.total_usd, abs=0.06)
+    why = report.why_best(fastest.best, fastest.alternatives, "max_throughput")
+    assert "more samples/s than" in why or "ties" in why
+    assert report.why_best(cheapest.best, [], "min_cost") == "the only plan that meets the constraints"
+
+
+def test_explain_breakdown(cheapest, catalog):
+    text = report.explain_prediction(cheapest.best.prediction, catalog)
+    for needle in ("compute", "exposed comm", "optimizer", "bottleneck link:", "headroom", "where the time goes"):
+        assert needle in text
+    g = cheapest.best.prediction.groups[0]
+    assert report.gib(g.gpu_memory_gib - g.memory_gib) in text
+
+
+def test_bottleneck_names_the_slow_nic(resnet50_profile, catalog):
+    pred = predict(resnet50_profile, "2x p3.16xlarge + 4x g4dn.12xlarge", 256)
+    assert pred.bottleneck == "network"
+    text = report.bottleneck_link(pred, catalog)
+    slow = min((catalog.instance(g.instance_type) for g in pred.groups), key=lambda i: i.network_gbps)
+    assert f"{slow.network_gbps:g} Gbit/s NIC of {slow.name}" in text
+
+
+def test_interval_uses_p10_p90_when_present():
+    pred = SimpleNamespace(iteration_s=0.2, total_hours=10.0)
+    assert report.interval(pred) == "10.00 h"
+    pred = SimpleNamespace(iteration_s=0.2, total_hours=10.0, iteration_p10_s=0.18, iteration_p90_s=0.25)
+    assert report.interval(pred) == "10.00 h (9.00-12.50 h)"
+    pred = SimpleNamespace(iteration_s=0.2, total_hours=1.0, iteration_p10_s=0.1, iteration_p90_s=0.4)
+    assert report.interval(pred) == "1.00 h (30.0 min-2.00 h)"
+
+
+def test_units():
+    assert report.hours(0.5) == "30.0 min" and report.hours(3) == "3.00 h" and report.hours(72) == "3.0 d"
+    assert report.usd(1234.5) == "$1,234.50" and report.usd(0.01234) == "$0.0123" and report.usd(None) == "-"
+    assert report.seconds(0.0123) == "12.3 ms" and report.rate(float("nan")) == "-"
+
+
+def test_rich_tables_only_when_asked():
+    rows, headers = [(1, "a")], ["n", "name"]
+    plain = report.table(rows, headers, right=[0])
+    assert plain.splitlines()[1].startswith("-")
+    try:
+        assert report.use_rich(True)
+        fancy = report.table(rows, headers, right=[0])
+        assert "name" in fancy and "\x1b[" in fancy  # styled for a terminal
+    finally:
+        report.use_rich(False)
+    assert report.table(rows, headers, right=[0]) == plain

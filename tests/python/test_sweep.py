@@ -1,0 +1,157 @@
+"""srift sweep: spec validation, the table, resuming without recomputing, engines."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from srift.sweep import COLUMNS, load_spec, parse_spec, run_sweep, tasks
+
+TYPES = ["g4dn.xlarge", "g5.xlarge", "g5.12xlarge"]
+
+
+@pytest.fixture()
+def spec_file(tmp_path, resnet50_profile):
+    resnet50_profile.save(tmp_path / "r50.json")
+    spec = {"models": [{"profile": "r50.json", "name": "r50"}], "global_batch": [64, 256],
+            "iterations": 10000, "constraints": [{"deadline": "12h"}, {"budget": 50}],
+            "regions": ["us-east-1", "us-west-2,eu-west-1"], "types": TYPES, "output": "out.csv"}
+    path = tmp_path / "spec.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_spec_expands_to_every_combination(spec_file):
+    spec = load_spec(spec_file)
+    ts = tasks(spec)
+    assert len(ts) == 1 * 2 * 2 * 2
+    assert len({t["key"] for t in ts}) == len(ts)
+    assert {t.get("deadline_hours") for t in ts} == {12.0, None}
+    assert spec.output == str(spec_file.parent / "out.csv")
+
+
+def test_sweep_writes_table_and_resumes_without_recomputing(spec_file):
+    spec = load_spec(spec_file)
+    first = run_sweep(spec, jobs=0, progress=False, limit=3)
+    assert (first.computed, first.skipped, first.rows) == (3, 0, 3)
+    out = spec_file.parent / "out.csv"
+    before = _rows(out)
+    assert list(before[0]) == COLUMNS
+    seen = []
+    second = run_sweep(spec, jobs=0, progress=False, on_row=seen.append)
+    assert (second.computed, second.skipped, second.rows) == (5, 3, 8)
+    assert not {r["key"] for r in before} & {r["key"] for r in seen}  # nothing recomputed
+    after = _rows(out)
+    assert after[:3] == before  # old rows untouched
+    assert len({r["key"] for r in after}) == 8
+    found = [r for r in after if r["found"] == "True"]
+    assert found and all(float(r["total_usd"]) > 0 and r["plan"] for r in found)
+    for r in after:
+        if r["constraint"] == "deadline=12h" and r["found"] == "True":
+            assert float(r["total_hours"]) <= 12
+        if r["constraint"] == "budget=$50" and r["found"] == "True":
+            assert float(r["total_usd"]) <= 50
+    third = run_sweep(spec, jobs=0, progress=False)
+    assert third.computed == 0 and third.skipped == 8
+
+
+def test_failed_rows_are_retried(tmp_path, spec_file):
+    spec = load_spec(spec_file)
+    out = tmp_path / "retry.csv"
+    run_sweep(spec, out, jobs=0, progress=False, limit=2)
+    rows = _rows(out)
+    rows[0]["error"], rows[0]["found"] = "boom", "False"
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    seen = []
+    run_sweep(spec, out, jobs=0, progress=False, limit=1, on_row=seen.append)
+    assert [r["key"] for r in seen] == [rows[0]["key"]]
+    assert all(not r["error"] for r in _rows(out))
+
+
+def test_sweep_in_processes_matches_in_process(spec_file, tmp_path):
+    spec = load_spec(spec_file)
+    a = run_sweep(spec, tmp_path / "a.csv", jobs=0, progress=False, limit=4)
+    b = run_sweep(spec, tmp_path / "b.csv", jobs=2, progress=False, limit=4)
+    assert a.computed == b.computed == 4
+    key = lambda r: r["key"]  # noqa: E731
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "search_s"} for r in sorted(rows, key=key)]  # noqa: E731
+    assert strip(_rows(tmp_path / "a.csv")) == strip(_rows(tmp_path / "b.csv"))
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"models": ["resnet50"], "global_batch": 64, "iterations": 10, "constraints": [{"deadline": "12h"}],
+      "colour": 1}, "key 'colour' is unknown"),
+    ({"models": ["resnet5"], "global_batch": 64, "iterations": 10, "constraints": [{"deadline": "1h"}]},
+     "did you mean resnet50"),
+    ({"models": ["resnet50"], "global_batch": 64, "iterations": 10, "constraints": [{"deadline": "soon"}]},
+     r"constraints\[0\]\.deadline"),
+    ({"models": ["resnet50"], "global_batch": 0, "iterations": 10, "constraints": [{"budget": 5}]},
+     "global_batch must be a number > 0"),
+    ({"models": ["resnet50"], "global_batch": 8, "iterations": 10}, "needs 'constraints'"),
+    ({"models": ["resnet50"], "global_batch": 8, "iterations": 10, "constraints": [{"budget": 5}],
+      "markets": ["reserved"]}, r"markets\[0\]"),
+])
+def test_spec_errors_name_the_key(data, message):
+    with pytest.raises(ValueError, match=message):
+        parse_spec(data)
+
+
+def test_output_errors(spec_file, tmp_path):
+    spec = load_spec(spec_file)
+    with pytest.raises(ValueError, match=r"\.csv or \.parquet"):
+        run_sweep(spec, tmp_path / "out.xlsx", progress=False)
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="pyarrow"):
+            run_sweep(spec, tmp_path / "out.parquet", progress=False)
+    bad = tmp_path / "other.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="columns"):
+        run_sweep(spec, bad, progress=False)
+
+
+def test_parquet_output(spec_file, tmp_path):
+    pytest.importorskip("pyarrow", reason="Parquet output needs pyarrow, which is not installed here")
+    import pandas as pd
+
+    spec = load_spec(spec_file)
+    run_sweep(spec, tmp_path / "o.parquet", jobs=0, progress=False, limit=2)
+    again = run_sweep(spec, tmp_path / "o.parquet", jobs=0, progress=False)
+    assert again.skipped == 2 and len(pd.read_parquet(tmp_path / "o.parquet")) == 8
+
+
+def test_ray_engine_on_a_local_ray_instance(spec_file, tmp_path, monkeypatch):
+    ray = pytest.importorskip("ray", reason="ray is not installed here (pip install ray to run this test)")
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        spec = load_spec(spec_file)
+        result = run_sweep(spec, tmp_path / "ray.csv", engine="ray", progress=False, limit=4)
+        local = run_sweep(spec, tmp_path / "local.csv", jobs=0, progress=False, limit=4)
+    finally:
+        ray.shutdown()
+    assert result.engine == "ray" and result.computed == 4
+    by_key = {r["key"]: r for r in _rows(tmp_path / "local.csv")}
+    for r in _rows(tmp_path / "ray.csv"):
+        assert r["plan"] == by_key[r["key"]]["plan"] and r["total_usd"] == by_key[r["key"]]["total_usd"]
+
+
+def test_json_spec_is_accepted(tmp_path, resnet50_profile):
+    resnet50_profile.save(tmp_path / "p.json")
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps({"models": [{"profile": "p.json"}], "global_batch": 64, "iterations": 100,
+                                "constraints": [{"max_usd_per_hour": 5}], "types": TYPES}))
+    spec = load_spec(path)
+    assert spec.models[0].label == "p" and spec.constraints == [{"max_usd_per_hour": 5.0}]
