@@ -8,168 +8,17 @@
 #include <sstream>
 #include <thread>
 
+#include "search_internal.hpp"
 #include "validate.hpp"
 
 namespace srift {
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// A compact candidate: up to two (offer, count) groups and its objective terms.
-struct Candidate {
-  int offer[2] = {-1, -1};
-  int count[2] = {0, 0};
-  double total_s = kInf;
-  double total_usd = kInf;
-};
-
-// True when a is strictly better than b for the objective (ties broken by the other term,
-// then by a fixed order on the plan so results are deterministic across thread counts).
-bool better(const Candidate& a, const Candidate& b, Objective objective) {
-  if (objective == Objective::min_cost) {
-    if (a.total_usd != b.total_usd) return a.total_usd < b.total_usd;
-    if (a.total_s != b.total_s) return a.total_s < b.total_s;
-  } else {
-    if (a.total_s != b.total_s) return a.total_s < b.total_s;
-    if (a.total_usd != b.total_usd) return a.total_usd < b.total_usd;
-  }
-  for (int i = 0; i < 2; ++i) {
-    if (a.offer[i] != b.offer[i]) return a.offer[i] < b.offer[i];
-    if (a.count[i] != b.count[i]) return a.count[i] < b.count[i];
-  }
-  return false;
-}
-
-// Best-first list of at most k candidates.
-void offer_top_k(std::vector<Candidate>& top, const Candidate& c, int k, Objective objective) {
-  if (static_cast<int>(top.size()) == k && !better(c, top.back(), objective)) return;
-  auto pos = std::upper_bound(top.begin(), top.end(), c, [&](const Candidate& a, const Candidate& b) {
-    return better(a, b, objective);
-  });
-  top.insert(pos, c);
-  if (static_cast<int>(top.size()) > k) top.pop_back();
-}
-
-struct ThreadState {
-  std::vector<Candidate> top;
-  Candidate closest;
-  std::vector<Candidate> pareto_pool;
-  SearchStats stats;
-};
-
-bool satisfies(const SearchRequest& r, const Candidate& c, double usd_per_hour, SearchStats& stats) {
-  bool ok = true;
-  if (c.total_s > r.deadline_s) {
-    ++stats.violated_deadline;
-    ok = false;
-  }
-  if (c.total_usd > r.budget_usd || usd_per_hour > r.max_usd_per_hour) {
-    ++stats.violated_budget;
-    ok = false;
-  }
-  return ok;
-}
-
-class Evaluator {
- public:
-  Evaluator(const SearchRequest& r, ThreadState& state) : r_(r), s_(state) {
-    options_.global_batch = r.global_batch;
-    options_.usable_memory_fraction = r.usable_memory_fraction;
-  }
-
-  void evaluate(int i, int a, int j, int b) {
-    GroupSpec groups[2];
-    int n = 0;
-    set_group(groups[n++], i, a);
-    if (j >= 0) set_group(groups[n++], j, b);
-    simulate_unchecked(r_.workload, groups, n, options_, result_);
-    ++s_.stats.evaluated;
-    if (!result_.feasible()) {
-      if (result_.infeasible == Infeasible::memory) ++s_.stats.infeasible_memory;
-      else ++s_.stats.infeasible_batch;
-      return;
-    }
-    ++s_.stats.feasible;
-    Candidate c;
-    c.offer[0] = i;
-    c.count[0] = a;
-    c.offer[1] = j;
-    c.count[1] = j >= 0 ? b : 0;
-    c.total_s = r_.iterations * result_.iteration_s;
-    c.total_usd = result_.usd_per_hour * c.total_s / 3600.0;
-    if (r_.collect_pareto) s_.pareto_pool.push_back(c);
-    if (satisfies(r_, c, result_.usd_per_hour, s_.stats)) {
-      offer_top_k(s_.top, c, r_.top_k, r_.objective);
-    } else if (closer(c)) {
-      s_.closest = c;
-    }
-  }
-
- private:
-  void set_group(GroupSpec& g, int offer, int count) const {
-    const Offer& o = r_.offers[offer];
-    g.instance = &r_.instances[o.instance];
-    g.count = count;
-    g.compute = o.compute;
-    g.usd_per_hour = o.usd_per_hour;
-  }
-
-  // Among plans that miss the constraint: the fastest for a deadline, cheapest for a budget.
-  bool closer(const Candidate& c) const {
-    if (s_.closest.offer[0] < 0) return true;
-    const Objective flipped = r_.objective == Objective::min_cost ? Objective::max_throughput
-                                                                   : Objective::min_cost;
-    return better(c, s_.closest, flipped);
-  }
-
-  const SearchRequest& r_;
-  ThreadState& s_;
-  SimOptions options_;
-  IterationResult result_;
-};
-
-int workers_of(const SearchRequest& r, int offer, int count) {
-  return r.instances[r.offers[offer].instance].gpus * count;
-}
-
-void search_outer(const SearchRequest& r, int i, Evaluator& eval, const CancelToken* cancel) {
-  const int n_offers = static_cast<int>(r.offers.size());
-  for (int a = 1; a <= r.offers[i].max_count && a <= r.max_instances; ++a) {
-    if (workers_of(r, i, a) > r.global_batch) break;  // more ranks than samples: never feasible
-    if (cancel != nullptr && cancel->is_cancelled()) return;
-    eval.evaluate(i, a, -1, 0);
-    if (r.max_types < 2) continue;
-    for (int j = i + 1; j < n_offers; ++j) {
-      if (r.offers[j].region != r.offers[i].region) continue;
-      for (int b = 1; b <= r.offers[j].max_count && a + b <= r.max_instances; ++b) {
-        if (workers_of(r, i, a) + workers_of(r, j, b) > r.global_batch) break;
-        eval.evaluate(i, a, j, b);
-      }
-    }
-  }
-}
-
-Plan materialise(const SearchRequest& r, const Candidate& c) {
-  Plan plan;
-  std::vector<GroupSpec> groups;
-  for (int k = 0; k < 2; ++k) {
-    if (c.offer[k] < 0) continue;
-    plan.groups.push_back({c.offer[k], c.count[k]});
-    const Offer& o = r.offers[c.offer[k]];
-    groups.push_back({&r.instances[o.instance], c.count[k], o.compute, o.usd_per_hour});
-  }
-  SimOptions options;
-  options.global_batch = r.global_batch;
-  options.usable_memory_fraction = r.usable_memory_fraction;
-  simulate_unchecked(r.workload, groups.data(), static_cast<int>(groups.size()), options, plan.iteration);
-  plan_totals(r, plan);
-  return plan;
-}
+namespace detail {
 
 std::vector<Candidate> pareto_front(std::vector<Candidate> pool) {
   std::sort(pool.begin(), pool.end(), [](const Candidate& a, const Candidate& b) {
     if (a.total_s != b.total_s) return a.total_s < b.total_s;
-    return a.total_usd < b.total_usd;
+    if (a.total_usd != b.total_usd) return a.total_usd < b.total_usd;
+    return better(a, b, Objective::max_throughput);  // equal points: the same one as search()
   });
   std::vector<Candidate> front;
   double best_usd = kInf;
@@ -182,12 +31,209 @@ std::vector<Candidate> pareto_front(std::vector<Candidate> pool) {
   return front;
 }
 
+Plan materialise(const SearchRequest& r, const Candidate& c) {
+  Plan plan;
+  GroupSpec groups[kMaxGroups];
+  for (int k = 0; k < c.n; ++k) {
+    plan.groups.push_back({c.offer[k], c.count[k]});
+    const Offer& o = r.offers[c.offer[k]];
+    groups[k] = {&r.instances[o.instance], c.count[k], o.compute, o.usd_per_hour};
+  }
+  SimOptions options;
+  options.global_batch = r.global_batch;
+  options.usable_memory_fraction = r.usable_memory_fraction;
+  simulate_unchecked(r.workload, groups, c.n, options, plan.iteration);
+  plan_totals(r, plan);
+  return plan;
+}
+
+namespace {
 std::string hours(double seconds) {
   std::ostringstream s;
   s.precision(3);
   s << seconds / 3600.0 << " h";
   return s.str();
 }
+}  // namespace
+
+std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t infeasible_memory,
+                     std::uint64_t infeasible_batch, const Plan* closest) {
+  std::ostringstream why;
+  if (r.offers.empty()) {
+    why << "no offers to choose from (no instance type is priced in the requested regions and markets)";
+  } else if (!any_feasible) {
+    why << "no cluster can run the workload: " << infeasible_memory
+        << " do not fit GPU memory and " << infeasible_batch
+        << " have more GPUs than the global batch has samples";
+  } else if (r.objective == Objective::min_cost) {
+    why << "no plan meets the deadline of " << hours(r.deadline_s);
+    if (closest != nullptr && !closest->groups.empty()) why << "; the fastest takes " << hours(closest->total_s);
+    if (std::isfinite(r.budget_usd) || std::isfinite(r.max_usd_per_hour)) {
+      why << " (within the budget limits)";
+    }
+  } else {
+    why << "no plan fits the budget";
+    if (closest != nullptr && !closest->groups.empty()) {
+      std::ostringstream usd;
+      usd.precision(6);
+      usd << closest->total_usd;
+      why << "; the cheapest costs USD " << usd.str();
+    }
+  }
+  return why.str();
+}
+
+int max_batch_for_memory(const Workload& w, const InstanceSpec& inst, double usable_fraction,
+                         int global_batch) {
+  // Must match simulator.cpp's rule exactly: the searches use it to skip offers whose GPUs
+  // cannot hold the model and to bound the split.
+  const double free_bytes = usable_fraction * inst.gpu_memory_bytes - w.fixed_memory_bytes;
+  if (free_bytes < w.activation_bytes_per_sample) return 0;
+  if (w.activation_bytes_per_sample <= 0) return global_batch;
+  const double cap = std::floor(free_bytes / w.activation_bytes_per_sample);
+  return cap >= global_batch ? global_batch : static_cast<int>(cap);
+}
+
+double count_space(const std::vector<std::vector<int>>& caps_by_region, int max_optional,
+                   double held_choices, bool has_held) {
+  double total = 0;
+  for (const std::vector<int>& caps : caps_by_region) {
+    // Elementary symmetric polynomials e_0..e_k of the caps: plans with k distinct offers.
+    std::vector<double> e(static_cast<std::size_t>(max_optional) + 1, 0.0);
+    e[0] = 1;
+    for (int c : caps) {
+      for (int k = max_optional; k >= 1; --k) e[k] += e[k - 1] * c;
+    }
+    double region = 0;
+    for (int k = has_held ? 0 : 1; k <= max_optional; ++k) region += e[k];
+    total += region * held_choices;
+  }
+  return total;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Candidate;
+using detail::kInf;
+
+struct ThreadState {
+  std::vector<Candidate> top;
+  Candidate closest;
+  std::vector<Candidate> pareto_pool;
+  SearchStats stats;
+};
+
+bool satisfies(const SearchRequest& r, const Candidate& c, const IterationResult& it, double rate,
+               SearchStats& stats) {
+  bool ok = true;
+  if (!detail::meets_deadline(r, it, rate, c)) {
+    ++stats.violated_deadline;
+    ok = false;
+  }
+  if (!detail::meets_budget(r, c, it.usd_per_hour)) {
+    ++stats.violated_budget;
+    ok = false;
+  }
+  return ok;
+}
+
+// Enumerates every plan: offers in ascending order, each region on its own.
+class Enumerator {
+ public:
+  Enumerator(const SearchRequest& r, ThreadState& state, const CancelToken* cancel)
+      : r_(r), s_(state), cancel_(cancel) {
+    options_.global_batch = r.global_batch;
+    options_.usable_memory_fraction = r.usable_memory_fraction;
+  }
+
+  // All plans whose first (smallest) offer is i.
+  void from(int i) {
+    if (!usable(i)) return;
+    recurse(0, i, i + 1);
+  }
+
+ private:
+  bool usable(int i) const {
+    const Offer& o = r_.offers[i];
+    return r_.instances[o.instance].gpu_memory_bytes >= r_.min_gpu_memory_bytes;
+  }
+
+  void recurse(int depth, int i, int next) {
+    const Offer& o = r_.offers[i];
+    const int gpus = r_.instances[o.instance].gpus;
+    for (int a = 1; a <= o.max_count && instances_ + a <= r_.max_instances; ++a) {
+      if (workers_ + gpus * a > r_.global_batch) break;  // more ranks than samples: never feasible
+      if (cancel_ != nullptr && cancel_->is_cancelled()) return;
+      c_.offer[depth] = i;
+      c_.count[depth] = a;
+      c_.n = depth + 1;
+      workers_ += gpus * a;
+      instances_ += a;
+      rate_ += a * o.interruptions_per_hour;
+      if (holds_all()) evaluate();
+      if (depth + 1 < r_.max_types) {
+        for (int j = next; j < static_cast<int>(r_.offers.size()); ++j) {
+          if (r_.offers[j].region != o.region || !usable(j)) continue;
+          recurse(depth + 1, j, j + 1);
+        }
+      }
+      workers_ -= gpus * a;
+      instances_ -= a;
+      rate_ -= a * o.interruptions_per_hour;
+      c_.offer[depth] = -1;
+      c_.count[depth] = 0;
+      c_.n = depth;
+    }
+  }
+
+  bool holds_all() const {
+    for (const PlanGroup& h : r_.held) {
+      bool found = false;
+      for (int k = 0; k < c_.n; ++k) found = found || (c_.offer[k] == h.offer && c_.count[k] >= h.count);
+      if (!found) return false;
+    }
+    return true;
+  }
+
+  void evaluate() {
+    GroupSpec groups[kMaxGroups];
+    double rate = 0;
+    for (int k = 0; k < c_.n; ++k) {
+      const Offer& o = r_.offers[c_.offer[k]];
+      groups[k] = {&r_.instances[o.instance], c_.count[k], o.compute, o.usd_per_hour};
+      rate += c_.count[k] * o.interruptions_per_hour;  // same sum order as search()
+    }
+    simulate_unchecked(r_.workload, groups, c_.n, options_, result_);
+    ++s_.stats.evaluated;
+    if (!result_.feasible()) {
+      if (result_.infeasible == Infeasible::memory) ++s_.stats.infeasible_memory;
+      else ++s_.stats.infeasible_batch;
+      return;
+    }
+    ++s_.stats.feasible;
+    Candidate c = c_;
+    detail::set_totals(r_, result_, rate, c);
+    if (r_.collect_pareto) s_.pareto_pool.push_back(c);
+    if (satisfies(r_, c, result_, rate, s_.stats)) {
+      detail::offer_top_k(s_.top, c, r_.top_k, r_.objective);
+    } else if (s_.closest.empty() || detail::better(c, s_.closest, detail::flipped(r_.objective))) {
+      // Among plans that miss the constraint: the fastest for a deadline, cheapest for a budget.
+      s_.closest = c;
+    }
+  }
+
+  const SearchRequest& r_;
+  ThreadState& s_;
+  const CancelToken* cancel_;
+  SimOptions options_;
+  IterationResult result_;
+  Candidate c_;
+  int workers_ = 0;
+  int instances_ = 0;
+  double rate_ = 0;
+};
 
 }  // namespace
 
@@ -198,8 +244,8 @@ void SearchRequest::validate() const {
   if (!(deadline_s > 0)) detail::fail("deadline_s", "> 0", deadline_s);
   if (!(budget_usd > 0)) detail::fail("budget_usd", "> 0", budget_usd);
   if (!(max_usd_per_hour > 0)) detail::fail("max_usd_per_hour", "> 0", max_usd_per_hour);
-  if (max_types < 1 || max_types > 2) {
-    detail::fail("max_types", "1 or 2 for the exhaustive search", max_types);
+  if (max_types < 1 || max_types > kMaxGroups) {
+    detail::fail("max_types", "in [1, " + std::to_string(kMaxGroups) + "]", max_types);
   }
   if (max_instances < 1) detail::fail("max_instances", ">= 1", max_instances);
   if (top_k < 1) detail::fail("top_k", ">= 1", top_k);
@@ -207,6 +253,14 @@ void SearchRequest::validate() const {
   if (!(usable_memory_fraction > 0 && usable_memory_fraction <= 1)) {
     detail::fail("usable_memory_fraction", "in (0, 1]", usable_memory_fraction);
   }
+  if (!(min_gpu_memory_bytes >= 0) || std::isnan(min_gpu_memory_bytes)) {
+    detail::fail("min_gpu_memory_bytes", ">= 0", min_gpu_memory_bytes);
+  }
+  if (!(deadline_confidence >= 0 && deadline_confidence < 1)) {
+    detail::fail("deadline_confidence", "in [0, 1)", deadline_confidence);
+  }
+  if (!(time_limit_s > 0)) detail::fail("time_limit_s", "> 0", time_limit_s);
+  spot.validate();
   for (std::size_t i = 0; i < instances.size(); ++i) instances[i].validate();
   for (std::size_t i = 0; i < offers.size(); ++i) {
     const Offer& o = offers[i];
@@ -217,12 +271,43 @@ void SearchRequest::validate() const {
     }
     detail::require_positive(f + "usd_per_hour", o.usd_per_hour);
     if (o.max_count < 0) detail::fail(f + "max_count", ">= 0", o.max_count);
+    detail::require_finite_nonneg(f + "interruptions_per_hour", o.interruptions_per_hour);
     o.compute.validate();
+  }
+  if (static_cast<int>(held.size()) > max_types) {
+    detail::fail("held (count)", "<= max_types (" + std::to_string(max_types) + ")",
+                 static_cast<double>(held.size()));
+  }
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    const std::string f = "held[" + std::to_string(i) + "].";
+    const PlanGroup& h = held[i];
+    if (h.offer < 0 || h.offer >= static_cast<int>(offers.size())) {
+      throw std::out_of_range(f + "offer must index offers (size " + std::to_string(offers.size()) +
+                              "), got " + std::to_string(h.offer));
+    }
+    if (h.count < 1) detail::fail(f + "count", ">= 1", h.count);
+    if (offers[h.offer].region != offers[held[0].offer].region) {
+      detail::fail(f + "offer's region", "the region of held[0] (" +
+                                             std::to_string(offers[held[0].offer].region) + ")",
+                   offers[h.offer].region);
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (held[j].offer == h.offer) detail::fail(f + "offer", "distinct from held[" + std::to_string(j) + "]", h.offer);
+    }
   }
 }
 
+double plan_interruptions_per_hour(const SearchRequest& request, const std::vector<PlanGroup>& groups) {
+  double rate = 0;
+  for (const PlanGroup& g : groups) rate += g.count * request.offers.at(g.offer).interruptions_per_hour;
+  return rate;
+}
+
 void plan_totals(const SearchRequest& request, Plan& plan) {
-  plan.total_s = request.iterations * plan.iteration.iteration_s;
+  const double rate = plan_interruptions_per_hour(request, plan.groups);
+  plan.spot = estimate_spot(request.iterations * plan.iteration.iteration_s, rate, request.spot,
+                            request.deadline_s);
+  plan.total_s = plan.spot.expected_s;
   plan.total_usd = plan.iteration.usd_per_hour * plan.total_s / 3600.0;
 }
 
@@ -239,9 +324,9 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
   std::mutex error_mutex;
   auto work = [&](int t) {
     try {
-      Evaluator eval(request, states[t]);
+      Enumerator e(request, states[t], cancel);
       // Interleaved outer offers balance the threads: early offers pair with more others.
-      for (int i = t; i < n_offers; i += threads) search_outer(request, i, eval, cancel);
+      for (int i = t; i < n_offers; i += threads) e.from(i);
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex);
       if (!first_error) first_error = std::current_exception();
@@ -261,10 +346,9 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
   Candidate closest;
   SearchResult result;
   for (ThreadState& s : states) {
-    for (const Candidate& c : s.top) offer_top_k(top, c, request.top_k, request.objective);
-    const Objective flipped = request.objective == Objective::min_cost ? Objective::max_throughput
-                                                                        : Objective::min_cost;
-    if (s.closest.offer[0] >= 0 && (closest.offer[0] < 0 || better(s.closest, closest, flipped))) {
+    for (const Candidate& c : s.top) detail::offer_top_k(top, c, request.top_k, request.objective);
+    if (!s.closest.empty() &&
+        (closest.empty() || detail::better(s.closest, closest, detail::flipped(request.objective)))) {
       closest = s.closest;
     }
     pool.insert(pool.end(), s.pareto_pool.begin(), s.pareto_pool.end());
@@ -276,37 +360,20 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
     st.violated_deadline += s.stats.violated_deadline;
     st.violated_budget += s.stats.violated_budget;
   }
-  for (const Candidate& c : top) result.plans.push_back(materialise(request, c));
+  for (const Candidate& c : top) result.plans.push_back(detail::materialise(request, c));
   if (request.collect_pareto) {
-    for (const Candidate& c : pareto_front(std::move(pool))) result.pareto.push_back(materialise(request, c));
+    for (const Candidate& c : detail::pareto_front(std::move(pool))) {
+      result.pareto.push_back(detail::materialise(request, c));
+    }
   }
-  if (closest.offer[0] >= 0) result.closest = materialise(request, closest);
+  if (!closest.empty()) result.closest = detail::materialise(request, closest);
   result.stats.cancelled = cancel != nullptr && cancel->is_cancelled();
+  result.optimal = !result.stats.cancelled;
+  result.gap = result.optimal ? 0.0 : kInf;
 
   if (result.plans.empty()) {
-    std::ostringstream why;
-    if (request.offers.empty()) {
-      why << "no offers to choose from (no instance type is priced in the requested regions and markets)";
-    } else if (result.stats.feasible == 0) {
-      why << "no cluster can run the workload: " << result.stats.infeasible_memory
-          << " do not fit GPU memory and " << result.stats.infeasible_batch
-          << " have more GPUs than the global batch has samples";
-    } else if (request.objective == Objective::min_cost) {
-      why << "no plan meets the deadline of " << hours(request.deadline_s);
-      if (!result.closest.groups.empty()) why << "; the fastest takes " << hours(result.closest.total_s);
-      if (std::isfinite(request.budget_usd) || std::isfinite(request.max_usd_per_hour)) {
-        why << " (within the budget limits)";
-      }
-    } else {
-      why << "no plan fits the budget";
-      if (!result.closest.groups.empty()) {
-        std::ostringstream usd;
-        usd.precision(6);
-        usd << result.closest.total_usd;
-        why << "; the cheapest costs USD " << usd.str();
-      }
-    }
-    result.why_none = why.str();
+    result.why_none = detail::why_none(request, result.stats.feasible > 0, result.stats.infeasible_memory,
+                                       result.stats.infeasible_batch, &result.closest);
   }
   result.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -2,6 +2,9 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
 #include <exception>
 #include <thread>
 
@@ -14,12 +17,16 @@ namespace srift::bindings {
 namespace {
 
 // Runs a long core call on a worker thread with the GIL released, polling Python's signal
-// handlers so Ctrl-C cancels it through the token; rethrows the core's exceptions here.
+// handlers every 20 ms so Ctrl-C cancels it through the token; returns as soon as the call
+// ends (a condition variable, not a sleep) and rethrows the core's exceptions here.
 template <class Fn>
 SearchResult run_cancellable(Fn&& fn, CancelToken& token) {
   SearchResult result;
   std::exception_ptr error;
+  std::mutex mutex;
+  std::condition_variable finished;
   bool done = false;
+  bool interrupted = false;
   {
     py::gil_scoped_release release;
     std::thread worker([&] {
@@ -28,12 +35,15 @@ SearchResult run_cancellable(Fn&& fn, CancelToken& token) {
       } catch (...) {
         error = std::current_exception();
       }
+      std::lock_guard<std::mutex> lock(mutex);
       done = true;
+      finished.notify_one();
     });
-    bool interrupted = false;
     while (true) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      if (reinterpret_cast<volatile bool&>(done)) break;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        if (finished.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; })) break;
+      }
       py::gil_scoped_acquire acquire;
       if (!interrupted && PyErr_CheckSignals() != 0) {
         interrupted = true;
@@ -41,11 +51,8 @@ SearchResult run_cancellable(Fn&& fn, CancelToken& token) {
       }
     }
     worker.join();
-    if (interrupted) {
-      py::gil_scoped_acquire acquire;
-      throw py::error_already_set();
-    }
   }
+  if (interrupted) throw py::error_already_set();
   if (error) std::rethrow_exception(error);
   return result;
 }
@@ -70,7 +77,18 @@ void bind_search(py::module_& m) {
       .def_readwrite("market", &Offer::market)
       .def_readwrite("usd_per_hour", &Offer::usd_per_hour)
       .def_readwrite("max_count", &Offer::max_count)
-      .def_readwrite("compute", &Offer::compute);
+      .def_readwrite("compute", &Offer::compute)
+      .def_readwrite("interruptions_per_hour", &Offer::interruptions_per_hour);
+
+  py::class_<PlanGroup>(m, "PlanGroup", "count instances of offer `offer` (an index into offers).")
+      .def(py::init<>())
+      .def(py::init([](int offer, int count) { return PlanGroup{offer, count}; }), py::arg("offer"),
+           py::arg("count"))
+      .def_readwrite("offer", &PlanGroup::offer)
+      .def_readwrite("count", &PlanGroup::count)
+      .def("__repr__", [](const PlanGroup& g) {
+        return "PlanGroup(offer=" + std::to_string(g.offer) + ", count=" + std::to_string(g.count) + ")";
+      });
 
   py::class_<SearchRequest>(m, "SearchRequest")
       .def(py::init<>())
@@ -89,17 +107,19 @@ void bind_search(py::module_& m) {
       .def_readwrite("threads", &SearchRequest::threads)
       .def_readwrite("collect_pareto", &SearchRequest::collect_pareto)
       .def_readwrite("usable_memory_fraction", &SearchRequest::usable_memory_fraction)
+      .def_readwrite("min_gpu_memory_bytes", &SearchRequest::min_gpu_memory_bytes)
+      .def_readwrite("held", &SearchRequest::held)
+      .def_readwrite("deadline_confidence", &SearchRequest::deadline_confidence)
+      .def_readwrite("spot", &SearchRequest::spot)
+      .def_readwrite("time_limit_s", &SearchRequest::time_limit_s)
       .def("validate", &SearchRequest::validate);
-
-  py::class_<PlanGroup>(m, "PlanGroup")
-      .def_readonly("offer", &PlanGroup::offer)
-      .def_readonly("count", &PlanGroup::count);
 
   py::class_<Plan>(m, "Plan")
       .def_readonly("groups", &Plan::groups)
       .def_readonly("iteration", &Plan::iteration)
       .def_readonly("total_s", &Plan::total_s)
-      .def_readonly("total_usd", &Plan::total_usd);
+      .def_readonly("total_usd", &Plan::total_usd)
+      .def_readonly("spot", &Plan::spot);
 
   py::class_<SearchStats>(m, "SearchStats")
       .def_readonly("evaluated", &SearchStats::evaluated)
@@ -109,6 +129,8 @@ void bind_search(py::module_& m) {
       .def_readonly("violated_deadline", &SearchStats::violated_deadline)
       .def_readonly("violated_budget", &SearchStats::violated_budget)
       .def_readonly("pruned", &SearchStats::pruned)
+      .def_readonly("nodes", &SearchStats::nodes)
+      .def_readonly("space", &SearchStats::space)
       .def_readonly("cancelled", &SearchStats::cancelled)
       .def_readonly("seconds", &SearchStats::seconds);
 
@@ -117,7 +139,9 @@ void bind_search(py::module_& m) {
       .def_readonly("pareto", &SearchResult::pareto)
       .def_readonly("closest", &SearchResult::closest)
       .def_readonly("stats", &SearchResult::stats)
-      .def_readonly("why_none", &SearchResult::why_none);
+      .def_readonly("why_none", &SearchResult::why_none)
+      .def_readonly("optimal", &SearchResult::optimal)
+      .def_readonly("gap", &SearchResult::gap);
 
   m.def(
       "search_exhaustive",
@@ -128,7 +152,21 @@ void bind_search(py::module_& m) {
         return run_cancellable([&](CancelToken& tok) { return search_exhaustive(request, &tok); }, t);
       },
       py::arg("request"), py::arg("cancel") = nullptr,
-      "Exhaustive plan search (1-2 offers per plan). Ctrl-C cancels and raises KeyboardInterrupt.");
+      "Exhaustive plan search (the reference; small spaces). Ctrl-C cancels and raises "
+      "KeyboardInterrupt.");
+
+  m.def(
+      "search",
+      [](const SearchRequest& request, CancelToken* token) {
+        request.validate();
+        CancelToken local;
+        CancelToken& t = token != nullptr ? *token : local;
+        return run_cancellable([&](CancelToken& tok) { return search(request, &tok); }, t);
+      },
+      py::arg("request"), py::arg("cancel") = nullptr,
+      "Exact branch-and-bound plan search (all regions, up to max_types offers per plan). "
+      "Stops at request.time_limit_s or on cancel with result.optimal False and result.gap; "
+      "Ctrl-C cancels and raises KeyboardInterrupt.");
 }
 
 }  // namespace srift::bindings

@@ -9,6 +9,7 @@ void bind_hardware(pybind11::module_& m);
 void bind_compute(pybind11::module_& m);
 void bind_simulator(pybind11::module_& m);
 void bind_search(pybind11::module_& m);
+void bind_spot(pybind11::module_& m);
 void bind_learned(pybind11::module_& m);
 
 }  // namespace srift::bindings

@@ -1,6 +1,14 @@
 #pragma once
 // Plan search: which multiset of (instance type, market) groups, in one region, answers the
-// user's question best under the iteration model of simulator.hpp.
+// user's question best under the iteration model of simulator.hpp and, for spot instances,
+// the preemption model of spot.hpp (note "spot model").
+//
+// Two searches answer the same question over the same space:
+// - search(): exact branch-and-bound (note "bounds" in csrc/bnb.cpp), any number of regions,
+//   up to max_types offers per plan, threads, cancellable with an optimality gap;
+// - search_exhaustive(): plain enumeration, the reference the tests hold search() to.
+// Both order plans the same way: by the objective, then the other term, then the plan's
+// groups (offer index, count) in ascending offer order; so both return the same plans.
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -9,6 +17,7 @@
 
 #include "srift/hardware.hpp"
 #include "srift/simulator.hpp"
+#include "srift/spot.hpp"
 #include "srift/workload.hpp"
 
 namespace srift {
@@ -23,6 +32,9 @@ struct Offer {
   double usd_per_hour = 0;   ///< one instance, USD/hour (> 0)
   int max_count = 0;         ///< most instances of this offer in one plan (quota), >= 0
   ComputeModel compute;      ///< the instance's GPU on the workload
+  /// Spot reclaims per instance-hour (>= 0; 0: never preempted, e.g. on-demand). See
+  /// interruption_rate_from_class for the catalog's frequency classes.
+  double interruptions_per_hour = 0;
 };
 
 enum class Objective : int {
@@ -37,6 +49,12 @@ struct CancelToken {
   bool is_cancelled() const { return cancelled.load(std::memory_order_relaxed); }
 };
 
+/// One group of a plan: `count` instances of offer `offer` (an index into the offers).
+struct PlanGroup {
+  int offer = 0;
+  int count = 0;
+};
+
 struct SearchRequest {
   Workload workload;
   std::vector<InstanceSpec> instances;
@@ -47,8 +65,23 @@ struct SearchRequest {
   double deadline_s = std::numeric_limits<double>::infinity();  ///< total wall time bound
   double budget_usd = std::numeric_limits<double>::infinity();  ///< total USD bound
   double max_usd_per_hour = std::numeric_limits<double>::infinity();  ///< hourly-rate bound
-  int max_types = 2;             ///< most distinct offers in one plan (1..kMaxGroups)
+  /// Most distinct offers in one plan (1..kMaxGroups). Kept at 2 so a default request stays
+  /// cheap for search_exhaustive; srift.recommend asks search() for 3.
+  int max_types = 2;
   int max_instances = 1 << 30;   ///< most instances in one plan, all groups together
+  /// Offers whose GPUs have less memory (bytes) are left out of every plan.
+  double min_gpu_memory_bytes = 0;
+  /// Groups every plan must contain (`srift replan`): each held offer appears with at least
+  /// its count (more of the same offer may be added); they count towards max_types and
+  /// fix the region. Distinct offers, count >= 1.
+  std::vector<PlanGroup> held;
+  /// When > 0 the deadline must be met with this probability (e.g. 0.9: p90 time <= deadline)
+  /// instead of in expectation. In [0, 1).
+  double deadline_confidence = 0;
+  SpotParams spot;               ///< checkpoint and restart assumptions for spot offers
+  /// search() stops after this many seconds (wall clock) and returns the best plans found
+  /// with the remaining optimality gap; +inf: no limit. Ignored by search_exhaustive.
+  double time_limit_s = std::numeric_limits<double>::infinity();
   int top_k = 5;                 ///< plans returned, best first
   int threads = 1;               ///< worker threads (0: hardware concurrency)
   bool collect_pareto = false;   ///< also return the (total time, total USD) Pareto front
@@ -57,16 +90,15 @@ struct SearchRequest {
   void validate() const;
 };
 
-struct PlanGroup {
-  int offer = 0;
-  int count = 0;
-};
 
 struct Plan {
-  std::vector<PlanGroup> groups;
+  std::vector<PlanGroup> groups;  ///< ascending offer index
   IterationResult iteration;
-  double total_s = 0;    ///< iterations x iteration time, seconds
-  double total_usd = 0;  ///< USD for the whole run
+  /// Expected wall time of the run, seconds: iterations x iteration time, inflated by
+  /// preemptions when the plan has spot instances (spot.expected_s).
+  double total_s = 0;
+  double total_usd = 0;  ///< USD for the whole run: cluster USD/hour x total_s / 3600
+  SpotEstimate spot;     ///< the preemption assumptions and outcome (rate 0: none)
 };
 
 struct SearchStats {
@@ -76,7 +108,12 @@ struct SearchStats {
   std::uint64_t infeasible_batch = 0;
   std::uint64_t violated_deadline = 0;
   std::uint64_t violated_budget = 0;
-  std::uint64_t pruned = 0;           ///< clusters skipped by a bound without simulation
+  /// Plans of the space never simulated (search(): space - evaluated; they were cut by a
+  /// bound or by the instance/batch limits without simulation).
+  std::uint64_t pruned = 0;
+  std::uint64_t nodes = 0;            ///< search(): (offer, count) nodes of the tree visited
+  /// Plans in the space: per-offer caps and max_types (not the joint instance/batch limits).
+  double space = 0;
   bool cancelled = false;
   double seconds = 0;
 };
@@ -89,13 +126,32 @@ struct SearchResult {
   Plan closest;
   SearchStats stats;
   std::string why_none;          ///< a sentence when `plans` is empty
+  /// search(): true when the tree was fully explored (the plans are proven best).
+  bool optimal = true;
+  /// search(): relative gap between the best plan found and a lower bound on every plan
+  /// left unexplored, (best - bound) / best, for the objective (USD or seconds); 0 when
+  /// optimal, +inf when stopped before any plan was found.
+  double gap = 0;
 };
 
-/// Exhaustive search over every plan of up to `max_types` offers (1 or 2 in this version),
-/// each with 1..max_count instances. Throws std::invalid_argument on bad input.
+/// Exhaustive search over every plan of up to `max_types` offers of one region, each with
+/// 1..max_count instances. Fine for 1-2 offers; meant as the reference for search().
+/// Throws std::invalid_argument on bad input.
 SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* cancel = nullptr);
 
-/// Total wall time and USD of a plan given its iteration: the search's objective terms.
+/// Exact branch-and-bound over the same space (plus `held` and `time_limit_s`): returns the
+/// same plans as search_exhaustive, `top_k` best first; the Pareto front when asked; the
+/// closest plan only when no plan satisfies the constraints. Threads share the work across
+/// regions and first offers; the first exception on any thread is rethrown here. Stops
+/// early on `cancel` or `time_limit_s` with `optimal` false and the remaining `gap`.
+/// Throws std::invalid_argument / std::out_of_range on bad input.
+SearchResult search(const SearchRequest& request, const CancelToken* cancel = nullptr);
+
+/// Total wall time and USD of a plan given its iteration: the search's objective terms,
+/// including the spot estimate (fills plan.spot).
 void plan_totals(const SearchRequest& request, Plan& plan);
+
+/// Interruption rate of a plan, per hour: Σ count x offers[offer].interruptions_per_hour.
+double plan_interruptions_per_hour(const SearchRequest& request, const std::vector<PlanGroup>& groups);
 
 }  // namespace srift

@@ -1,0 +1,116 @@
+#pragma once
+// What search_exhaustive (search.cpp) and search (bnb.cpp) share: the plan order, the
+// objective terms, the constraints, top-k and Pareto bookkeeping, and the result assembly.
+// Both searches must agree bit for bit on a plan's totals, so they are computed only here.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "srift/search.hpp"
+#include "srift/spot.hpp"
+
+namespace srift::detail {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// A compact plan: up to kMaxGroups (offer, count) groups in ascending offer order, unused
+/// slots hold offer -1, and its objective terms.
+struct Candidate {
+  int n = 0;
+  int offer[kMaxGroups];
+  int count[kMaxGroups];
+  double total_s = kInf;
+  double total_usd = kInf;
+  Candidate() {
+    for (int i = 0; i < kMaxGroups; ++i) offer[i] = -1, count[i] = 0;
+  }
+  bool empty() const { return n == 0; }
+};
+
+/// True when a is strictly better than b for the objective: the objective term, then the
+/// other term, then the groups (offer, count) in order with -1 for missing groups, so a
+/// result does not depend on the order plans were met in (threads, search strategy).
+inline bool better(const Candidate& a, const Candidate& b, Objective objective) {
+  if (objective == Objective::min_cost) {
+    if (a.total_usd != b.total_usd) return a.total_usd < b.total_usd;
+    if (a.total_s != b.total_s) return a.total_s < b.total_s;
+  } else {
+    if (a.total_s != b.total_s) return a.total_s < b.total_s;
+    if (a.total_usd != b.total_usd) return a.total_usd < b.total_usd;
+  }
+  const int n = std::max(a.n, b.n);
+  for (int i = 0; i < n; ++i) {
+    if (a.offer[i] != b.offer[i]) return a.offer[i] < b.offer[i];
+    if (a.count[i] != b.count[i]) return a.count[i] < b.count[i];
+  }
+  return false;
+}
+
+inline Objective flipped(Objective o) {
+  return o == Objective::min_cost ? Objective::max_throughput : Objective::min_cost;
+}
+
+/// The objective's term of a candidate (USD or seconds).
+inline double objective_value(const Candidate& c, Objective o) {
+  return o == Objective::min_cost ? c.total_usd : c.total_s;
+}
+
+/// Best-first list of at most k candidates.
+inline void offer_top_k(std::vector<Candidate>& top, const Candidate& c, int k, Objective objective) {
+  if (static_cast<int>(top.size()) == k && !better(c, top.back(), objective)) return;
+  auto pos = std::upper_bound(top.begin(), top.end(), c, [&](const Candidate& a, const Candidate& b) {
+    return better(a, b, objective);
+  });
+  top.insert(pos, c);
+  if (static_cast<int>(top.size()) > k) top.pop_back();
+}
+
+/// Expected wall time of a run of `nominal_s` seconds at `rate` interruptions per hour: the
+/// hot-path part of estimate_spot (same arithmetic, no quantiles).
+inline double expected_total_s(double nominal_s, double rate, const SpotParams& p) {
+  return spot_expected_s(nominal_s, rate, p);
+}
+
+/// Fills a candidate's totals from a feasible iteration; `rate` is the plan's spot rate.
+inline void set_totals(const SearchRequest& r, const IterationResult& it, double rate, Candidate& c) {
+  const double nominal = r.iterations * it.iteration_s;
+  c.total_s = expected_total_s(nominal, rate, r.spot);
+  c.total_usd = it.usd_per_hour * c.total_s / 3600.0;
+}
+
+/// Whether a candidate meets the deadline (in expectation, or with deadline_confidence).
+inline bool meets_deadline(const SearchRequest& r, const IterationResult& it, double rate,
+                           const Candidate& c) {
+  if (!(r.deadline_confidence > 0) || !(rate > 0)) return c.total_s <= r.deadline_s;
+  const SpotEstimate e = estimate_spot(r.iterations * it.iteration_s, rate, r.spot, r.deadline_s);
+  return 1.0 - e.miss_probability >= r.deadline_confidence;
+}
+
+inline bool meets_budget(const SearchRequest& r, const Candidate& c, double usd_per_hour) {
+  return !(c.total_usd > r.budget_usd || usd_per_hour > r.max_usd_per_hour);
+}
+
+/// Pareto front of (total_s, total_usd): increasing time, strictly decreasing USD.
+std::vector<Candidate> pareto_front(std::vector<Candidate> pool);
+
+/// Simulates a candidate again and fills a Plan (groups, iteration, totals, spot estimate).
+Plan materialise(const SearchRequest& r, const Candidate& c);
+
+/// The sentence of SearchResult::why_none; `closest` may be empty.
+std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t infeasible_memory,
+                     std::uint64_t infeasible_batch, const Plan* closest);
+
+/// Largest local batch one GPU of `inst` holds (the simulator's rule), 0 if none.
+int max_batch_for_memory(const Workload& w, const InstanceSpec& inst, double usable_fraction,
+                         int global_batch);
+
+/// Number of plans of the space: Σ over regions of Σ_{k <= max_types} e_k(caps), with
+/// held groups forced; caps = per-offer usable counts. `caps_by_region` lists caps of the
+/// optional offers; `held_choices` the product of the held groups' count ranges (1 if none);
+/// with held groups a plan may add no optional offer.
+double count_space(const std::vector<std::vector<int>>& caps_by_region, int max_optional,
+                   double held_choices, bool has_held);
+
+}  // namespace srift::detail

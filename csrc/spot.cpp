@@ -1,0 +1,172 @@
+#include "srift/spot.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "validate.hpp"
+
+namespace srift {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kHoursPerMonth = 730.0;
+
+// Poisson CDF by summing terms in log space (no underflow for large means); for very large
+// means the normal approximation with continuity correction is exact enough for a report.
+double poisson_cdf_impl(long long k, double mean) {
+  if (k < 0) return 0.0;
+  if (mean <= 0) return 1.0;
+  if (mean > 1e6) {
+    const double z = (static_cast<double>(k) + 0.5 - mean) / std::sqrt(mean);
+    return 0.5 * std::erfc(-z / std::sqrt(2.0));
+  }
+  const double log_mean = std::log(mean);
+  double sum = 0;
+  for (long long i = 0; i <= k; ++i) {
+    const double di = static_cast<double>(i);
+    sum += std::exp(di * log_mean - mean - std::lgamma(di + 1.0));
+    // Past the mode the terms shrink geometrically: stop once they no longer matter.
+    if (di > mean && sum >= 1.0 - 1e-15) break;
+  }
+  return std::min(1.0, sum);
+}
+
+}  // namespace
+
+void SpotParams::validate() const {
+  detail::require_finite_nonneg("spot.checkpoint_bytes", checkpoint_bytes);
+  detail::require_positive("spot.write_bytes_per_s", write_bytes_per_s);
+  detail::require_positive("spot.read_bytes_per_s", read_bytes_per_s);
+  detail::require_finite_nonneg("spot.provisioning_s", provisioning_s);
+}
+
+double poisson_cdf(long long k, double mean) { return poisson_cdf_impl(k, mean); }
+
+long long poisson_quantile(double mean, double q) {
+  if (!(q >= 0 && q < 1)) detail::fail("q", "in [0, 1)", q);
+  if (mean <= 0) return 0;
+  if (!std::isfinite(mean)) return std::numeric_limits<long long>::max();
+  long long k = 0;
+  const double log_mean = std::log(mean);
+  double sum = 0;
+  // Start the scan a few standard deviations below the mean for large means.
+  if (mean > 1e6) {
+    k = static_cast<long long>(std::max(0.0, mean - 10 * std::sqrt(mean)));
+    while (poisson_cdf_impl(k, mean) < q) ++k;
+    return k;
+  }
+  for (;; ++k) {
+    const double dk = static_cast<double>(k);
+    sum += std::exp(dk * log_mean - mean - std::lgamma(dk + 1.0));
+    if (sum >= q) return k;
+    if (dk > mean + 60 * std::sqrt(mean) + 60) return k;  // rounding: q within 1e-15 of 1
+  }
+}
+
+namespace {
+
+// The expectation part of the note "spot model" (no quantiles): fills the interval, the
+// failure-free time, the cost of one interruption and the expected time. Checkpointing at
+// Young's interval is used only when it beats never checkpointing (short runs), which keeps
+// the expected time non-decreasing in both the nominal time and the rate.
+void expectation(double nominal_s, double rate, const SpotParams& p, SpotEstimate& e) {
+  const double mtbf = 3600.0 / rate;
+  const double delta = p.checkpoint_s();
+  e.restart_s = p.restart_s();
+  // Never checkpointing: a failure loses half the run so far on average.
+  const double never_cf = e.restart_s + nominal_s / 2.0;
+  const double never_denom = 1.0 - never_cf / mtbf;
+  const double never = never_denom > 0 ? nominal_s / never_denom : kInf;
+  const double tau = std::sqrt(2.0 * delta * mtbf);
+  double with = kInf, with_t0 = 0, with_cf = 0;
+  if (tau < nominal_s) {
+    with_t0 = nominal_s * (1.0 + std::sqrt(delta / (2.0 * mtbf)));  // W (1 + δ/τ), δ may be 0
+    with_cf = e.restart_s + (tau + delta) / 2.0;
+    const double denom = 1.0 - with_cf / mtbf;
+    if (denom > 0) with = with_t0 / denom;
+  }
+  if (with < never) {
+    e.checkpoint_s = delta;
+    e.checkpoint_interval_s = tau;
+    e.checkpoints = tau > 0 ? nominal_s / tau : 0;
+    e.failure_free_s = with_t0;
+    e.cost_per_interruption_s = with_cf;
+    e.expected_s = with;
+  } else {
+    e.failure_free_s = nominal_s;
+    e.cost_per_interruption_s = never_cf;
+    e.expected_s = never;
+  }
+  e.expected_interruptions = e.expected_s / mtbf;
+  e.expected_lost_s = e.expected_s - e.failure_free_s;
+}
+
+}  // namespace
+
+double spot_expected_s(double nominal_s, double interruptions_per_hour, const SpotParams& params) {
+  if (!(interruptions_per_hour > 0)) return nominal_s;
+  SpotEstimate e;
+  expectation(nominal_s, interruptions_per_hour, params, e);
+  return e.expected_s;
+}
+
+SpotEstimate estimate_spot(double nominal_s, double interruptions_per_hour, const SpotParams& p,
+                           double deadline_s) {
+  SpotEstimate e;
+  e.interruptions_per_hour = interruptions_per_hour;
+  e.nominal_s = nominal_s;
+  if (!(interruptions_per_hour > 0)) {
+    // No preemption: exactly the nominal time (the v0 objective, bit for bit).
+    e.failure_free_s = e.expected_s = e.p90_s = nominal_s;
+    e.miss_probability = nominal_s > deadline_s ? 1.0 : 0.0;
+    return e;
+  }
+  expectation(nominal_s, interruptions_per_hour, p, e);
+  if (!std::isfinite(e.expected_s)) {
+    e.p90_s = kInf;
+    e.miss_probability = 1.0;
+    return e;
+  }
+  e.p90_s = spot_time_quantile(e, 0.9);
+  if (deadline_s < e.failure_free_s) {
+    e.miss_probability = 1.0;
+  } else if (!std::isfinite(deadline_s)) {
+    e.miss_probability = 0.0;
+  } else {
+    const double k = std::floor((deadline_s - e.failure_free_s) / e.cost_per_interruption_s);
+    const long long kk = k > 9e15 ? static_cast<long long>(9e15) : static_cast<long long>(k);
+    e.miss_probability = std::max(0.0, 1.0 - poisson_cdf_impl(kk, e.expected_interruptions));
+  }
+  return e;
+}
+
+double spot_time_quantile(const SpotEstimate& e, double q) {
+  if (!(q >= 0 && q < 1)) detail::fail("q", "in [0, 1)", q);
+  if (!(e.interruptions_per_hour > 0)) return e.expected_s;
+  if (!std::isfinite(e.expected_s)) return kInf;
+  const long long k = poisson_quantile(e.expected_interruptions, q);
+  return e.failure_free_s + static_cast<double>(k) * e.cost_per_interruption_s;
+}
+
+double interruption_rate_from_class(const char* frequency_class) {
+  const std::string c = frequency_class == nullptr ? "" : frequency_class;
+  double monthly;
+  if (c == "<5%") monthly = 0.05;
+  else if (c == "5-10%") monthly = 0.10;
+  else if (c == "10-15%") monthly = 0.15;
+  else if (c == "15-20%") monthly = 0.20;
+  else if (c == ">20%" || c == "unknown" || c.empty()) monthly = 0.30;
+  else {
+    throw std::invalid_argument(
+        "frequency_class must be one of \"<5%\", \"5-10%\", \"10-15%\", \"15-20%\", \">20%\", "
+        "\"unknown\", got \"" + c + "\"");
+  }
+  // P(reclaimed within a month) = 1 - exp(-rate * hours) for a Poisson process.
+  return -std::log(1.0 - monthly) / kHoursPerMonth;
+}
+
+}  // namespace srift

@@ -1,0 +1,311 @@
+// search() (branch-and-bound) against search_exhaustive() on random spaces small enough to
+// enumerate: the same top-k plans, the same Pareto front, the same closest plan, for both
+// objectives, with spot offers, held groups, memory filters and threads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "srift/srift.hpp"
+
+namespace {
+
+using srift::CancelToken;
+using srift::Objective;
+using srift::Offer;
+using srift::Plan;
+using srift::PlanGroup;
+using srift::SearchRequest;
+using srift::SearchResult;
+
+double uniform(std::mt19937_64& rng, double lo, double hi) {
+  return std::uniform_real_distribution<double>(lo, hi)(rng);
+}
+int integer(std::mt19937_64& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+
+// A random space: 1-4 instance types, 1-3 regions, on-demand and spot offers, caps 0-6.
+SearchRequest random_request(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  SearchRequest r;
+  const int buckets = integer(rng, 0, 6);
+  double fraction = 0;
+  for (int k = 0; k < buckets; ++k) {
+    r.workload.bucket_bytes.push_back(uniform(rng, 1e6, 1e8));
+    fraction = std::min(1.0, fraction + uniform(rng, 0, 0.4));
+    r.workload.bucket_ready_fraction.push_back(fraction);
+  }
+  r.workload.fixed_memory_bytes = uniform(rng, 1e9, 12e9);
+  r.workload.activation_bytes_per_sample = uniform(rng, 5e7, 2e9);
+  const int types = integer(rng, 1, 4);
+  for (int i = 0; i < types; ++i) {
+    srift::InstanceSpec s;
+    s.name = "t" + std::to_string(i);
+    const int gpus[] = {1, 1, 2, 4, 8};
+    s.gpus = gpus[integer(rng, 0, 4)];
+    const double memory[] = {16e9, 24e9, 40e9, 80e9};
+    s.gpu_memory_bytes = memory[integer(rng, 0, 3)];
+    s.intra = {uniform(rng, 1e10, 3e11), uniform(rng, 0, 2e-5)};
+    s.network = {uniform(rng, 1e9, 1.2e10), uniform(rng, 1e-5, 5e-5)};
+    r.instances.push_back(s);
+  }
+  const int regions = integer(rng, 1, 3);
+  for (int region = 0; region < regions; ++region) {
+    for (int i = 0; i < types; ++i) {
+      for (int market = 0; market < 2; ++market) {
+        if (uniform(rng, 0, 1) < 0.25) continue;
+        Offer o;
+        o.instance = i;
+        o.region = region;
+        o.market = market == 0 ? srift::Market::on_demand : srift::Market::spot;
+        o.usd_per_hour = std::round(uniform(rng, 0.5, 30) * std::pow(r.instances[i].gpus, 0.9) * 1000) / 1000;
+        o.max_count = integer(rng, 0, 6);
+        o.compute.forward_fixed_s = uniform(rng, 0, 0.02);
+        o.compute.forward_per_sample_s = uniform(rng, 2e-4, 5e-3);
+        o.compute.backward_fixed_s = uniform(rng, 0, 0.03);
+        o.compute.backward_per_sample_s = uniform(rng, 4e-4, 1e-2);
+        o.compute.optimizer_s = uniform(rng, 0, 0.02);
+        if (market == 1) {
+          const double rates[] = {0.0, 0.001, 0.01, 0.05, 0.3};
+          o.interruptions_per_hour = rates[integer(rng, 0, 4)];
+        }
+        r.offers.push_back(o);
+      }
+    }
+  }
+  r.global_batch = integer(rng, 4, 256);
+  r.iterations = uniform(rng, 1e3, 1e5);
+  r.spot.checkpoint_bytes = uniform(rng, 0, 2e10);
+  r.spot.provisioning_s = uniform(rng, 0, 600);
+  r.max_types = integer(rng, 1, 3);
+  r.top_k = integer(rng, 1, 5);
+  r.collect_pareto = uniform(rng, 0, 1) < 0.5;
+  if (uniform(rng, 0, 1) < 0.3) r.max_instances = integer(rng, 1, 8);
+  if (uniform(rng, 0, 1) < 0.2) r.min_gpu_memory_bytes = 30e9;
+  if (uniform(rng, 0, 1) < 0.2) r.deadline_confidence = 0.9;
+  return r;
+}
+
+// Sets a deadline or budget near a point of the true Pareto front so constraints bind.
+void bind_constraints(SearchRequest& r, std::uint64_t seed) {
+  std::mt19937_64 rng(seed * 7919 + 1);
+  r.objective = uniform(rng, 0, 1) < 0.5 ? Objective::min_cost : Objective::max_throughput;
+  SearchRequest probe = r;
+  probe.collect_pareto = true;
+  probe.top_k = 1;
+  probe.deadline_confidence = 0;
+  const SearchResult all = srift::search_exhaustive(probe);
+  if (all.pareto.empty()) return;
+  const Plan& p = all.pareto[integer(rng, 0, static_cast<int>(all.pareto.size()) - 1)];
+  if (r.objective == Objective::min_cost) {
+    r.deadline_s = p.total_s * uniform(rng, 0.8, 1.5);
+    if (uniform(rng, 0, 1) < 0.3) r.budget_usd = p.total_usd * uniform(rng, 0.8, 3);
+  } else {
+    r.budget_usd = p.total_usd * uniform(rng, 0.8, 1.5);
+    if (uniform(rng, 0, 1) < 0.3) r.max_usd_per_hour = uniform(rng, 1, 100);
+    if (uniform(rng, 0, 1) < 0.2) r.deadline_s = p.total_s * uniform(rng, 0.8, 3);
+  }
+}
+
+std::string describe(const Plan& p) {
+  std::string s = "[";
+  for (const PlanGroup& g : p.groups) s += std::to_string(g.offer) + "x" + std::to_string(g.count) + " ";
+  return s + "] " + std::to_string(p.total_s) + " s, USD " + std::to_string(p.total_usd);
+}
+
+void expect_same_plan(const Plan& a, const Plan& b, const std::string& what) {
+  ASSERT_EQ(a.groups.size(), b.groups.size()) << what << ": " << describe(a) << " vs " << describe(b);
+  for (std::size_t k = 0; k < a.groups.size(); ++k) {
+    EXPECT_EQ(a.groups[k].offer, b.groups[k].offer) << what;
+    EXPECT_EQ(a.groups[k].count, b.groups[k].count) << what;
+  }
+  EXPECT_EQ(a.total_s, b.total_s) << what;  // bit-identical: both use the same totals
+  EXPECT_EQ(a.total_usd, b.total_usd) << what;
+}
+
+void expect_same(const SearchRequest& r, const SearchResult& ex, const SearchResult& bb, std::uint64_t seed) {
+  const std::string ctx = "seed " + std::to_string(seed);
+  ASSERT_EQ(ex.plans.size(), bb.plans.size()) << ctx;
+  for (std::size_t i = 0; i < ex.plans.size(); ++i) expect_same_plan(ex.plans[i], bb.plans[i], ctx + " plan " + std::to_string(i));
+  if (r.collect_pareto) {
+    // The front's points; equal points may come from different plans.
+    ASSERT_EQ(ex.pareto.size(), bb.pareto.size()) << ctx;
+    for (std::size_t i = 0; i < ex.pareto.size(); ++i) {
+      EXPECT_EQ(ex.pareto[i].total_s, bb.pareto[i].total_s) << ctx;
+      EXPECT_EQ(ex.pareto[i].total_usd, bb.pareto[i].total_usd) << ctx;
+    }
+  }
+  if (ex.plans.empty()) {
+    expect_same_plan(ex.closest, bb.closest, ctx + " closest");
+    EXPECT_FALSE(bb.why_none.empty()) << ctx;
+  }
+  EXPECT_TRUE(bb.optimal) << ctx;
+  EXPECT_EQ(bb.gap, 0.0) << ctx;
+  EXPECT_LE(bb.stats.evaluated, static_cast<std::uint64_t>(bb.stats.space) * 2 + 2) << ctx;
+}
+
+TEST(Search, EqualsExhaustiveOnRandomSpaces) {
+  for (std::uint64_t seed = 0; seed < 400; ++seed) {
+    SearchRequest r = random_request(seed);
+    bind_constraints(r, seed);
+    const SearchResult ex = srift::search_exhaustive(r);
+    const SearchResult bb = srift::search(r);
+    expect_same(r, ex, bb, seed);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+TEST(Search, EqualsExhaustiveWithHeldGroups) {
+  int tested = 0;
+  for (std::uint64_t seed = 1000; seed < 1200; ++seed) {
+    SearchRequest r = random_request(seed);
+    r.max_types = std::max(r.max_types, 2);
+    // Hold one or two offers of the first region that has any.
+    std::vector<int> candidates;
+    for (int i = 0; i < static_cast<int>(r.offers.size()); ++i) {
+      if (r.offers[i].max_count > 0 && r.offers[i].region == r.offers[0].region) candidates.push_back(i);
+    }
+    if (candidates.empty()) continue;
+    r.held.push_back({candidates[0], 1 + static_cast<int>(seed % r.offers[candidates[0]].max_count)});
+    if (candidates.size() > 1 && seed % 3 == 0) r.held.push_back({candidates.back(), 1});
+    bind_constraints(r, seed);
+    const SearchResult ex = srift::search_exhaustive(r);
+    const SearchResult bb = srift::search(r);
+    expect_same(r, ex, bb, seed);
+    for (const Plan& p : bb.plans) {
+      for (const PlanGroup& h : r.held) {
+        bool found = false;
+        for (const PlanGroup& g : p.groups) found = found || (g.offer == h.offer && g.count >= h.count);
+        EXPECT_TRUE(found) << "held offer " << h.offer << " missing from " << describe(p);
+      }
+    }
+    ++tested;
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(tested, 100);
+}
+
+TEST(Search, ThreadsGiveTheSameAnswer) {
+  for (std::uint64_t seed = 2000; seed < 2030; ++seed) {
+    SearchRequest r = random_request(seed);
+    bind_constraints(r, seed);
+    const SearchResult one = srift::search(r);
+    r.threads = 3;
+    const SearchResult three = srift::search(r);
+    expect_same(r, one, three, seed);
+  }
+}
+
+TEST(Search, ThreeTypeMixesAreFoundWhenTheyWin) {
+  // Three offers whose memory forces a mix: each holds a third of the batch.
+  SearchRequest r = random_request(7);
+  r.offers.clear();
+  r.instances.resize(1);
+  r.instances[0].gpus = 1;
+  r.instances[0].gpu_memory_bytes = 40e9;
+  r.workload.fixed_memory_bytes = 2e9;
+  r.workload.activation_bytes_per_sample = (0.95 * 40e9 - 2e9) / 10.0;  // 10 samples per GPU
+  r.global_batch = 30;
+  for (int i = 0; i < 3; ++i) {
+    Offer o;
+    o.instance = 0;
+    o.usd_per_hour = 1 + i;
+    o.max_count = 1;
+    o.compute.forward_per_sample_s = 1e-3;
+    o.compute.backward_per_sample_s = 2e-3;
+    r.offers.push_back(o);
+  }
+  r.max_types = 3;
+  r.objective = Objective::min_cost;
+  r.deadline_s = 1e12;
+  r.max_instances = 1 << 30;
+  r.min_gpu_memory_bytes = 0;
+  r.held.clear();
+  const SearchResult bb = srift::search(r);
+  ASSERT_EQ(bb.plans.size(), 1u);
+  EXPECT_EQ(bb.plans[0].groups.size(), 3u);
+  expect_same(r, srift::search_exhaustive(r), bb, 7);
+}
+
+TEST(Search, CancelledBeforeStartReportsAGap) {
+  SearchRequest r = random_request(11);
+  r.objective = Objective::max_throughput;
+  CancelToken token;
+  token.cancel();
+  const SearchResult res = srift::search(r, &token);
+  EXPECT_TRUE(res.stats.cancelled);
+  if (!res.optimal) EXPECT_GT(res.gap, 0.0);
+}
+
+TEST(Search, TimeLimitStopsWithTheBestFound) {
+  // A large space and a tiny limit: the search stops, says so and bounds its gap.
+  SearchRequest r = random_request(12);
+  r.offers.clear();
+  for (int region = 0; region < 20; ++region) {
+    for (int i = 0; i < static_cast<int>(r.instances.size()); ++i) {
+      Offer o;
+      o.instance = i;
+      o.region = region;
+      o.usd_per_hour = 1 + 0.1 * region + i;
+      o.max_count = 64;
+      o.compute.forward_per_sample_s = 1e-3 * (1 + i);
+      o.compute.backward_per_sample_s = 2e-3;
+      r.offers.push_back(o);
+    }
+  }
+  r.global_batch = 4096;
+  r.workload.activation_bytes_per_sample = 1e6;
+  r.max_types = 3;
+  r.time_limit_s = 1e-6;
+  r.objective = Objective::max_throughput;
+  const SearchResult res = srift::search(r);
+  EXPECT_TRUE(res.stats.cancelled);
+  EXPECT_FALSE(res.optimal);
+  EXPECT_TRUE(res.gap >= 0.0);
+}
+
+TEST(Search, RejectsBadInputNamingTheField) {
+  SearchRequest r = random_request(3);
+  r.max_types = srift::kMaxGroups + 1;
+  EXPECT_THROW(
+      {
+        try {
+          srift::search(r);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_NE(std::string(e.what()).find("max_types"), std::string::npos);
+          throw;
+        }
+      },
+      std::invalid_argument);
+  r = random_request(3);
+  r.held.push_back({static_cast<int>(r.offers.size()) + 5, 1});
+  EXPECT_THROW(srift::search(r), std::out_of_range);
+  r = random_request(3);
+  if (!r.offers.empty()) {
+    r.held = {{0, 0}};
+    EXPECT_THROW(srift::search(r), std::invalid_argument);
+  }
+  r = random_request(3);
+  r.time_limit_s = 0;
+  EXPECT_THROW(srift::search(r), std::invalid_argument);
+  r = random_request(3);
+  r.deadline_confidence = 1.0;
+  EXPECT_THROW(srift::search(r), std::invalid_argument);
+  r = random_request(3);
+  if (!r.offers.empty()) {
+    r.offers[0].interruptions_per_hour = -1;
+    EXPECT_THROW(srift::search(r), std::invalid_argument);
+  }
+}
+
+TEST(Search, NoOffersSaysWhy) {
+  SearchRequest r = random_request(5);
+  r.offers.clear();
+  const SearchResult res = srift::search(r);
+  EXPECT_TRUE(res.plans.empty());
+  EXPECT_NE(res.why_none.find("no offers"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,162 @@
+// The spot model (note "spot model" in spot.hpp) against values worked out by hand.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "srift/srift.hpp"
+
+namespace {
+
+using srift::SpotEstimate;
+using srift::SpotParams;
+
+// delta = 1e10 B / 1e9 B/s = 10 s; R = 295 s + 1e10 B / 2e9 B/s = 300 s.
+SpotParams params() {
+  SpotParams p;
+  p.checkpoint_bytes = 1e10;
+  p.write_bytes_per_s = 1e9;
+  p.read_bytes_per_s = 2e9;
+  p.provisioning_s = 295;
+  return p;
+}
+
+TEST(Spot, NoPreemptionIsTheNominalTimeExactly) {
+  const double nominal = 12345.678;
+  const SpotEstimate e = srift::estimate_spot(nominal, 0.0, params(), 20000);
+  EXPECT_EQ(e.expected_s, nominal);
+  EXPECT_EQ(e.p90_s, nominal);
+  EXPECT_EQ(e.miss_probability, 0.0);
+  EXPECT_EQ(e.checkpoint_interval_s, 0.0);
+  EXPECT_EQ(srift::estimate_spot(nominal, 0.0, params(), 10000).miss_probability, 1.0);
+  EXPECT_EQ(srift::spot_expected_s(nominal, 0.0, params()), nominal);
+}
+
+TEST(Spot, YoungIntervalExpectedTimeAndQuantiles) {
+  // W = 10 h, rate 0.1 / h -> M = 36000 s.
+  // tau = sqrt(2 * 10 * 36000) = 848.528137 s; T0 = W (1 + 10 / tau) = 36424.264069 s;
+  // c_f = 300 + (tau + 10) / 2 = 729.264069 s; E = T0 / (1 - c_f / M) = 37177.378692 s.
+  const SpotEstimate e = srift::estimate_spot(36000, 0.1, params(), 37000);
+  EXPECT_NEAR(e.checkpoint_s, 10.0, 1e-12);
+  EXPECT_NEAR(e.restart_s, 300.0, 1e-12);
+  EXPECT_NEAR(e.checkpoint_interval_s, 848.5281374238571, 1e-9);
+  EXPECT_NEAR(e.failure_free_s, 36424.26406871193, 1e-7);
+  EXPECT_NEAR(e.cost_per_interruption_s, 729.2640687119285, 1e-9);
+  EXPECT_NEAR(e.expected_s, 37177.378692300575, 1e-7);
+  EXPECT_NEAR(e.expected_interruptions, 1.032704963675016, 1e-12);
+  EXPECT_NEAR(e.expected_lost_s, 37177.378692300575 - 36424.26406871193, 1e-7);
+  EXPECT_NEAR(e.checkpoints, 36000 / 848.5281374238571, 1e-9);
+  // Poisson(1.0327): P(N<=1) = 0.7237, P(N<=2) = 0.9136 -> k90 = 2; p90 = T0 + 2 c_f.
+  EXPECT_NEAR(e.p90_s, 37882.79220613578, 1e-7);
+  // D = 37000: floor((D - T0) / c_f) = 0 interruptions fit; P(miss) = 1 - e^-mu.
+  EXPECT_NEAR(e.miss_probability, 0.6439574253884077, 1e-12);
+  EXPECT_EQ(srift::spot_expected_s(36000, 0.1, params()), e.expected_s);
+}
+
+TEST(Spot, ShortRunsDoNotCheckpoint) {
+  // W = 600 s < tau: never checkpoint, a failure costs R + W/2 = 600 s.
+  const SpotEstimate e = srift::estimate_spot(600, 0.1, params(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(e.checkpoint_interval_s, 0.0);
+  EXPECT_EQ(e.checkpoint_s, 0.0);
+  EXPECT_NEAR(e.cost_per_interruption_s, 600.0, 1e-12);
+  EXPECT_NEAR(e.expected_s, 610.1694915254237, 1e-9);
+  EXPECT_EQ(e.miss_probability, 0.0);
+}
+
+TEST(Spot, NoProgressIsInfinite) {
+  // M = 36 s is shorter than a restart: the run never finishes.
+  const SpotEstimate e = srift::estimate_spot(36000, 100, params(), 1e9);
+  EXPECT_TRUE(std::isinf(e.expected_s));
+  EXPECT_EQ(e.miss_probability, 1.0);
+}
+
+TEST(Spot, ExpectedTimeIsMonotone) {
+  // The search's bounds rely on this (note "bounds" in bnb.cpp).
+  double previous_rate_row = 0;
+  for (double rate : {0.0, 1e-4, 1e-3, 0.01, 0.05, 0.2, 1.0}) {
+    double previous = 0;
+    for (double w = 10; w < 1e6; w *= 1.37) {
+      const double e = srift::spot_expected_s(w, rate, params());
+      EXPECT_GE(e, previous) << "rate " << rate << " W " << w;
+      EXPECT_GE(e, w);
+      previous = e;
+    }
+    const double at = srift::spot_expected_s(50000, rate, params());
+    EXPECT_GE(at, previous_rate_row) << "rate " << rate;
+    previous_rate_row = at;
+  }
+}
+
+TEST(Spot, Poisson) {
+  EXPECT_NEAR(srift::poisson_cdf(0, 1.0), std::exp(-1.0), 1e-15);
+  EXPECT_NEAR(srift::poisson_cdf(2, 1.0), 2.5 * std::exp(-1.0), 1e-15);
+  EXPECT_EQ(srift::poisson_cdf(-1, 1.0), 0.0);
+  EXPECT_EQ(srift::poisson_quantile(1.0, 0.9), 2);  // P(<=1) = 0.7358, P(<=2) = 0.9197
+  EXPECT_EQ(srift::poisson_quantile(0.0, 0.9), 0);
+  // A large mean does not underflow: the median of Poisson(1000) is 1000.
+  EXPECT_EQ(srift::poisson_quantile(1000.0, 0.5), 1000);
+  EXPECT_THROW(srift::poisson_quantile(1.0, 1.0), std::invalid_argument);
+}
+
+TEST(Spot, InterruptionClasses) {
+  // "<5%" of instances reclaimed in a month of 730 h: rate = -ln(0.95) / 730.
+  EXPECT_NEAR(srift::interruption_rate_from_class("<5%"), 7.026478683226107e-05, 1e-18);
+  EXPECT_GT(srift::interruption_rate_from_class("unknown"), srift::interruption_rate_from_class("15-20%"));
+  EXPECT_EQ(srift::interruption_rate_from_class("unknown"), srift::interruption_rate_from_class(">20%"));
+  EXPECT_THROW(srift::interruption_rate_from_class("often"), std::invalid_argument);
+}
+
+TEST(Spot, ParamsValidateNamingTheField) {
+  SpotParams p = params();
+  p.write_bytes_per_s = 0;
+  try {
+    p.validate();
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("spot.write_bytes_per_s"), std::string::npos);
+  }
+}
+
+TEST(Spot, PlansReportTheirAssumptions) {
+  // One spot group of 3 instances at 0.02 / h each: plan rate 0.06 / h.
+  srift::SearchRequest r;
+  r.workload.bucket_bytes = {1e7};
+  r.workload.bucket_ready_fraction = {1.0};
+  r.workload.fixed_memory_bytes = 1e9;
+  r.workload.activation_bytes_per_sample = 1e8;
+  srift::InstanceSpec inst;
+  inst.name = "g";
+  inst.gpus = 1;
+  inst.gpu_memory_bytes = 16e9;
+  inst.intra = {1e11, 1e-6};
+  inst.network = {1e9, 3e-5};
+  r.instances = {inst};
+  srift::Offer o;
+  o.instance = 0;
+  o.market = srift::Market::spot;
+  o.usd_per_hour = 1.0;
+  o.max_count = 3;
+  o.compute.forward_per_sample_s = 1e-3;
+  o.compute.backward_per_sample_s = 2e-3;
+  o.interruptions_per_hour = 0.02;
+  r.offers = {o};
+  r.global_batch = 30;
+  r.iterations = 1e5;
+  r.spot = params();
+  r.objective = srift::Objective::max_throughput;
+  r.max_types = 1;
+  const srift::SearchResult res = srift::search(r);
+  ASSERT_FALSE(res.plans.empty());
+  const srift::Plan& p = res.plans[0];
+  ASSERT_EQ(p.groups.size(), 1u);
+  EXPECT_NEAR(p.spot.interruptions_per_hour, 0.02 * p.groups[0].count, 1e-15);
+  EXPECT_EQ(p.total_s, p.spot.expected_s);
+  EXPECT_GT(p.total_s, p.spot.nominal_s);
+  EXPECT_NEAR(p.spot.nominal_s, r.iterations * p.iteration.iteration_s, 1e-6);
+  EXPECT_NEAR(p.total_usd, p.iteration.usd_per_hour * p.total_s / 3600.0, 1e-9);
+  EXPECT_GE(p.spot.p90_s, p.spot.failure_free_s);
+}
+
+}  // namespace
