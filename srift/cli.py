@@ -110,9 +110,31 @@ def _add_space(p: argparse.ArgumentParser) -> None:
     g.add_argument("--spot", action="store_true", help="also consider spot instances")
     g.add_argument("--types", default=None, help="only these instance types (comma-separated)")
     g.add_argument("--exclude", default=None, help="never these instance types (comma-separated)")
-    g.add_argument("--max-types", type=_positive_int, default=2, help="distinct instance types per plan (default 2)")
-    g.add_argument("--max-instances-per-type", type=_positive_int, default=16, help="default 16")
+    g.add_argument("--max-types", type=_positive_int, default=3, help="distinct instance types per plan (default 3)")
+    g.add_argument("--max-instances-per-type", type=_positive_int, default=64, help="instances of one type, or your quota (default 64)")
+    g.add_argument("--max-instances", type=_positive_int, default=None, help="instances per plan, all types together")
+    g.add_argument("--min-gpu-memory", type=_positive_float, default=None, metavar="GIB",
+                   help="only GPUs with at least this much memory")
+    g.add_argument("--checkpoint-gbps", type=_positive_float, default=1.0, metavar="GB/S",
+                   help="spot: checkpoint write/read bandwidth in GB/s (default 1)")
+    g.add_argument("--provisioning", type=parse_duration_hours, default=300 / 3600, metavar="DURATION",
+                   help="spot: time to replace an interrupted instance (default 5m)")
     g.add_argument("--threads", type=int, default=None, help="search threads (default: up to 2)")
+
+
+def _add_question(p: argparse.ArgumentParser) -> None:
+    goal = p.add_argument_group("the question")
+    goal.add_argument("--deadline", type=parse_duration_hours, default=None, help="e.g. 12h, 90m, 2d")
+    goal.add_argument("--budget", type=_positive_float, default=None, help="total USD")
+    goal.add_argument("--max-usd-per-hour", type=_positive_float, default=None, help="hourly rate cap, USD/h")
+    goal.add_argument("--confidence", type=float, default=None, metavar="P",
+                      help="meet the deadline with this probability (e.g. 0.9: p90 time <= deadline)")
+    goal.add_argument("--time-limit", type=_positive_float, default=None, metavar="SECONDS",
+                      help="stop the search early with the best plan and its optimality gap")
+    goal.add_argument("--top", type=_positive_int, default=5, help="plans to show (default 5)")
+    p.add_argument("--explain", action="store_true",
+                   help="add the best plan's iteration breakdown (compute per group, exposed communication, "
+                        "optimizer, bottleneck link) and memory headroom per GPU")
 
 
 # ---- loading --------------------------------------------------------------------------------
@@ -267,11 +289,20 @@ _PLAN_RIGHT = report.PLAN_RIGHT
 
 
 def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    from srift.planning import SpotAssumptions
+
     return dict(global_batch=args.global_batch, iterations=args.iterations, regions=args.regions,
                 markets=("on-demand", "spot") if args.spot else ("on-demand",),
                 instance_types=_split(args.types), exclude=_split(args.exclude), max_types=args.max_types,
                 max_instances_per_type=args.max_instances_per_type, precision=args.precision,
-                threads=args.threads)
+                min_gpu_memory_gib=args.min_gpu_memory, threads=args.threads,
+                spot_assumptions=SpotAssumptions(write_gbytes_s=args.checkpoint_gbps, read_gbytes_s=args.checkpoint_gbps,
+                                                 provisioning_s=args.provisioning * 3600))
+
+
+def _recommend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(max_instances=args.max_instances, deadline_confidence=args.confidence,
+                time_limit_s=args.time_limit, held=getattr(args, "held", None))
 
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
@@ -284,7 +315,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     rec = recommend(prof, deadline_hours=args.deadline, budget_usd=args.budget,
                     max_usd_per_hour=args.max_usd_per_hour, catalog=catalog, top_k=args.top,
-                    **_space_kwargs(args))
+                    **_space_kwargs(args), **_recommend_kwargs(args))
     why = report.why_best(rec.best, rec.alternatives, rec.objective) if rec.best is not None else None
     if args.emit:
         if rec.best is None:
@@ -300,9 +331,12 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                 f"fastest plan for {rec.iterations:,.0f} iterations within "
                 + " and ".join(x for x in (rec.budget_usd and report.usd(rec.budget_usd),
                                            rec.max_usd_per_hour and report.usd(rec.max_usd_per_hour) + "/h") if x))
+        exactness = ("optimal" if s.optimal else
+                     f"stopped early{' (cancelled)' if s.cancelled else ''}: within {s.gap:.1%} of the optimum")
         head = (f"{prof.model}, global batch {rec.global_batch}, {rec.precision}: {goal}\n"
-                f"searched {s.evaluated:,} clusters over {s.offers} offers in {', '.join(s.regions)} "
-                f"({', '.join(s.markets)}) in {s.seconds * 1e3:.0f} ms")
+                f"searched {s.space:,.3g} plans over {s.offers} offers in {len(s.regions)} region(s) "
+                f"({', '.join(s.markets)}) in {s.seconds * 1e3:.0f} ms: simulated {s.evaluated:,}, "
+                f"pruned the rest by bounds; {exactness}")
         if rec.best is None:
             lines = [head, "", f"no plan fits: {rec.why_none}"]
             if rec.closest is not None:
@@ -313,6 +347,14 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                  f"best plan: {b.cluster} ({b.prediction.workers} GPUs): {report.interval(b.prediction, b.total_hours)}, "
                  f"{report.usd(b.total_usd)} at {report.usd(b.usd_per_hour)}/h",
                  f"why: {why}"]
+        if b.uses_spot:
+            lines.append(
+                f"spot: {b.interruptions_per_hour * 24 * 30:.2f} interruptions/month expected across the plan, "
+                f"{b.expected_interruptions:.2f} in this run; checkpoint every "
+                f"{report.hours(b.checkpoint_interval_hours) if b.checkpoint_interval_hours else 'never'} "
+                f"({b.checkpoint_s:.1f} s each), restart {b.restart_s:.0f} s; expected {report.hours(b.total_hours)} "
+                f"vs {report.hours(b.nominal_hours)} uninterrupted, p90 {report.hours(b.p90_hours)}"
+                + (f", P(miss deadline) {b.miss_probability:.1%}" if rec.deadline_hours else ""))
         if args.explain:
             lines += ["", report.explain_prediction(b.prediction, catalog)]
         else:
@@ -380,14 +422,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("recommend", help="cheapest plan within a deadline, or fastest within a budget")
     _add_source(p)
     _add_space(p)
-    goal = p.add_argument_group("the question")
-    goal.add_argument("--deadline", type=parse_duration_hours, default=None, help="e.g. 12h, 90m, 2d")
-    goal.add_argument("--budget", type=_positive_float, default=None, help="total USD")
-    goal.add_argument("--max-usd-per-hour", type=_positive_float, default=None, help="hourly rate cap, USD/h")
-    goal.add_argument("--top", type=_positive_int, default=5, help="plans to show (default 5)")
-    p.add_argument("--explain", action="store_true",
-                   help="add the best plan's iteration breakdown (compute per group, exposed communication, "
-                        "optimizer, bottleneck link) and memory headroom per GPU")
+    _add_question(p)
+    _add_emit(p)
+    _add_output(p)
+    p.set_defaults(func=_cmd_recommend)
+
+    p = sub.add_parser("replan", help="the best plan that keeps instances you already hold (e.g. after losing a spot group)")
+    _add_source(p)
+    _add_space(p)
+    p.add_argument("--held", required=True, help="what you still run, e.g. '2x p3.16xlarge @us-east-1'")
+    _add_question(p)
     _add_emit(p)
     _add_output(p)
     p.set_defaults(func=_cmd_recommend)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from srift.catalog import Catalog
     from srift.profile_data import Profile
 
-__all__ = ["recommend", "pareto", "Plan", "Recommendation", "SearchSummary", "DEFAULT_REGIONS"]
+__all__ = ["recommend", "pareto", "Plan", "Recommendation", "SearchSummary", "SpotAssumptions", "DEFAULT_REGIONS"]
 
 DEFAULT_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
 _MARKET_TO_CORE = {"on-demand": _core.Market.on_demand, "spot": _core.Market.spot}
@@ -38,13 +38,29 @@ class Plan:
     usd_per_hour: float
     iteration_s: float
     prediction: Prediction
+    # Under spot preemption total_hours is the EXPECTED wall time; these say how it was made.
+    nominal_hours: float = math.nan          # without any interruption
+    p90_hours: float = math.nan              # 90th percentile of the wall time
+    miss_probability: float = 0.0            # P(wall time > deadline)
+    interruptions_per_hour: float = 0.0      # the plan's spot groups together
+    expected_interruptions: float = 0.0
+    checkpoint_interval_hours: float = 0.0   # Young/Daly; 0 without spot
+    checkpoint_s: float = 0.0
+    restart_s: float = 0.0
 
     @property
     def usd_per_1k_samples(self) -> float:
         return self.prediction.usd_per_1k_samples
 
+    @property
+    def uses_spot(self) -> bool:
+        return any(g.market == "spot" for g in self.cluster.groups)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        spot = {k: getattr(self, k) for k in ("nominal_hours", "p90_hours", "miss_probability",
+                                               "interruptions_per_hour", "expected_interruptions",
+                                               "checkpoint_interval_hours", "checkpoint_s", "restart_s")}
+        return {**{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in spot.items()},
             "cluster": str(Cluster(self.cluster.groups)), "region": self.region,
             "groups": [g.to_dict() for g in self.cluster.groups],
             "total_hours": self.total_hours, "total_usd": self.total_usd,
@@ -70,6 +86,10 @@ class SearchSummary:
     pruned: int
     seconds: float
     cancelled: bool
+    optimal: bool = True       # False when cancelled or out of time: see gap
+    gap: float = 0.0           # relative optimality gap left (0 when optimal)
+    nodes: int = 0             # branch-and-bound nodes visited
+    space: float = 0.0         # plans in the space (pruned = space - evaluated)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,29 +161,59 @@ def _markets(markets: str | Iterable[str]) -> list[str]:
     return chosen
 
 
+@dataclass
+class SpotAssumptions:
+    """How spot preemption is priced in (see the note "spot model" in csrc/include/srift/spot.hpp).
+
+    Interruption rates come from the catalog's Spot Instance Advisor class per (type, region),
+    at the upper edge of the class; "unknown" is treated as ">20%" per month. A checkpoint is the
+    weights plus optimizer state, written and read at the given bandwidths; a restart also waits
+    ``provisioning_s`` for a replacement instance."""
+
+    write_gbytes_s: float = 1.0
+    read_gbytes_s: float = 1.0
+    provisioning_s: float = 300.0
+    interruptions_per_hour: dict[str, float] = field(default_factory=dict)  # per instance type, overrides
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class _Space:
     """Offers and the core request for one question."""
 
     def __init__(self, profile: Profile, catalog: Catalog, *, global_batch: int, iterations: float,
                  regions: str | Sequence[str] | None, markets: str | Iterable[str],
                  instance_types: Iterable[str] | None, exclude: Iterable[str] | None,
-                 max_instances_per_type: int, config: EngineConfig | None, precision: str | None):
+                 max_instances_per_type: int, config: EngineConfig | None, precision: str | None,
+                 min_gpu_memory_gib: float | None = None, spot: SpotAssumptions | None = None,
+                 held: str | Cluster | None = None):
         if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
             raise ValueError(f"global_batch must be an integer >= 1, got {global_batch!r}")
         _positive("iterations", iterations, allow_none=False)
         if not isinstance(max_instances_per_type, int) or max_instances_per_type < 1:
             raise ValueError(f"max_instances_per_type must be an integer >= 1, got {max_instances_per_type!r}")
+        min_memory = _positive("min_gpu_memory_gib", min_gpu_memory_gib)
         config = config or EngineConfig()
         if precision is not None:
             config = EngineConfig(**{**config.to_dict(), "precision": precision})
         self.catalog = catalog
         self.engine = Engine(profile, catalog, config)
+        self.spot = spot or SpotAssumptions()
+        held_cluster = None if held is None else Cluster.parse(held)
+        if held_cluster is not None and regions is None and held_cluster.region:
+            regions = [held_cluster.region]
         self.regions = _regions(catalog, regions)
         self.markets = _markets(markets)
+        if held_cluster is not None:
+            self.markets = sorted(set(self.markets) | {g.market for g in held_cluster.groups}, key=MARKETS.index)
         allowed = None if instance_types is None else set(instance_types)
-        for name in (allowed or set()) | set(exclude or ()):
+        for name in (allowed or set()) | set(exclude or ()) | set(self.spot.interruptions_per_hour):
             catalog.instance(name)  # unknown names raise with suggestions
         excluded = set(exclude or ())
+        held_types = {g.instance_type for g in held_cluster.groups} if held_cluster else set()
+        if allowed is not None:
+            allowed |= held_types
 
         request = _core.SearchRequest()
         request.workload = self.engine.workload
@@ -175,7 +225,7 @@ class _Space:
         for region_id, region in enumerate(self.regions):
             for info in catalog.offers(region, self.markets):
                 name = info.instance
-                if (allowed is not None and name not in allowed) or name in excluded:
+                if (allowed is not None and name not in allowed) or (name in excluded and name not in held_types):
                     continue
                 if name not in instance_index:
                     instance_index[name] = len(instances)
@@ -188,12 +238,41 @@ class _Space:
                 offer.usd_per_hour = float(info.usd_per_hour)
                 offer.max_count = min(max_instances_per_type, quota) if quota is not None else max_instances_per_type
                 offer.compute = self.engine.instance_compute(name)[0]
+                if info.market == "spot":
+                    rate = self.spot.interruptions_per_hour.get(name)
+                    offer.interruptions_per_hour = (
+                        float(rate) if rate is not None else _core.interruption_rate_from_class(info.interruption))
                 offers.append(offer)
                 self.offer_info.append((name, region, info.market))
         request.instances = instances
         request.offers = offers
         request.usable_memory_fraction = config.usable_memory_fraction
+        if min_memory is not None:
+            request.min_gpu_memory_bytes = min_memory * 1024**3
+        params = _core.SpotParams()
+        p = profile
+        params.checkpoint_bytes = float(p.param_bytes + p.optimizer_state_bytes)
+        params.write_bytes_per_s = _positive("spot.write_gbytes_s", self.spot.write_gbytes_s) * 1e9
+        params.read_bytes_per_s = _positive("spot.read_gbytes_s", self.spot.read_gbytes_s) * 1e9
+        params.provisioning_s = float(self.spot.provisioning_s)
+        request.spot = params
+        if held_cluster is not None:
+            request.held = self._held_groups(held_cluster)
         self.request = request
+
+    def _held_groups(self, held: Cluster) -> list[Any]:
+        groups = []
+        for g in held.groups:
+            matches = [i for i, (name, region, market) in enumerate(self.offer_info)
+                       if name == g.instance_type and market == g.market]
+            regions = sorted({self.offer_info[i][1] for i in matches})
+            if not matches:
+                raise ValueError(f"held group {g} has no {g.market} price in {', '.join(self.regions)}")
+            if len(regions) > 1:
+                raise ValueError(f"held group {g} is offered in several regions ({', '.join(regions)}); "
+                                 f"say which one with '@REGION' (e.g. '{held} @{regions[0]}')")
+            groups.append(_core.PlanGroup(matches[0], g.count))
+        return groups
 
     def plan(self, core_plan: Any) -> Plan:
         groups, region = [], None
@@ -204,17 +283,26 @@ class _Space:
         prediction = predict(self.engine.profile, cluster, self.request.global_batch,
                              catalog=self.catalog, region=region, engine=self.engine,
                              iterations=self.request.iterations)
+        spot = core_plan.spot
         return Plan(cluster=cluster, region=region, total_hours=core_plan.total_s / 3600.0,
                     total_usd=core_plan.total_usd, samples_per_s=prediction.samples_per_s,
                     usd_per_hour=prediction.usd_per_hour, iteration_s=prediction.iteration_s,
-                    prediction=prediction)
+                    prediction=prediction, nominal_hours=spot.nominal_s / 3600.0,
+                    p90_hours=spot.p90_s / 3600.0, miss_probability=spot.miss_probability,
+                    interruptions_per_hour=spot.interruptions_per_hour,
+                    expected_interruptions=spot.expected_interruptions,
+                    checkpoint_interval_hours=spot.checkpoint_interval_s / 3600.0,
+                    checkpoint_s=spot.checkpoint_s, restart_s=spot.restart_s)
 
-    def summary(self, stats: Any) -> SearchSummary:
+    def summary(self, result: Any) -> SearchSummary:
+        stats = result.stats
         return SearchSummary(regions=self.regions, markets=self.markets, offers=len(self.request.offers),
                              evaluated=stats.evaluated, feasible=stats.feasible,
                              infeasible_memory=stats.infeasible_memory, infeasible_batch=stats.infeasible_batch,
                              violated_deadline=stats.violated_deadline, violated_budget=stats.violated_budget,
-                             pruned=stats.pruned, seconds=stats.seconds, cancelled=stats.cancelled)
+                             pruned=stats.pruned, seconds=stats.seconds, cancelled=stats.cancelled,
+                             optimal=bool(result.optimal), gap=float(result.gap), nodes=int(stats.nodes),
+                             space=float(stats.space))
 
 
 def _threads(threads: int | None) -> int:
@@ -225,18 +313,32 @@ def _threads(threads: int | None) -> int:
     return threads
 
 
+def _markets_arg(markets: str | Iterable[str] | None, spot: bool) -> tuple[str, ...]:
+    if markets is not None:
+        return tuple([markets] if isinstance(markets, str) else markets)
+    return ("on-demand", "spot") if spot else ("on-demand",)
+
+
 def recommend(profile: Profile, *, global_batch: int, iterations: float,
               deadline_hours: float | None = None, budget_usd: float | None = None,
               max_usd_per_hour: float | None = None, catalog: Catalog | None = None,
               regions: str | Sequence[str] | None = None,
-              markets: str | Iterable[str] = ("on-demand",),
+              markets: str | Iterable[str] | None = None, spot: bool = False,
               instance_types: Iterable[str] | None = None, exclude: Iterable[str] | None = None,
-              max_types: int = 2, max_instances_per_type: int = 16, max_instances: int | None = None,
-              top_k: int = 5, precision: str | None = None, config: EngineConfig | None = None,
-              threads: int | None = None) -> Recommendation:
+              max_types: int = 3, max_instances_per_type: int = 64, max_instances: int | None = None,
+              min_gpu_memory_gib: float | None = None, deadline_confidence: float | None = None,
+              held: str | Cluster | None = None, spot_assumptions: SpotAssumptions | None = None,
+              time_limit_s: float | None = None, top_k: int = 5, precision: str | None = None,
+              config: EngineConfig | None = None, threads: int | None = None) -> Recommendation:
     """The cheapest plan that finishes ``iterations`` within ``deadline_hours``, or — with
     ``budget_usd`` (total) or ``max_usd_per_hour`` (rate) instead — the fastest plan within
-    it. A plan is up to ``max_types`` (instance type, market) groups in one region.
+    it. A plan is up to ``max_types`` (instance type, market) groups in one region, each of
+    1..``max_instances_per_type`` instances; the search over them is exact (branch-and-bound).
+
+    ``spot=True`` (or ``markets``) adds spot offers, priced at the expected wall time under
+    preemption; ``deadline_confidence=0.9`` asks that the p90 time meet the deadline.
+    ``held="2x p3.16xlarge @us-east-1"`` replans around instances already running: every plan
+    keeps them. ``time_limit_s`` stops early with the best plan found and the remaining gap.
 
     Nothing fitting is not an error: the result's ``best`` is None, ``why_none`` says why and
     ``closest`` shows the plan that comes nearest.
@@ -249,24 +351,31 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     if deadline is None and budget is None and rate is None:
         raise ValueError("give deadline_hours (cheapest plan that meets it) or budget_usd / "
                          "max_usd_per_hour (fastest plan within it); got none of them")
-    if not isinstance(max_types, int) or max_types < 1:
-        raise ValueError(f"max_types must be an integer >= 1, got {max_types!r}")
+    if not isinstance(max_types, int) or not 1 <= max_types <= _core.MAX_GROUPS:
+        raise ValueError(f"max_types must be an integer in 1..{_core.MAX_GROUPS}, got {max_types!r}")
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
+    if deadline_confidence is not None and not (0 < deadline_confidence < 1):
+        raise ValueError(f"deadline_confidence must be in (0, 1), got {deadline_confidence!r}")
+    limit = _positive("time_limit_s", time_limit_s)
     catalog = catalog or Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
-                   markets=markets, instance_types=instance_types, exclude=exclude,
-                   max_instances_per_type=max_instances_per_type, config=config, precision=precision)
+                   markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
+                   max_instances_per_type=max_instances_per_type, config=config, precision=precision,
+                   min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions, held=held)
     request = space.request
     request.objective = _core.Objective.min_cost if deadline is not None else _core.Objective.max_throughput
     request.deadline_s = math.inf if deadline is None else deadline * 3600.0
     request.budget_usd = math.inf if budget is None else budget
     request.max_usd_per_hour = math.inf if rate is None else rate
+    request.deadline_confidence = float(deadline_confidence or 0.0)
     request.max_types = max_types
     request.max_instances = max_instances or (1 << 30)
     request.top_k = top_k
     request.threads = _threads(threads)
-    result = _core.search_exhaustive(request)
+    if limit is not None:
+        request.time_limit_s = limit
+    result = _core.search(request)
 
     plans = [space.plan(p) for p in result.plans]
     closest = space.plan(result.closest) if not plans and result.closest.groups else None
@@ -275,27 +384,33 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
         global_batch=global_batch, iterations=float(iterations), deadline_hours=deadline,
         budget_usd=budget, max_usd_per_hour=rate, best=plans[0] if plans else None,
         alternatives=plans[1:], why_none=result.why_none, closest=closest,
-        search=space.summary(result.stats), precision=space.engine.precision,
-        assumptions=space.engine.config.to_dict())
+        search=space.summary(result), precision=space.engine.precision,
+        assumptions={**space.engine.config.to_dict(), "spot": space.spot.to_dict(),
+                     "deadline_confidence": deadline_confidence})
 
 
 def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: Catalog | None = None,
-           regions: str | Sequence[str] | None = None, markets: str | Iterable[str] = ("on-demand",),
-           instance_types: Iterable[str] | None = None, exclude: Iterable[str] | None = None,
-           max_types: int = 2, max_instances_per_type: int = 16, precision: str | None = None,
-           config: EngineConfig | None = None, threads: int | None = None) -> list[Plan]:
-    """Every plan not beaten on both total time and total USD, fastest first."""
+           regions: str | Sequence[str] | None = None, markets: str | Iterable[str] | None = None,
+           spot: bool = False, instance_types: Iterable[str] | None = None,
+           exclude: Iterable[str] | None = None, max_types: int = 3, max_instances_per_type: int = 64,
+           min_gpu_memory_gib: float | None = None, spot_assumptions: SpotAssumptions | None = None,
+           precision: str | None = None, config: EngineConfig | None = None,
+           threads: int | None = None) -> list[Plan]:
+    """Every plan not beaten on both total (expected) time and total USD, fastest first."""
     from srift.catalog import Catalog
 
+    if not isinstance(max_types, int) or not 1 <= max_types <= _core.MAX_GROUPS:
+        raise ValueError(f"max_types must be an integer in 1..{_core.MAX_GROUPS}, got {max_types!r}")
     catalog = catalog or Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
-                   markets=markets, instance_types=instance_types, exclude=exclude,
-                   max_instances_per_type=max_instances_per_type, config=config, precision=precision)
+                   markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
+                   max_instances_per_type=max_instances_per_type, config=config, precision=precision,
+                   min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions)
     request = space.request
     request.objective = _core.Objective.min_cost
     request.max_types = max_types
     request.top_k = 1
     request.collect_pareto = True
     request.threads = _threads(threads)
-    result = _core.search_exhaustive(request)
+    result = _core.search(request)
     return [space.plan(p) for p in result.pareto]

@@ -65,7 +65,10 @@ class CostModels:
             ratio = math.exp(f[0] + self.ratio.predict(f))
             return _scaled(anchored, ratio), math.exp(self.ratio.p10), math.exp(self.ratio.p90)
         prior = roofline(w, target, precision)
-        batch = float(getattr(profile, "example_batch_size", 1) or 1)
+        # The absolute model's correction depends on the batch it is evaluated at; the profile's
+        # example batch is whatever the user profiled with (often tiny on a CPU), so a fixed,
+        # typical training batch per GPU keeps predictions independent of how one profiled.
+        batch = ABSOLUTE_REFERENCE_BATCH
         f = absolute_features(w, target, batch, precision)
         return _scaled(prior, math.exp(self.absolute.predict(f))), math.exp(self.absolute.p10), math.exp(self.absolute.p90)
 
@@ -82,6 +85,9 @@ class CostModels:
         link = LinkClass(interconnect, intra_gbytes_s, network_gbps, rdma)
         f = overhead_features(link, counts, gradient_bytes, one_gpu_s, fixed_s, simulated_s)
         return math.exp(self.overhead.predict(f)), math.exp(self.overhead.p10), math.exp(self.overhead.p90)
+
+
+ABSOLUTE_REFERENCE_BATCH = 32.0
 
 
 def _scaled(m: Any, k: float) -> Any:

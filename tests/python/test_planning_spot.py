@@ -1,0 +1,79 @@
+"""recommend with spot markets, deadline confidence, held groups and constraints."""
+from __future__ import annotations
+
+import pytest
+
+import srift
+from srift.planning import SpotAssumptions
+
+TYPES = ["p4d.24xlarge", "p3.16xlarge", "p3.8xlarge", "g4dn.12xlarge"]
+
+
+def _rec(profile, **kw):
+    kw.setdefault("regions", ["us-east-1"])
+    kw.setdefault("instance_types", TYPES)
+    kw.setdefault("max_instances_per_type", 8)
+    return srift.recommend(profile, global_batch=256, iterations=200_000, **kw)
+
+
+def test_spot_plans_carry_their_preemption_estimate(resnet50_profile):
+    rec = _rec(resnet50_profile, deadline_hours=48, spot=True)
+    assert "spot" in rec.search.markets
+    spot_plans = [p for p in [rec.best, *rec.alternatives] if p.uses_spot]
+    assert spot_plans, "cheap spot offers in us-east-1 should appear among the cheapest plans"
+    for p in spot_plans:
+        assert p.interruptions_per_hour > 0
+        assert p.total_hours >= p.nominal_hours
+        assert p.p90_hours >= p.nominal_hours
+
+
+def test_risky_spot_costs_time_and_money(resnet50_profile):
+    calm = _rec(resnet50_profile, deadline_hours=48, markets=["spot"])
+    risky = _rec(resnet50_profile, deadline_hours=48, markets=["spot"],
+                 spot_assumptions=SpotAssumptions(interruptions_per_hour={t: 0.5 for t in TYPES}))
+    assert risky.best.total_hours > calm.best.total_hours or risky.best.cluster != calm.best.cluster
+    assert risky.best.expected_interruptions > calm.best.expected_interruptions
+    assert risky.best.checkpoint_interval_hours > 0
+
+
+def test_confidence_bounds_the_p90_time(resnet50_profile):
+    shaky = SpotAssumptions(interruptions_per_hour={t: 0.3 for t in TYPES}, provisioning_s=1800)
+    rec = _rec(resnet50_profile, deadline_hours=12, markets=["spot"], spot_assumptions=shaky,
+               deadline_confidence=0.9)
+    if rec.best is not None:
+        assert rec.best.p90_hours <= 12 + 1e-9
+    expected_only = _rec(resnet50_profile, deadline_hours=12, markets=["spot"], spot_assumptions=shaky)
+    assert expected_only.best is not None and expected_only.best.total_hours <= 12 + 1e-9
+    if rec.best is not None:
+        assert rec.best.total_usd >= expected_only.best.total_usd - 1e-9
+
+
+def test_held_groups_stay_in_every_plan(resnet50_profile):
+    rec = _rec(resnet50_profile, deadline_hours=6, held="1x p3.16xlarge @us-east-1")
+    for p in [rec.best, *rec.alternatives]:
+        counts = {g.instance_type: g.count for g in p.cluster.groups if g.market == "on-demand"}
+        assert counts.get("p3.16xlarge", 0) >= 1
+        assert p.region == "us-east-1"
+
+
+def test_held_group_in_several_regions_needs_one(resnet50_profile):
+    with pytest.raises(ValueError, match="say which one with '@REGION'"):
+        srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=6,
+                        regions=["us-east-1", "us-west-2"], held="1x p3.16xlarge")
+
+
+def test_min_gpu_memory_filters_gpus(resnet50_profile, catalog):
+    rec = _rec(resnet50_profile, deadline_hours=48, min_gpu_memory_gib=30)
+    for p in [rec.best, *rec.alternatives]:
+        for g in p.prediction.groups:
+            assert g.gpu_memory_gib >= 30
+
+
+def test_search_is_exact_and_reports_it(resnet50_profile):
+    rec = _rec(resnet50_profile, deadline_hours=24, max_types=3)
+    assert rec.search.optimal and rec.search.gap == 0
+    assert rec.search.space >= rec.search.evaluated
+    with pytest.raises(ValueError, match="deadline_confidence must be in"):
+        _rec(resnet50_profile, deadline_hours=24, deadline_confidence=1.5)
+    with pytest.raises(ValueError, match="max_types must be an integer in 1..16"):
+        _rec(resnet50_profile, deadline_hours=24, max_types=0)
