@@ -27,6 +27,13 @@ int max_batch_for_memory(const Workload& w, const InstanceSpec& inst, double usa
 // total), then floors plus a greedy hand-out of the remainder, which minimises the slowest
 // rank's time among integer splits. See simulate_unchecked for the caller's invariants.
 void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResult& out) {
+  if (n == 1) {  // one group: an even split, the remainder one sample each (the common case)
+    GroupResult& r = out.groups[0];
+    r.batch_low = global_batch / r.workers;
+    r.workers_high = global_batch - r.batch_low * r.workers;
+    r.batch_high = r.workers_high > 0 ? r.batch_low + 1 : r.batch_low;
+    return;
+  }
   double breakpoints[2 * kMaxGroups];
   int nb = 0;
   for (int g = 0; g < n; ++g) {
@@ -100,7 +107,14 @@ double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
 void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
                         const SimOptions& options, IterationResult& out,
                         std::vector<BucketEvent>* timeline) {
-  out = IterationResult{};
+  // Reset only what this call writes: the result is reused across millions of calls.
+  out.infeasible = Infeasible::none;
+  out.workers = 0;
+  out.iteration_s = out.compute_s = out.comm_s = out.exposed_comm_s = out.optimizer_s = 0;
+  out.samples_per_s = out.usd_per_hour = out.usd_per_iteration = 0;
+  out.bottleneck = Bottleneck::none;
+  out.bottleneck_group = -1;
+  out.ring_bandwidth = out.ring_latency = 0;
   out.num_groups = n;
   if (n > kMaxGroups) {
     out.infeasible = Infeasible::too_many_groups;
@@ -111,6 +125,7 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   for (int g = 0; g < n; ++g) {
     const InstanceSpec& inst = *groups[g].instance;
     GroupResult& r = out.groups[g];
+    r = GroupResult{};
     r.workers = groups[g].count * inst.gpus;
     r.max_batch = max_batch_for_memory(w, inst, options.usable_memory_fraction, options.global_batch);
     workers += r.workers;
@@ -172,10 +187,9 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   double stream_free = 0;
   const std::size_t buckets = workers > 1 ? w.bucket_bytes.size() : 0;
   for (std::size_t k = 0; k < buckets; ++k) {
-    double ready = 0;
-    for (int g = 0; g < n; ++g) {
-      ready = std::max(ready, forward[g] + w.bucket_ready_fraction[k] * backward[g]);
-    }
+    const double fraction = w.bucket_ready_fraction[k];
+    double ready = forward[0] + fraction * backward[0];
+    for (int g = 1; g < n; ++g) ready = std::max(ready, forward[g] + fraction * backward[g]);
     const double duration = ring_allreduce_s(w.bucket_bytes[k], workers, ring);
     const double start = std::max(ready, stream_free);
     stream_free = start + duration;
