@@ -173,7 +173,8 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
         print(f"profiling {name} at local batch {batch_size} on {device} ...", file=sys.stderr)
     model, batch, loss_fn = zoo.build(name, batch_size=batch_size, device="meta" if device == "meta" else "cpu")
     return profile(model, batch, loss_fn=loss_fn, device=device, precision=precision,
-                   warmup=warmup, repeats=repeats, name=name)
+                   warmup=warmup, repeats=repeats, name=name,
+                   progress=not quiet and sys.stderr.isatty())
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: Callable[[], str]) -> None:

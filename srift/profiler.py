@@ -504,6 +504,7 @@ def profile(
     bucket_cap_mb: float = 25,
     first_bucket_mb: float = 1,
     name: str | None = None,
+    progress: bool = False,
 ) -> Profile:
     """Profile one training iteration of ``model`` on ``batch``; see the module docstring.
 
@@ -512,7 +513,8 @@ def profile(
     bucket ``ready_fraction`` comes from backward-FLOP shares. ``batch_sizes``: local batches to
     time (default: the batch and half of it). ``bucket_cap_mb``/``first_bucket_mb`` mirror DDP's
     defaults (``DistributedDataParallel(bucket_cap_mb=None)``); for ``bucket_cap_mb=X`` passed
-    explicitly to DDP use ``first_bucket_mb=X``.
+    explicitly to DDP use ``first_bucket_mb=X``. ``progress`` shows a progress bar (tqdm, on
+    stderr) over the timed iterations.
     """
     _check_args(model, batch, precision, optimizer, warmup, repeats, batch_sizes, bucket_cap_mb, first_bucket_mb)
     model_dev = _model_device(model)
@@ -547,7 +549,7 @@ def profile(
             return _profile_impl(
                 work, inputs, targets, loss_fn, dev, is_meta, full, sizes, precision, optimizer,
                 warmup, repeats, bucket_cap_mb, first_bucket_mb,
-                name or type(model).__name__,
+                name or type(model).__name__, progress,
             )
     finally:
         for m, t in was_training.items():
@@ -564,7 +566,7 @@ def profile(
 def _profile_impl(
     model: nn.Module, inputs: Any, targets: Any, loss_fn: Any, dev: torch.device, is_meta: bool,
     full: int, sizes: list[int], precision: str, optimizer: str, warmup: int, repeats: int,
-    bucket_cap_mb: float, first_bucket_mb: float, model_name: str,
+    bucket_cap_mb: float, first_bucket_mb: float, model_name: str, progress: bool = False,
 ) -> Profile:
     model.train()
     params = list(model.parameters())  # deduplicated (tied weights once)
@@ -643,12 +645,17 @@ def _profile_impl(
         layer_bwd: dict[LayerKey, float] = {}
         ready_time_frac: dict[int, float] = {}
         if not is_meta:
-            tracer.claim = False
-            timings = _time_batches(model, inputs, targets, loss_fn, full, sizes, optimizer, trainable,
-                                    tracer, clock, dev, warmup, repeats, autocast)
-            tracer.claim = True
-            layer_fwd, layer_bwd, ready_time_frac = _time_layers(
-                model, inputs, targets, loss_fn, optimizer, trainable, tracer, clock, repeats, ddp_index, autocast)
+            bar = _progress_bar(len(sizes) * (warmup + repeats) + repeats, model_name, progress)
+            try:
+                tracer.claim = False
+                timings = _time_batches(model, inputs, targets, loss_fn, full, sizes, optimizer, trainable,
+                                        tracer, clock, dev, warmup, repeats, autocast, bar)
+                tracer.claim = True
+                layer_fwd, layer_bwd, ready_time_frac = _time_layers(
+                    model, inputs, targets, loss_fn, optimizer, trainable, tracer, clock, repeats, ddp_index,
+                    autocast, bar)
+            finally:
+                bar.close()
     finally:
         tracer.remove()
         tracer.reset_iteration()
@@ -745,10 +752,17 @@ def _forward(model: nn.Module, inputs: Any, tracer: _Tracer, autocast: Callable[
         raise ValueError(f"forward failed in module '{where[0]}' ({where[1]}): {type(e).__name__}: {e}") from e
 
 
+def _progress_bar(total: int, name: str, enabled: bool) -> Any:
+    """A tqdm bar over timed iterations (disabled: a no-op with the same methods)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"profiling {name}", unit="it", disable=not enabled, leave=False)
+
+
 def _time_batches(
     model: nn.Module, inputs: Any, targets: Any, loss_fn: Any, full: int, sizes: list[int], optimizer: str,
     trainable: list[nn.Parameter], tracer: _Tracer, clock: _Clock, dev: torch.device, warmup: int,
-    repeats: int, autocast: Callable[[], Any],
+    repeats: int, autocast: Callable[[], Any], bar: Any,
 ) -> Timings:
     """Whole-iteration timings per batch size (forward hooks only track the stack here)."""
     opt = _make_optimizer(optimizer, trainable)
@@ -761,10 +775,14 @@ def _time_batches(
         y = _resize_batch(targets, full, b)
         for _ in range(warmup):
             _iteration(model, x, y, loss_fn, opt, tracer, clock, autocast)
+            bar.update(1)
         clock.sync()
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
-        marks = [_iteration(model, x, y, loss_fn, opt, tracer, clock, autocast) for _ in range(repeats)]
+        marks = []
+        for _ in range(repeats):
+            marks.append(_iteration(model, x, y, loss_fn, opt, tracer, clock, autocast))
+            bar.update(1)
         clock.sync()
         peaks.append(int(torch.cuda.max_memory_allocated(dev)) if dev.type == "cuda" else None)
         f = [clock.elapsed(m[0], m[1]) for m in marks]
@@ -801,6 +819,7 @@ def _iteration(model: nn.Module, x: Any, y: Any, loss_fn: Any, opt: torch.optim.
 def _time_layers(
     model: nn.Module, inputs: Any, targets: Any, loss_fn: Any, optimizer: str, trainable: list[nn.Parameter],
     tracer: _Tracer, clock: _Clock, repeats: int, ddp_index: dict[int, int], autocast: Callable[[], Any],
+    bar: Any,
 ) -> tuple[dict[LayerKey, float], dict[LayerKey, float], dict[int, float]]:
     """Per-layer forward/backward medians and per-parameter gradient-ready fractions."""
     fwd_runs: list[dict[LayerKey, float]] = []
@@ -843,6 +862,7 @@ def _time_layers(
             for p in trainable:
                 p.grad = None
             clock.sync()
+            bar.update(1)
 
             fwd: dict[LayerKey, float] = {}
             child_sum: dict[int, float] = {}

@@ -348,3 +348,26 @@ def test_recurrent_flops_agree_between_cpu_and_meta():
     assert [(x.forward_flops, x.backward_flops) for x in cpu.layers] == [
         (x.forward_flops, x.backward_flops) for x in meta.layers
     ]
+
+
+def test_progress_bar_counts_every_timed_iteration(monkeypatch):
+    import srift.profiler as profiler_module
+
+    seen: dict[str, int] = {}
+
+    class Recorder:
+        def __init__(self, total: int, name: str, enabled: bool) -> None:
+            seen.update(total=total, done=0, enabled=int(enabled))
+
+        def update(self, n: int) -> None:
+            seen["done"] += n
+
+        def close(self) -> None:
+            seen["closed"] = 1
+
+    monkeypatch.setattr(profiler_module, "_progress_bar", Recorder)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    batch = (torch.randn(4, 8), torch.randint(0, 2, (4,)))
+    profile(model, batch, loss_fn=F.cross_entropy, warmup=1, repeats=2, progress=True, name="tiny")
+    # two batch sizes x (1 warm-up + 2 timed) + 2 per-layer iterations
+    assert seen == {"total": 8, "done": 8, "enabled": 1, "closed": 1}
