@@ -559,7 +559,7 @@ OfferInfo make_info(const SearchRequest& r, int i, const Context& x) {
   o.offer = i;
   o.gpus = inst.gpus;
   o.cap = std::min({of.max_count, r.max_instances, r.global_batch / inst.gpus});
-  o.m = detail::max_batch_for_memory(r.workload, inst, r.usable_memory_fraction, r.global_batch);
+  o.m = max_local_batch(r.workload, inst, r.usable_memory_fraction, r.global_batch);
   o.price = of.usd_per_hour;
   o.pi = of.usd_per_hour / inst.gpus;
   o.c = of.compute.fixed_s();
@@ -735,14 +735,7 @@ SearchResult run(const SearchRequest& request, const CancelToken* cancel, Clock:
   for (Searcher& s : searchers) {
     for (const Candidate& c : s.top) detail::offer_top_k(top, c, request.top_k, request.objective);
     pool.insert(pool.end(), s.front.begin(), s.front.end());
-    SearchStats& st = result.stats;
-    st.evaluated += s.stats.evaluated;
-    st.feasible += s.stats.feasible;
-    st.infeasible_memory += s.stats.infeasible_memory;
-    st.infeasible_batch += s.stats.infeasible_batch;
-    st.violated_deadline += s.stats.violated_deadline;
-    st.violated_budget += s.stats.violated_budget;
-    st.nodes += s.stats.nodes;
+    result.stats += s.stats;
   }
   for (const Candidate& c : top) result.plans.push_back(detail::materialise(request, c));
   if (request.collect_pareto) {

@@ -83,17 +83,6 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
   return why.str();
 }
 
-int max_batch_for_memory(const Workload& w, const InstanceSpec& inst, double usable_fraction,
-                         int global_batch) {
-  // Must match simulator.cpp's rule exactly: the searches use it to skip offers whose GPUs
-  // cannot hold the model and to bound the split.
-  const double free_bytes = usable_fraction * inst.gpu_memory_bytes - w.fixed_memory_bytes;
-  if (free_bytes < w.activation_bytes_per_sample) return 0;
-  if (w.activation_bytes_per_sample <= 0) return global_batch;
-  const double cap = std::floor(free_bytes / w.activation_bytes_per_sample);
-  return cap >= global_batch ? global_batch : static_cast<int>(cap);
-}
-
 double count_space(const std::vector<std::vector<int>>& caps_by_region, int max_optional,
                    double held_choices, bool has_held) {
   double total = 0;
@@ -303,6 +292,18 @@ double plan_interruptions_per_hour(const SearchRequest& request, const std::vect
   return rate;
 }
 
+SearchStats& SearchStats::operator+=(const SearchStats& other) {
+  evaluated += other.evaluated;
+  feasible += other.feasible;
+  infeasible_memory += other.infeasible_memory;
+  infeasible_batch += other.infeasible_batch;
+  violated_deadline += other.violated_deadline;
+  violated_budget += other.violated_budget;
+  pruned += other.pruned;
+  nodes += other.nodes;
+  return *this;
+}
+
 void plan_totals(const SearchRequest& request, Plan& plan) {
   const double rate = plan_interruptions_per_hour(request, plan.groups);
   plan.spot = estimate_spot(request.iterations * plan.iteration.iteration_s, rate, request.spot,
@@ -352,13 +353,7 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
       closest = s.closest;
     }
     pool.insert(pool.end(), s.pareto_pool.begin(), s.pareto_pool.end());
-    SearchStats& st = result.stats;
-    st.evaluated += s.stats.evaluated;
-    st.feasible += s.stats.feasible;
-    st.infeasible_memory += s.stats.infeasible_memory;
-    st.infeasible_batch += s.stats.infeasible_batch;
-    st.violated_deadline += s.stats.violated_deadline;
-    st.violated_budget += s.stats.violated_budget;
+    result.stats += s.stats;
   }
   for (const Candidate& c : top) result.plans.push_back(detail::materialise(request, c));
   if (request.collect_pareto) {

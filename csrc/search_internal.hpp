@@ -102,9 +102,7 @@ Plan materialise(const SearchRequest& r, const Candidate& c);
 std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t infeasible_memory,
                      std::uint64_t infeasible_batch, const Plan* closest);
 
-/// Largest local batch one GPU of `inst` holds (the simulator's rule), 0 if none.
-int max_batch_for_memory(const Workload& w, const InstanceSpec& inst, double usable_fraction,
-                         int global_batch);
+
 
 /// Number of plans of the space: Σ over regions of Σ_{k <= max_types} e_k(caps), with
 /// held groups forced; caps = per-offer usable counts. `caps_by_region` lists caps of the

@@ -12,16 +12,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Largest local batch whose memory fits one GPU of the group (0: not even the weights fit).
-int max_batch_for_memory(const Workload& w, const InstanceSpec& inst, double usable_fraction,
-                         int global_batch) {
-  const double free_bytes = usable_fraction * inst.gpu_memory_bytes - w.fixed_memory_bytes;
-  if (free_bytes < w.activation_bytes_per_sample) return 0;
-  if (w.activation_bytes_per_sample <= 0) return global_batch;
-  const double cap = std::floor(free_bytes / w.activation_bytes_per_sample);
-  return cap >= global_batch ? global_batch : static_cast<int>(cap);
-}
-
 // Splits the global batch into integer local batches so that ranks finish compute together.
 // Continuous optimum first (water-filling over the breakpoints of the piecewise-linear
 // total), then floors plus a greedy hand-out of the remainder, which minimises the slowest
@@ -98,6 +88,15 @@ void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResu
 
 }  // namespace
 
+int max_local_batch(const Workload& w, const InstanceSpec& inst, double usable_fraction,
+                    int global_batch) {
+  const double free_bytes = usable_fraction * inst.gpu_memory_bytes - w.fixed_memory_bytes;
+  if (free_bytes < w.activation_bytes_per_sample) return 0;
+  if (w.activation_bytes_per_sample <= 0) return global_batch;
+  const double cap = std::floor(free_bytes / w.activation_bytes_per_sample);
+  return cap >= global_batch ? global_batch : static_cast<int>(cap);
+}
+
 double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
   if (ranks <= 1 || bytes <= 0) return 0.0;
   const double n = ranks;
@@ -127,7 +126,7 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
     GroupResult& r = out.groups[g];
     r = GroupResult{};
     r.workers = groups[g].count * inst.gpus;
-    r.max_batch = max_batch_for_memory(w, inst, options.usable_memory_fraction, options.global_batch);
+    r.max_batch = max_local_batch(w, inst, options.usable_memory_fraction, options.global_batch);
     workers += r.workers;
     instances += groups[g].count;
     memory_capacity += static_cast<long long>(r.workers) * r.max_batch;

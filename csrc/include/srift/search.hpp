@@ -116,6 +116,9 @@ struct SearchStats {
   double space = 0;
   bool cancelled = false;
   double seconds = 0;
+
+  /// Adds another thread's counters (evaluated .. nodes); space, flags and time stay.
+  SearchStats& operator+=(const SearchStats& other);
 };
 
 struct SearchResult {

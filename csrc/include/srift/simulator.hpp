@@ -87,6 +87,12 @@ void simulate_unchecked(const Workload& workload, const GroupSpec* groups, int n
                         const SimOptions& options, IterationResult& out,
                         std::vector<BucketEvent>* timeline = nullptr);
 
+/// Largest local batch whose memory fits one GPU of `instance` (0: not even the weights,
+/// gradients and optimizer state fit), capped at `global_batch`. The simulator and the
+/// searches share this rule.
+int max_local_batch(const Workload& workload, const InstanceSpec& instance,
+                    double usable_memory_fraction, int global_batch);
+
 /// Allreduce time of `bytes` over `ranks` ranks on a ring bounded by `link`, seconds:
 /// 2 (n-1)/n * bytes / bandwidth + 2 (n-1) * latency.
 double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link);
