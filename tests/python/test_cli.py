@@ -71,3 +71,15 @@ def test_help_and_version(argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 0
+
+
+def test_replan_keeps_the_held_group(capsys, tmp_path, resnet50_profile):
+    path = resnet50_profile.save(tmp_path / "p.json")
+    code = main(["replan", "--profile", str(path), "--global-batch", "256", "--iterations", "20000",
+                 "--deadline", "6h", "--held", "1x p3.16xlarge @us-east-1",
+                 "--types", "p3.16xlarge,g4dn.12xlarge,p3.8xlarge", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    held = [g for g in out["best"]["groups"] if g["instance_type"] == "p3.16xlarge"]
+    assert held and held[0]["count"] >= 1 and out["best"]["region"] == "us-east-1"
+    assert out["search"]["optimal"] is True
