@@ -1,0 +1,272 @@
+"""One rank of a validation run: real DistributedDataParallel training, timed.
+
+Run by the launcher (or by a user's own ``torchrun``) as::
+
+    python -m srift.validate.worker CONFIG.json
+
+It reads the torchrun environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT),
+builds the zoo model with this rank's local batch, wraps it in DDP (gloo on CPU, NCCL on CUDA),
+runs ``warmup`` untimed and ``iterations`` timed iterations (forward, loss, backward with DDP's
+bucketed allreduce, optimizer step) and writes ``rank<R>.json`` into the config's ``out_dir``.
+With ``"mode": "compute"`` it runs one process without DDP to measure compute alone.
+
+Timing: ``time.perf_counter`` around each phase on CPU; CUDA events (and a synchronize at the
+end of every iteration) on GPU. Every rank writes a status file first, so a rank that fails or
+hangs can be named by the launcher.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import signal
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+RESULT_SCHEMA = "srift.validate-rank/1"
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _move(obj: Any, device: Any) -> Any:
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(_move(x, device) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _move(v, device) for k, v in obj.items()}
+    return obj
+
+
+def _call(model: Any, inputs: Any) -> Any:
+    if isinstance(inputs, dict):
+        return model(**inputs)
+    if isinstance(inputs, (tuple, list)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def _optimizer(name: str, params: Any) -> Any:
+    import torch
+
+    name = (name or "sgd").lower()
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-4)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=1e-4)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+    raise ValueError(f"optimizer: expected sgd, adam or adamw, got {name!r}")
+
+
+def _pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    if not s:
+        return float("nan")
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def _summary(xs: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(xs), "p10": _pct(xs, 0.1), "p90": _pct(xs, 0.9),
+            "mean": statistics.fmean(xs), "min": min(xs), "max": max(xs)}
+
+
+def run(cfg: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    mode = cfg.get("mode", "ddp")
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    threads = cfg.get("threads")
+    if isinstance(threads, list):
+        threads = threads[rank]
+    if threads:
+        torch.set_num_threads(int(threads))
+    cuda = cfg.get("device", "cpu") == "cuda"
+    device = torch.device(f"cuda:{local_rank}") if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    local_batches = cfg["local_batches"]
+    b = int(local_batches[rank] if rank < len(local_batches) else local_batches[0])
+
+    from srift import zoo  # noqa: PLC0415 - after thread settings
+
+    model, (inputs, targets), loss_fn = zoo.build(cfg["model"], b, device="cpu", seed=int(cfg.get("seed", 0)) + rank,
+                                                  **cfg.get("options", {}))
+    model = model.to(device)
+    inputs, targets = _move(inputs, device), _move(targets, device)
+
+    info: dict[str, Any] = {}
+    pg = None
+    if mode == "ddp":
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        backend = cfg.get("backend") or ("nccl" if cuda else "gloo")
+        dist.init_process_group(backend=backend, timeout=_dt.timedelta(seconds=float(cfg.get("collective_timeout_s", 120))))
+        pg = dist
+        ddp_kwargs = {"bucket_cap_mb": float(cfg.get("bucket_cap_mb", 25))}
+        if cuda:
+            ddp_kwargs["device_ids"] = [local_rank]
+        model = DDP(model, **ddp_kwargs)
+        # latency floor of one tiny allreduce and the achieved bandwidth of a big one
+        if cfg.get("probe", True) and world > 1:
+            t = torch.zeros(1, device=device)
+            lat = []
+            for _ in range(30):
+                if cuda:
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                dist.all_reduce(t)
+                if cuda:
+                    torch.cuda.synchronize()
+                lat.append(time.perf_counter() - t0)
+            info["allreduce_latency_s"] = statistics.median(lat[5:])
+            nbytes = int(cfg.get("probe_bytes", 16 << 20))
+            big = torch.zeros(nbytes // 4, device=device)
+            bws = []
+            for _ in range(4):
+                dist.barrier()
+                if cuda:
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                dist.all_reduce(big)
+                if cuda:
+                    torch.cuda.synchronize()
+                dt = time.perf_counter() - t0
+                # ring allreduce moves 2(n-1)/n * S through each rank
+                bws.append(2 * (world - 1) / world * nbytes * 8 / dt / 1e9)
+            info["allreduce_probe_bytes"] = nbytes
+            info["allreduce_busbw_gbps"] = statistics.median(bws[1:])
+
+    opt = _optimizer(cfg.get("optimizer", "sgd"), model.parameters())
+    warmup, iters = int(cfg.get("warmup", 3)), int(cfg.get("iterations", 10))
+    # in-run compute: DDP's no_sync() skips the allreduce, so these iterations time this
+    # rank's compute under the very conditions of the run (the other ranks compute too)
+    n_local = int(cfg.get("compute_iterations", 0)) if pg is not None else 0
+    local_it, local_f, local_b = [], [], []
+    for i in range(n_local + (1 if n_local else 0)):
+        pg.barrier()
+        t0 = time.perf_counter()
+        with model.no_sync():
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(_call(model, inputs), targets)
+            if cuda:
+                torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            loss.backward()
+            if cuda:
+                torch.cuda.synchronize()
+            t2 = time.perf_counter()
+        opt.step()
+        if cuda:
+            torch.cuda.synchronize()
+        if i > 0:  # the first one warms up
+            local_it.append(time.perf_counter() - t0), local_f.append(t1 - t0), local_b.append(t2 - t1)
+    if local_it:
+        info["local_compute"] = {"iteration": _summary(local_it), "forward": _summary(local_f),
+                                 "backward": _summary(local_b)}
+    fwd, bwd, stp, it = [], [], [], []
+    if pg is not None:
+        pg.barrier()
+    for i in range(warmup + iters):
+        if cuda:
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            ev[0].record()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(_call(model, inputs), targets)
+        if cuda:
+            ev[1].record()
+        t1 = time.perf_counter()
+        loss.backward()
+        if cuda:
+            ev[2].record()
+        t2 = time.perf_counter()
+        opt.step()
+        if cuda:
+            ev[3].record()
+            torch.cuda.synchronize()
+            f, bk, s = (ev[0].elapsed_time(ev[1]) / 1e3, ev[1].elapsed_time(ev[2]) / 1e3, ev[2].elapsed_time(ev[3]) / 1e3)
+            total = ev[0].elapsed_time(ev[3]) / 1e3
+        else:
+            t3 = time.perf_counter()
+            f, bk, s, total = t1 - t0, t2 - t1, t3 - t2, t3 - t0
+        if not torch.isfinite(loss.detach()).item():
+            raise FloatingPointError(f"loss is {loss.item()} at iteration {i}")
+        if i >= warmup:
+            fwd.append(f), bwd.append(bk), stp.append(s), it.append(total)
+    result = {
+        "schema": RESULT_SCHEMA, "status": "ok", "mode": mode, "rank": rank, "world_size": world,
+        "local_rank": local_rank, "local_batch": b, "threads": torch.get_num_threads(),
+        "device": torch.cuda.get_device_name(device) if cuda else "cpu",
+        "hostname": os.uname().nodename, "warmup": warmup, "iterations": iters,
+        "iteration_s": it, "forward_s": fwd, "backward_s": bwd, "optimizer_s": stp,
+        "summary": {"iteration": _summary(it), "forward": _summary(fwd), "backward": _summary(bwd),
+                    "optimizer": _summary(stp)},
+        **info,
+    }
+    if pg is not None:
+        pg.barrier()
+        pg.destroy_process_group()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m srift.validate.worker CONFIG.json", file=sys.stderr)
+        return 2
+    cfg = json.loads(Path(argv[0]).read_text())
+    rank = int(os.environ.get("RANK", "0"))
+    out = Path(cfg["out_dir"]) / f"rank{rank}.json"
+    _write(out, {"schema": RESULT_SCHEMA, "status": "started", "rank": rank, "pid": os.getpid()})
+    # hard deadline of its own: a rank never outlives the run
+    timeout = float(cfg.get("timeout_s", 600))
+
+    def _alarm(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"rank {rank} exceeded its {timeout:.0f}s deadline")
+
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(max(1, int(timeout)))
+    try:
+        fail_rank = cfg.get("fail_rank")  # for tests: make one rank fail on purpose
+        if fail_rank is not None and int(fail_rank) == rank:
+            raise RuntimeError(f"rank {rank} failed on purpose (fail_rank={fail_rank})")
+        hang_rank = cfg.get("hang_rank")  # for tests: make one rank hang until its deadline
+        if hang_rank is not None and int(hang_rank) == rank:
+            time.sleep(timeout + 60)
+        batches = cfg.get("calibration_batches") if cfg.get("mode") == "compute" else None
+        if batches and isinstance(batches[0], list):  # one list per rank
+            batches = batches[rank]
+        if batches:
+            # several local batches in one process (compute calibration): one result each
+            parts = [run({**cfg, "local_batches": [int(b)]}) for b in batches]
+            result = {**parts[0], "calibration": parts}
+        else:
+            result = run(cfg)
+    except BaseException as exc:  # noqa: BLE001 - report any failure, then exit non-zero
+        _write(out, {"schema": RESULT_SCHEMA, "status": "error", "rank": rank,
+                     "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]})
+        return 1
+    finally:
+        signal.alarm(0)
+    _write(out, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
