@@ -81,6 +81,10 @@ class GpuSpec:
         return d
 
 
+MEASURED_LINK_FIELDS = ("measured_network_gbytes_s", "measured_network_latency_us",
+                        "measured_intra_gbytes_s", "measured_intra_latency_us")
+
+
 @dataclass(frozen=True)
 class InstanceType:
     """One EC2 instance type as the planner sees it."""
@@ -106,6 +110,13 @@ class InstanceType:
     max_efa_interfaces: int | None = None
     interconnect_detail: str | None = None
     note: str | None = None
+    # Achieved allreduce bus bandwidth (GB/s) and per-step latency (us) from a microbenchmark
+    # (`srift probe-network`, `srift validate`); when set, predictions use them as they are
+    # instead of nominal bandwidth x an assumed efficiency.
+    measured_network_gbytes_s: float | None = None
+    measured_network_latency_us: float | None = None
+    measured_intra_gbytes_s: float | None = None
+    measured_intra_latency_us: float | None = None
 
     @classmethod
     def from_dict(cls, name: str, d: Mapping[str, Any]) -> InstanceType:
@@ -122,6 +133,7 @@ class InstanceType:
             network_performance=d.get("network_performance"),
             max_efa_interfaces=d.get("max_efa_interfaces"),
             interconnect_detail=d.get("interconnect_detail"), note=d.get("note"),
+            **{k: d.get(k) for k in MEASURED_LINK_FIELDS},
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -108,10 +108,11 @@ def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     note = (f"srift probe-network {now}: {backend} allreduce over {ranks} local ranks, "
             f"{min_bytes}-{max_bytes} B; achieved bus bandwidth {gbytes:.3f} GB/s, latency {lat * 1e6:.1f} us/step")
-    field = "intra_node_gbytes_s" if backend == "nccl" else "network_gbps"
-    value = gbytes if backend == "nccl" else gbytes * 8
+    # NCCL on one machine measures the GPUs' interconnect; gloo across hosts measures the NIC.
+    link = "intra" if backend == "nccl" else "network"
     return {"schema": "srift.catalog-overrides/1",
-            "instances": {instance_type: {field: value, "note": note}},
+            "instances": {instance_type: {f"measured_{link}_gbytes_s": gbytes,
+                                          f"measured_{link}_latency_us": lat * 1e6, "note": note}},
             "measurements": {"backend": backend, "ranks": ranks, "message_bytes": sizes, "seconds": times,
                              "bus_bandwidth_bytes_s": bw, "latency_s": lat}}
 

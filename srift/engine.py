@@ -166,12 +166,20 @@ class Engine:
         spec.name = name
         spec.gpus = int(it.gpu_count)
         spec.gpu_memory_bytes = float(gpu.memory_gib) * GIB
+        # A measured link (srift probe-network, srift validate) is used as it is; otherwise the
+        # nominal bandwidth times the achieved/nominal ratio assumed for the link class.
         intra_eff = c.nvlink_efficiency if it.interconnect in ("nvlink", "nvswitch") else c.pcie_efficiency
-        intra_bw = float(it.intra_node_gbytes_s or 0.0) * 1e9 * intra_eff
-        spec.intra = _core.LinkSpec(intra_bw if intra_bw > 0 else 1e9, c.intra_latency_s)
+        intra_bw = (float(it.measured_intra_gbytes_s) * 1e9 if it.measured_intra_gbytes_s
+                    else float(it.intra_node_gbytes_s or 0.0) * 1e9 * intra_eff)
+        intra_lat = (float(it.measured_intra_latency_us) * 1e-6 if it.measured_intra_latency_us is not None
+                     else c.intra_latency_s)
+        spec.intra = _core.LinkSpec(intra_bw if intra_bw > 0 else 1e9, intra_lat)
         net_eff = c.efa_network_efficiency if it.efa else c.network_efficiency
-        spec.network = _core.LinkSpec(float(it.network_gbps) * 1e9 / 8 * net_eff,
-                                      c.efa_latency_s if it.efa else c.network_latency_s)
+        net_bw = (float(it.measured_network_gbytes_s) * 1e9 if it.measured_network_gbytes_s
+                  else float(it.network_gbps) * 1e9 / 8 * net_eff)
+        net_lat = (float(it.measured_network_latency_us) * 1e-6 if it.measured_network_latency_us is not None
+                   else (c.efa_latency_s if it.efa else c.network_latency_s))
+        spec.network = _core.LinkSpec(net_bw, net_lat)
         spec.validate()
         self._instances[name] = spec
         return spec

@@ -126,3 +126,15 @@ def test_roofline_can_be_chosen(resnet50_profile):
     with pytest.raises(ValueError, match="compute_model must be"):
         srift.predict(resnet50_profile, "1x p4d.24xlarge", global_batch=256,
                       config=EngineConfig(compute_model="magic"))
+
+
+def test_measured_link_is_used_as_is(resnet50_profile, catalog):
+    patched = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {
+        "p3.16xlarge": {"measured_network_gbytes_s": 2.5, "measured_network_latency_us": 40.0}}})
+    pred = srift.predict(resnet50_profile, "2x p3.16xlarge", global_batch=256, catalog=patched)
+    assert pred.ring_gbytes_s == pytest.approx(2.5)
+    nominal = srift.predict(resnet50_profile, "2x p3.16xlarge", global_batch=256, catalog=catalog)
+    assert nominal.ring_gbytes_s == pytest.approx(25 / 8 * 0.8)  # 25 Gbit/s NIC at the assumed 80%
+    with pytest.raises(ValueError, match="measured_network_gbytes_s"):
+        catalog.with_overrides({"schema": "srift.catalog-overrides/1",
+                                "instances": {"p3.16xlarge": {"measured_network_gbytes_s": -1}}})
