@@ -370,12 +370,25 @@ def validate(
                 nic_gbps=[h.nic_gbps for h in hosts], launcher=launcher, timeout_s=timeout_s,
                 cpu_quota=[w.cpu_quota for w in workers] if any(w.cpu_quota is not None for w in workers) else None)
             busbw = [r.get("allreduce_busbw_gbps") for r in run.ranks if r.get("allreduce_busbw_gbps")]
+            tiny = [r.get("allreduce_latency_s") for r in run.ranks if r.get("allreduce_latency_s")]
             notes = []
-            if real_mode == "loopback" and busbw:
-                nic = [float(statistics.median(busbw))] * len(hosts)
-                overrides, cluster = emulation_overrides(hosts, points, flops, nic)
+            if busbw:
+                # The link is calibrated the way `srift probe-network` calibrates a real one: an
+                # allreduce microbenchmark (run before the training iterations) gives the achieved
+                # bus bandwidth and the per-step latency, which the engine then uses as measured
+                # instead of nominal rate x the assumed TCP efficiency.
+                nominal_s = pred.iteration_s
+                gbytes = float(statistics.median(busbw)) / 8
+                steps = 2 * (len(run.ranks) - 1)
+                latency_us = float(statistics.median(tiny)) / steps * 1e6 if tiny and steps else None
+                for entry in overrides["instances"].values():
+                    entry["measured_network_gbytes_s"] = gbytes
+                    if latency_us is not None:
+                        entry["measured_network_latency_us"] = latency_us
                 pred = predict_fn(prof, cluster, global_batch, catalog=catalog0.with_overrides(overrides), region=REGION)
-                notes.append(f"loopback: network_gbps = measured allreduce bus bandwidth {nic[0]:.2f} Gbit/s")
+                notes.append(f"link calibrated by the allreduce probe: {gbytes:.3f} GB/s bus bandwidth"
+                             + (f", {latency_us:.0f} us/step" if latency_us is not None else "")
+                             + f"; with the nominal link srift predicted {nominal_s:.3f}s")
             cat_run = catalog0.with_overrides(overrides)
             # second opinion: compute anchored on the in-run compute of every rank (no_sync
             # iterations of the same processes, under the run's own load); srift then predicts
