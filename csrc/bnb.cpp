@@ -404,16 +404,7 @@ class Searcher {
     ++stats.feasible;
     detail::set_totals(r_, result_, rate, c);
     if (pareto_) add_to_front(c);
-    bool ok = true;
-    if (!detail::meets_deadline(r_, result_, rate, c)) {
-      ++stats.violated_deadline;
-      ok = false;
-    }
-    if (!detail::meets_budget(r_, c, result_.usd_per_hour)) {
-      ++stats.violated_budget;
-      ok = false;
-    }
-    if (!ok) return;
+    if (!detail::satisfies(r_, c, result_, rate, stats)) return;
     detail::offer_top_k(top, c, r_.top_k, r_.objective);
     if (static_cast<int>(top.size()) == r_.top_k) {
       atomic_min(sh_.threshold, detail::objective_value(top.back(), r_.objective));

@@ -114,19 +114,6 @@ struct ThreadState {
   SearchStats stats;
 };
 
-bool satisfies(const SearchRequest& r, const Candidate& c, const IterationResult& it, double rate,
-               SearchStats& stats) {
-  bool ok = true;
-  if (!detail::meets_deadline(r, it, rate, c)) {
-    ++stats.violated_deadline;
-    ok = false;
-  }
-  if (!detail::meets_budget(r, c, it.usd_per_hour)) {
-    ++stats.violated_budget;
-    ok = false;
-  }
-  return ok;
-}
 
 // Enumerates every plan: offers in ascending order, each region on its own.
 class Enumerator {
@@ -205,7 +192,7 @@ class Enumerator {
     Candidate c = c_;
     detail::set_totals(r_, result_, rate, c);
     if (r_.collect_pareto) s_.pareto_pool.push_back(c);
-    if (satisfies(r_, c, result_, rate, s_.stats)) {
+    if (detail::satisfies(r_, c, result_, rate, s_.stats)) {
       detail::offer_top_k(s_.top, c, r_.top_k, r_.objective);
     } else if (s_.closest.empty() || detail::better(c, s_.closest, detail::flipped(r_.objective))) {
       // Among plans that miss the constraint: the fastest for a deadline, cheapest for a budget.

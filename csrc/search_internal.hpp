@@ -111,4 +111,20 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
 double count_space(const std::vector<std::vector<int>>& caps_by_region, int max_optional,
                    double held_choices, bool has_held);
 
+/// Whether a simulated candidate meets the request's deadline and budget limits; counts each
+/// violated limit in `stats`. Shared by both searches so they agree on feasibility.
+inline bool satisfies(const SearchRequest& r, const Candidate& c, const IterationResult& it, double rate,
+                      SearchStats& stats) {
+  bool ok = true;
+  if (!meets_deadline(r, it, rate, c)) {
+    ++stats.violated_deadline;
+    ok = false;
+  }
+  if (!meets_budget(r, c, it.usd_per_hour)) {
+    ++stats.violated_budget;
+    ok = false;
+  }
+  return ok;
+}
+
 }  // namespace srift::detail

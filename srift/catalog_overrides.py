@@ -5,7 +5,8 @@ File format (JSON or TOML), schema "srift.catalog-overrides/1"::
     schema = "srift.catalog-overrides/1"
 
     [instances."p3.16xlarge"]          # partial entry: patches an existing type
-    network_gbps = 20.0                # e.g. what iperf measured
+    measured_network_gbytes_s = 2.3    # achieved allreduce bandwidth (srift probe-network)
+    measured_network_latency_us = 45
 
     [instances."p9.private"]           # new name: every required field
     gpu = "H100-80GB"
