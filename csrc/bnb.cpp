@@ -728,12 +728,7 @@ SearchResult run(const SearchRequest& request, const CancelToken* cancel, Clock:
     pool.insert(pool.end(), s.front.begin(), s.front.end());
     result.stats += s.stats;
   }
-  for (const Candidate& c : top) result.plans.push_back(detail::materialise(request, c));
-  if (request.collect_pareto) {
-    for (const Candidate& c : detail::pareto_front(std::move(pool))) {
-      result.pareto.push_back(detail::materialise(request, c));
-    }
-  }
+  detail::add_plans(request, top, std::move(pool), result);
 
   // The space and what of it was never simulated.
   std::vector<std::vector<int>> caps;

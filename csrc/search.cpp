@@ -342,12 +342,7 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
     pool.insert(pool.end(), s.pareto_pool.begin(), s.pareto_pool.end());
     result.stats += s.stats;
   }
-  for (const Candidate& c : top) result.plans.push_back(detail::materialise(request, c));
-  if (request.collect_pareto) {
-    for (const Candidate& c : detail::pareto_front(std::move(pool))) {
-      result.pareto.push_back(detail::materialise(request, c));
-    }
-  }
+  detail::add_plans(request, top, std::move(pool), result);
   if (!closest.empty()) result.closest = detail::materialise(request, closest);
   result.stats.cancelled = cancel != nullptr && cancel->is_cancelled();
   result.optimal = !result.stats.cancelled;

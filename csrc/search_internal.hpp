@@ -127,4 +127,14 @@ inline bool satisfies(const SearchRequest& r, const Candidate& c, const Iteratio
   return ok;
 }
 
+/// Fills result.plans (best first) from the merged top-k and, when asked, result.pareto from
+/// the pooled candidates; both searches end this way.
+inline void add_plans(const SearchRequest& request, const std::vector<Candidate>& top,
+                      std::vector<Candidate> pool, SearchResult& result) {
+  for (const Candidate& c : top) result.plans.push_back(materialise(request, c));
+  if (request.collect_pareto) {
+    for (const Candidate& c : pareto_front(std::move(pool))) result.pareto.push_back(materialise(request, c));
+  }
+}
+
 }  // namespace srift::detail
