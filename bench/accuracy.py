@@ -6,7 +6,7 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
   multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps
 beside "linear" (perfect linear scaling / peak-FLOPs ratio) and "v0" (roofline / nominal
-links). Usage: python bench/accuracy.py [--quick]
+links). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp]
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def stats(e: np.ndarray) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--models", default="ridge,gbdt,mlp")
+    ap.add_argument("--models", default="ridge,huber,gbdt,mlp")
     args = ap.parse_args()
     kinds = args.models.split(",")
     header = {"machine": platform.node(), "threads": os.cpu_count(), "commit": git_commit()}

@@ -118,23 +118,38 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
                                     const std::vector<Measurement>& measurements) {
   prior.validate();
   if (measurements.empty()) return prior;
+  bool split_measured = true;
   for (std::size_t i = 0; i < measurements.size(); ++i) {
+    const Measurement& m = measurements[i];
     const std::string f = "measurements[" + std::to_string(i) + "].";
-    detail::require_positive(f + "local_batch", measurements[i].local_batch);
-    detail::require_positive(f + "iteration_s", measurements[i].iteration_s);
+    detail::require_positive(f + "local_batch", m.local_batch);
+    detail::require_positive(f + "iteration_s", m.iteration_s);
+    // (medians of each phase need not add up: a forward + backward above the iteration
+    // leaves no optimizer time rather than being an error)
+    if (m.forward_s < 0 || m.backward_s < 0) split_measured = false;
   }
 
-  // Least squares of iteration time on batch; a slope needs two distinct batches.
+  // With forward and backward measured, the rest of the iteration is the optimizer step (and
+  // zero_grad), measured rather than estimated: it does not scale with the batch and can
+  // dominate (Adam over large embeddings), so it must not be mistaken for fixed compute.
+  // Least squares of compute time on batch; a slope needs two distinct batches.
   const double n = static_cast<double>(measurements.size());
-  double mean_b = 0, mean_t = 0;
+  double mean_b = 0, mean_t = 0, mean_opt = 0, measured_fwd = 0, measured_both = 0;
   for (const Measurement& m : measurements) {
+    const double compute = split_measured ? m.forward_s + m.backward_s : m.iteration_s;
     mean_b += m.local_batch / n;
-    mean_t += m.iteration_s / n;
+    mean_t += compute / n;
+    if (split_measured) {
+      mean_opt += std::max(0.0, m.iteration_s - compute) / n;
+      measured_fwd += m.forward_s;
+      measured_both += compute;
+    }
   }
   double sxx = 0, sxy = 0;
   for (const Measurement& m : measurements) {
+    const double compute = split_measured ? m.forward_s + m.backward_s : m.iteration_s;
     sxx += (m.local_batch - mean_b) * (m.local_batch - mean_b);
-    sxy += (m.local_batch - mean_b) * (m.iteration_s - mean_t);
+    sxy += (m.local_batch - mean_b) * (compute - mean_t);
   }
   const double slope = sxx > 0 ? sxy / sxx : 0.0;
   const double intercept = mean_t - slope * mean_b;
@@ -142,22 +157,15 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
   // Share of the forward in each term: measured when every point has both parts.
   double forward_share_fixed = prior.fixed_s() > 0 ? prior.forward_fixed_s / prior.fixed_s() : 0.5;
   double forward_share_slope = prior.forward_per_sample_s / prior.per_sample_s();
-  bool split_measured = true;
-  double measured_fwd = 0, measured_both = 0;
-  for (const Measurement& m : measurements) {
-    if (m.forward_s < 0 || m.backward_s < 0) split_measured = false;
-    measured_fwd += std::max(m.forward_s, 0.0);
-    measured_both += std::max(m.forward_s, 0.0) + std::max(m.backward_s, 0.0);
-  }
-  if (split_measured && measured_both > 0) {
-    forward_share_fixed = forward_share_slope = measured_fwd / measured_both;
-  }
+  const bool shares_measured = split_measured && measured_both > 0;
+  if (shares_measured) forward_share_fixed = forward_share_slope = measured_fwd / measured_both;
 
   ComputeModel out = prior;
   if (slope > 0 && intercept >= 0) {
-    // Two or more batches with a sane fit: keep the prior's optimizer share of the intercept.
-    out.optimizer_s = std::min(prior.optimizer_s, 0.5 * intercept);
-    const double fixed = intercept - out.optimizer_s;
+    // Two or more batches with a sane fit. Without a measured optimizer step, keep the
+    // prior's share of the intercept for it.
+    out.optimizer_s = split_measured ? mean_opt : std::min(prior.optimizer_s, 0.5 * intercept);
+    const double fixed = split_measured ? intercept : intercept - out.optimizer_s;
     out.forward_fixed_s = fixed * forward_share_fixed;
     out.backward_fixed_s = fixed * (1 - forward_share_fixed);
     out.forward_per_sample_s = slope * forward_share_slope;
@@ -165,14 +173,22 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
     return out;
   }
   // One batch (or a fit the noise made meaningless): rescale the prior's shape to the mean.
-  const double predicted = prior.compute_s(mean_b) + prior.optimizer_s;
-  const double scale = mean_t / predicted;
-  out.forward_fixed_s = prior.forward_fixed_s * scale;
-  out.backward_fixed_s = prior.backward_fixed_s * scale;
-  out.forward_per_sample_s = prior.forward_per_sample_s * scale;
-  out.backward_per_sample_s = prior.backward_per_sample_s * scale;
-  out.optimizer_s = prior.optimizer_s * scale;
-  if (split_measured && measured_both > 0) {
+  if (split_measured) {
+    const double scale = mean_t / prior.compute_s(mean_b);
+    out.forward_fixed_s = prior.forward_fixed_s * scale;
+    out.backward_fixed_s = prior.backward_fixed_s * scale;
+    out.forward_per_sample_s = prior.forward_per_sample_s * scale;
+    out.backward_per_sample_s = prior.backward_per_sample_s * scale;
+    out.optimizer_s = mean_opt;
+  } else {
+    const double scale = mean_t / (prior.compute_s(mean_b) + prior.optimizer_s);
+    out.forward_fixed_s = prior.forward_fixed_s * scale;
+    out.backward_fixed_s = prior.backward_fixed_s * scale;
+    out.forward_per_sample_s = prior.forward_per_sample_s * scale;
+    out.backward_per_sample_s = prior.backward_per_sample_s * scale;
+    out.optimizer_s = prior.optimizer_s * scale;
+  }
+  if (shares_measured) {
     const double compute = out.compute_s(mean_b);
     const double f = forward_share_fixed;
     const double fwd_scale = f * compute / out.forward_s(mean_b);

@@ -147,6 +147,24 @@ def _sia_compute_rows(d: Path) -> list[ComputeRow]:
             for (cluster, model, wl, gpu, b), t in acc.items()]
 
 
+def _merge_repeats(rows: list[ComputeRow]) -> list[ComputeRow]:
+    """One row per (source, group, GPU, precision, batch), the median of its repeats.
+
+    Repeats are the same measurement taken twice: Gavel lists every 1-GPU job under both
+    consolidated=1 and consolidated=0 (a placement flag that means nothing for one GPU), and
+    Sia's dgx-ext repeats dgx's GPU at the same batches. Left apart they count twice in the
+    training pairs and pair a GPU with its own repeat's noise."""
+    acc: dict[tuple, list[ComputeRow]] = defaultdict(list)
+    for r in rows:
+        acc[(r.source, r.group, r.workload, r.gpu, r.precision, r.batch)].append(r)
+    out = []
+    for rs in acc.values():
+        r = rs[0]
+        out.append(r if len(rs) == 1 else ComputeRow(r.source, r.workload, r.gpu, r.precision, r.batch,
+                                                     median(x.per_sample_s for x in rs), r.units_match, r.group))
+    return out
+
+
 def compute_rows(d: Path | None = None) -> list[ComputeRow]:
     d = d or data_dir()
-    return _lambda_rows(d) + _gavel_rows(d) + _sia_compute_rows(d)
+    return _merge_repeats(_lambda_rows(d) + _gavel_rows(d) + _sia_compute_rows(d))

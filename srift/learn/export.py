@@ -1,6 +1,6 @@
 """scikit-learn estimators -> portable JSON parameters (schema "srift.learned-model/1").
 
-Supported: LinearRegression/Ridge/Lasso/ElasticNet (optionally behind a StandardScaler in a
+Supported: LinearRegression/Ridge/Lasso/ElasticNet/HuberRegressor (optionally behind a StandardScaler in a
 Pipeline), GradientBoostingRegressor (squared error), RandomForestRegressor /
 ExtraTreesRegressor / DecisionTreeRegressor, HistGradientBoostingRegressor (numeric features),
 MLPRegressor. See csrc/include/srift/learned.hpp, note "portable models".
@@ -47,11 +47,11 @@ def _hist_tree_arrays(predictor: Any) -> dict[str, list]:
 def _model_params(est: Any) -> dict[str, Any]:
     from sklearn.ensemble import (ExtraTreesRegressor, GradientBoostingRegressor,
                                   HistGradientBoostingRegressor, RandomForestRegressor)
-    from sklearn.linear_model import ElasticNet, Lasso, LinearRegression, Ridge
+    from sklearn.linear_model import ElasticNet, HuberRegressor, Lasso, LinearRegression, Ridge
     from sklearn.neural_network import MLPRegressor
     from sklearn.tree import DecisionTreeRegressor
 
-    if isinstance(est, (LinearRegression, Ridge, Lasso, ElasticNet)):
+    if isinstance(est, (LinearRegression, Ridge, Lasso, ElasticNet, HuberRegressor)):
         coef = np.ravel(est.coef_)
         return {"type": "linear", "coef": [float(c) for c in coef], "intercept": float(np.ravel([est.intercept_])[0])}
     if isinstance(est, GradientBoostingRegressor):

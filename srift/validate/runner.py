@@ -3,7 +3,8 @@
 For every cluster:
 
 1. calibrate compute: each rank's speed class (threads, CPU quota) trains the model alone,
-   all ranks at once so they contend for the machine as in the real run, at two local batches
+   all ranks at once and in step (barriers before every iteration and every optimizer step),
+   so they contend for the machine as in the real run, at two local batches
    (an affine fit needs two); these become profile measurements on a catalog "GPU" key of the
    class (``emu-cpu-t1``, ``emu-cpu-t1-q50``, ...). With ``refine`` (default) a second pass
    measures every rank again at the local batch srift's plan gives it (and one more), and the
@@ -152,7 +153,12 @@ class Calibrator:
         cfg = {"mode": "compute", "model": self.model, "options": self.options,
                "local_batches": [int(bs[0]) for bs in batches],
                "calibration_batches": [[int(b) for b in bs] for bs in batches], "threads": [w.threads for w in workers],
-               "optimizer": self.optimizer, "warmup": self.warmup, "iterations": self.iterations, "probe": False}
+               "optimizer": self.optimizer, "warmup": self.warmup, "iterations": self.iterations, "probe": False,
+               # ranks start each iteration and each optimizer step together, as in DDP
+               "align": world > 1}
+        if len({len(bs) for bs in batches}) != 1:
+            raise ValueError(f"batches: every rank times the same number of local batches (aligned), got "
+                             f"{[len(bs) for bs in batches]}")
         res = _launcher.run_ranks(cfg, ranks_per_host=[1] * world, mode="loopback", launcher="direct",
                                   cpu_quota=[w.cpu_quota for w in workers]
                                   if any(w.cpu_quota is not None for w in workers) else None,
@@ -370,7 +376,6 @@ def validate(
                 nic_gbps=[h.nic_gbps for h in hosts], launcher=launcher, timeout_s=timeout_s,
                 cpu_quota=[w.cpu_quota for w in workers] if any(w.cpu_quota is not None for w in workers) else None)
             busbw = [r.get("allreduce_busbw_gbps") for r in run.ranks if r.get("allreduce_busbw_gbps")]
-            tiny = [r.get("allreduce_latency_s") for r in run.ranks if r.get("allreduce_latency_s")]
             notes = []
             if busbw:
                 # The link is calibrated the way `srift probe-network` calibrates a real one: an
@@ -380,12 +385,18 @@ def validate(
                 nominal_s = pred.iteration_s
                 gbytes = float(statistics.median(busbw)) / 8
                 steps = 2 * (len(run.ranks) - 1)
-                latency_us = float(statistics.median(tiny)) / steps * 1e6 if tiny and steps else None
+                # per-call start-up: the probe fit's intercept, at least one tiny allreduce
+                start = [max(r.get("allreduce_intercept_s") or 0.0, r.get("allreduce_latency_s") or 0.0)
+                         for r in run.ranks if r.get("allreduce_latency_s")]
+                latency_us = float(statistics.median(start)) / steps * 1e6 if start and steps else None
                 for entry in overrides["instances"].values():
                     entry["measured_network_gbytes_s"] = gbytes
                     if latency_us is not None:
                         entry["measured_network_latency_us"] = latency_us
                 pred = predict_fn(prof, cluster, global_batch, catalog=catalog0.with_overrides(overrides), region=REGION)
+                if pred.feasible and _rank_batches(pred, hosts, nic) != local_batches:
+                    notes.append(f"with the calibrated link srift would split the batch as "
+                                 f"{_rank_batches(pred, hosts, nic)}, not as run ({local_batches})")
                 notes.append(f"link calibrated by the allreduce probe: {gbytes:.3f} GB/s bus bandwidth"
                              + (f", {latency_us:.0f} us/step" if latency_us is not None else "")
                              + f"; with the nominal link srift predicted {nominal_s:.3f}s")

@@ -111,6 +111,17 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
 
     info: dict[str, Any] = {}
     pg = None
+    # compute calibration of several ranks at once: a gloo group only for barriers, so the
+    # ranks start every iteration and every optimizer step together, as DDP makes them do
+    # (co-located ranks then contend for memory bandwidth in the same phases as in the run)
+    align = None
+    if mode == "compute" and cfg.get("align") and world > 1:
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            dist.init_process_group(backend="gloo",
+                                    timeout=_dt.timedelta(seconds=float(cfg.get("collective_timeout_s", 120))))
+        align = dist
     if mode == "ddp":
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel as DDP
@@ -135,22 +146,36 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
                     torch.cuda.synchronize()
                 lat.append(time.perf_counter() - t0)
             info["allreduce_latency_s"] = statistics.median(lat[5:])
-            nbytes = int(cfg.get("probe_bytes", 16 << 20))
-            big = torch.zeros(nbytes // 4, device=device)
-            bws = []
-            for _ in range(4):
-                dist.barrier()
-                if cuda:
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                dist.all_reduce(big)
-                if cuda:
-                    torch.cuda.synchronize()
-                dt = time.perf_counter() - t0
+            # bandwidth from the slope of time over message size (several sizes up to
+            # probe_bytes), so per-call start-up costs do not pass for a slow link
+            top = int(cfg.get("probe_bytes", 32 << 20))
+            sizes = sorted({max(1 << 16, top >> k) for k in (5, 3, 1, 0)})
+            xs, ts = [], []
+            for nbytes in sizes:
+                big = torch.zeros(nbytes // 4, device=device)
+                reps = []
+                for _ in range(4):
+                    dist.barrier()
+                    if cuda:
+                        torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    dist.all_reduce(big)
+                    if cuda:
+                        torch.cuda.synchronize()
+                    reps.append(time.perf_counter() - t0)
                 # ring allreduce moves 2(n-1)/n * S through each rank
-                bws.append(2 * (world - 1) / world * nbytes * 8 / dt / 1e9)
-            info["allreduce_probe_bytes"] = nbytes
-            info["allreduce_busbw_gbps"] = statistics.median(bws[1:])
+                xs.append(2 * (world - 1) / world * nbytes)
+                ts.append(statistics.median(reps[1:]))
+            mx, mt = statistics.fmean(xs), statistics.fmean(ts)
+            sxx = sum((x - mx) ** 2 for x in xs)
+            slope = sum((x - mx) * (t - mt) for x, t in zip(xs, ts)) / sxx if sxx > 0 else 0.0
+            if slope > 0:
+                info["allreduce_busbw_gbps"] = 8 / slope / 1e9
+                info["allreduce_intercept_s"] = max(0.0, mt - slope * mx)
+            else:  # noise swamped the fit: the largest message alone
+                info["allreduce_busbw_gbps"] = xs[-1] * 8 / ts[-1] / 1e9
+            info["allreduce_probe_bytes"] = sizes
+            info["allreduce_probe_s"] = ts
 
     opt = _optimizer(cfg.get("optimizer", "sgd"), model.parameters())
     warmup, iters = int(cfg.get("warmup", 3)), int(cfg.get("iterations", 10))
@@ -171,11 +196,13 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             if cuda:
                 torch.cuda.synchronize()
             t2 = time.perf_counter()
+        pg.barrier()  # as after an allreduce, every rank steps its optimizer at once
+        t3 = time.perf_counter()
         opt.step()
         if cuda:
             torch.cuda.synchronize()
         if i > 0:  # the first one warms up
-            local_it.append(time.perf_counter() - t0), local_f.append(t1 - t0), local_b.append(t2 - t1)
+            local_it.append(t2 - t0 + time.perf_counter() - t3), local_f.append(t1 - t0), local_b.append(t2 - t1)
     if local_it:
         info["local_compute"] = {"iteration": _summary(local_it), "forward": _summary(local_f),
                                  "backward": _summary(local_b)}
@@ -183,8 +210,10 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
     if pg is not None:
         pg.barrier()
     for i in range(warmup + iters):
+        if align is not None:
+            align.barrier()
         if cuda:
-            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
             ev[0].record()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
@@ -195,16 +224,23 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         loss.backward()
         if cuda:
             ev[2].record()
-        t2 = time.perf_counter()
+        t2 = tb = time.perf_counter()
+        if align is not None:  # the optimizer step starts when every rank's backward is done
+            align.barrier()
+            t2 = time.perf_counter()
+        if cuda:
+            ev[4].record()  # optimizer start (after the barrier when aligned)
         opt.step()
         if cuda:
             ev[3].record()
             torch.cuda.synchronize()
-            f, bk, s = (ev[0].elapsed_time(ev[1]) / 1e3, ev[1].elapsed_time(ev[2]) / 1e3, ev[2].elapsed_time(ev[3]) / 1e3)
-            total = ev[0].elapsed_time(ev[3]) / 1e3
+            f, bk, s = (ev[0].elapsed_time(ev[1]) / 1e3, ev[1].elapsed_time(ev[2]) / 1e3, ev[4].elapsed_time(ev[3]) / 1e3)
+            total = f + bk + s
         else:
             t3 = time.perf_counter()
-            f, bk, s, total = t1 - t0, t2 - t1, t3 - t2, t3 - t0
+            # aligned: the wait at the barrier is not this rank's work
+            f, bk, s = t1 - t0, (t2 - t1) if align is None else (tb - t1), t3 - t2
+            total = f + bk + s
         if not torch.isfinite(loss.detach()).item():
             raise FloatingPointError(f"loss is {loss.item()} at iteration {i}")
         if i >= warmup:
@@ -258,6 +294,12 @@ def main(argv: list[str] | None = None) -> int:
             result = {**parts[0], "calibration": parts}
         else:
             result = run(cfg)
+        if cfg.get("mode") == "compute":  # the barrier-only group of an aligned calibration
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                dist.barrier()
+                dist.destroy_process_group()
     except BaseException as exc:  # noqa: BLE001 - report any failure, then exit non-zero
         _write(out, {"schema": RESULT_SCHEMA, "status": "error", "rank": rank,
                      "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-4000:]})

@@ -70,6 +70,29 @@ TEST(Compute, MeasuredSplitIsKept) {
   EXPECT_NEAR(m.forward_s(32) / (m.forward_s(32) + m.backward_s(32)), 0.05 / 0.19, 1e-9);
 }
 
+TEST(Compute, MeasuredSplitMeasuresTheOptimizerStep) {
+  const srift::ComputeModel prior = srift::roofline_compute(layers(), v100(), srift::Precision::fp32, 1e7);
+  // Truth: forward 0.002 + 0.001 b, backward 0.004 + 0.002 b, optimizer 0.3 s (Adam over
+  // large embeddings): far above half the fixed compute, which the prior's share would cap.
+  std::vector<srift::Measurement> points;
+  for (double b : {16.0, 64.0}) {
+    const double f = 0.002 + 0.001 * b, bw = 0.004 + 0.002 * b;
+    points.push_back({b, f + bw + 0.3, f, bw});
+  }
+  const auto m = srift::anchor_to_measurements(prior, points);
+  EXPECT_NEAR(m.optimizer_s, 0.3, 1e-12);
+  EXPECT_NEAR(m.fixed_s(), 0.006, 1e-12);
+  EXPECT_NEAR(m.per_sample_s(), 0.003, 1e-12);
+  EXPECT_NEAR(m.compute_s(32), 0.006 + 0.096, 1e-12);
+  // One batch: the compute is rescaled to forward + backward, the optimizer is measured.
+  const auto one = srift::anchor_to_measurements(prior, {points[0]});
+  EXPECT_NEAR(one.optimizer_s, 0.3, 1e-12);
+  EXPECT_NEAR(one.compute_s(16), points[0].forward_s + points[0].backward_s, 1e-12);
+  // Phase medians that overshoot the iteration leave no optimizer time, not a negative one.
+  const auto over = srift::anchor_to_measurements(prior, {{16, 0.1, 0.05, 0.06}});
+  EXPECT_EQ(over.optimizer_s, 0.0);
+}
+
 TEST(Compute, BadInputIsRejected) {
   const srift::ComputeModel prior = srift::roofline_compute(layers(), v100(), srift::Precision::fp32, 1e7);
   EXPECT_THROW(srift::anchor_to_measurements(prior, {{0, 0.2}}), std::invalid_argument);

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("sklearn")
 from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor, RandomForestRegressor
-from sklearn.linear_model import Ridge
+from sklearn.linear_model import HuberRegressor, Ridge
 from sklearn.neural_network import MLPRegressor
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -26,6 +26,7 @@ def _data(seed: int = 0, n: int = 300, d: int = 6):
 
 ESTIMATORS = {
     "ridge": lambda: make_pipeline(StandardScaler(), Ridge(alpha=0.3)),
+    "huber": lambda: make_pipeline(StandardScaler(), HuberRegressor(epsilon=1.35, alpha=1e-3, max_iter=2000)),
     "gbr": lambda: GradientBoostingRegressor(n_estimators=40, max_depth=3, learning_rate=0.1, random_state=0),
     "rf": lambda: RandomForestRegressor(n_estimators=15, max_depth=6, random_state=0),
     "hgb": lambda: HistGradientBoostingRegressor(max_iter=30, random_state=0),

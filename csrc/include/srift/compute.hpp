@@ -80,6 +80,9 @@ struct Measurement {
 /// Anchors an estimate to measurements of the same GPU type. Two or more distinct batches:
 /// least-squares fit of the fixed and per-sample terms (split between forward and backward
 /// as measured, else as the prior splits them). One batch: the prior is scaled to match it.
+/// When every measurement has forward_s and backward_s, the terms are fitted to forward +
+/// backward and the optimizer step is measured: the mean of iteration - forward - backward
+/// (at least 0). Otherwise the optimizer step is the prior's, at most half the intercept.
 /// Throws std::invalid_argument on a non-positive batch or time.
 ComputeModel anchor_to_measurements(const ComputeModel& prior,
                                     const std::vector<Measurement>& measurements);
