@@ -21,6 +21,7 @@ void InstanceSpec::validate() const {
   detail::require_finite_nonneg(p + "intra.latency", intra.latency);
   detail::require_positive(p + "network.bandwidth", network.bandwidth);
   detail::require_finite_nonneg(p + "network.latency", network.latency);
+  detail::require_finite_nonneg(p + "comm_compute_s_per_byte", comm_compute_s_per_byte);
 }
 
 }  // namespace srift

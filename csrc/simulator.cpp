@@ -110,6 +110,7 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   out.infeasible = Infeasible::none;
   out.workers = 0;
   out.iteration_s = out.compute_s = out.comm_s = out.exposed_comm_s = out.optimizer_s = 0;
+  out.interference_s = 0;
   out.samples_per_s = out.usd_per_hour = out.usd_per_iteration = 0;
   out.bottleneck = Bottleneck::none;
   out.bottleneck_group = -1;
@@ -185,6 +186,13 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   const LinkSpec ring{out.ring_bandwidth, out.ring_latency};
   double stream_free = 0;
   const std::size_t buckets = workers > 1 ? w.bucket_bytes.size() : 0;
+  bool any_interference = false;
+  double overlapped[kMaxGroups];  // bytes each group's compute shared its cores with
+  for (int g = 0; g < n; ++g) {
+    overlapped[g] = 0;
+    any_interference = any_interference || groups[g].instance->comm_compute_s_per_byte > 0;
+  }
+  if (buckets == 0) any_interference = false;
   for (std::size_t k = 0; k < buckets; ++k) {
     const double fraction = w.bucket_ready_fraction[k];
     double ready = forward[0] + fraction * backward[0];
@@ -193,11 +201,30 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
     const double start = std::max(ready, stream_free);
     stream_free = start + duration;
     out.comm_s += duration;
+    if (any_interference && duration > 0) {
+      for (int g = 0; g < n; ++g) {
+        const double end = out.groups[g].compute_s;
+        if (start < end) overlapped[g] += w.bucket_bytes[k] * std::min(1.0, (end - start) / duration);
+      }
+    }
     if (timeline != nullptr) timeline->push_back({ready, start, stream_free, w.bucket_bytes[k]});
   }
 
-  out.exposed_comm_s = std::max(0.0, stream_free - out.compute_s);
-  out.iteration_s = std::max(stream_free, out.compute_s) + out.optimizer_s;
+  // Interference: where collectives compete with compute for the same cores, each group's
+  // compute is stretched by its cost per byte times the traffic that flowed before its
+  // compute would have ended (one pass: the stretch itself is not fed back into the overlap).
+  double compute_end = out.compute_s;
+  if (any_interference) {
+    const double traffic_per_byte = 2.0 * (workers - 1.0) / workers;
+    for (int g = 0; g < n; ++g) {
+      const double stretched = out.groups[g].compute_s +
+                               groups[g].instance->comm_compute_s_per_byte * traffic_per_byte * overlapped[g];
+      compute_end = std::max(compute_end, stretched);
+    }
+  }
+  out.interference_s = compute_end - out.compute_s;
+  out.exposed_comm_s = std::max(0.0, stream_free - compute_end);
+  out.iteration_s = std::max(stream_free, compute_end) + out.optimizer_s;
   out.samples_per_s = options.global_batch / out.iteration_s;
   out.usd_per_iteration = out.usd_per_hour * out.iteration_s / 3600.0;
 }

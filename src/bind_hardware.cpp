@@ -34,6 +34,8 @@ void bind_hardware(py::module_& m) {
       .def_readwrite("gpu_memory_bytes", &InstanceSpec::gpu_memory_bytes)
       .def_readwrite("intra", &InstanceSpec::intra)
       .def_readwrite("network", &InstanceSpec::network)
+      .def_readwrite("comm_compute_s_per_byte", &InstanceSpec::comm_compute_s_per_byte,
+                     "compute time lost per byte of allreduce traffic while computing, s/byte")
       .def("validate", &InstanceSpec::validate);
 
   py::class_<ComputeModel>(m, "ComputeModel", "Affine compute time of one GPU type (seconds).")

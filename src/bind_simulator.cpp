@@ -44,6 +44,7 @@ void bind_simulator(py::module_& m) {
       .def_readonly("comm_s", &IterationResult::comm_s)
       .def_readonly("exposed_comm_s", &IterationResult::exposed_comm_s)
       .def_readonly("optimizer_s", &IterationResult::optimizer_s)
+      .def_readonly("interference_s", &IterationResult::interference_s)
       .def_readonly("samples_per_s", &IterationResult::samples_per_s)
       .def_readonly("usd_per_hour", &IterationResult::usd_per_hour)
       .def_readonly("usd_per_iteration", &IterationResult::usd_per_iteration)

@@ -82,7 +82,8 @@ class GpuSpec:
 
 
 MEASURED_LINK_FIELDS = ("measured_network_gbytes_s", "measured_network_latency_us",
-                        "measured_intra_gbytes_s", "measured_intra_latency_us")
+                        "measured_intra_gbytes_s", "measured_intra_latency_us",
+                        "measured_comm_compute_s_per_gbyte")
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,10 @@ class InstanceType:
     measured_network_latency_us: float | None = None
     measured_intra_gbytes_s: float | None = None
     measured_intra_latency_us: float | None = None
+    # Compute a rank loses per GB of allreduce traffic that flows while it computes (s/GB):
+    # collectives competing with compute for the same cores (`srift validate` measures it on
+    # emulated CPU hosts). None/0: collectives cost compute nothing.
+    measured_comm_compute_s_per_gbyte: float | None = None
 
     @classmethod
     def from_dict(cls, name: str, d: Mapping[str, Any]) -> InstanceType:

@@ -122,6 +122,7 @@ _INSTANCE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "measured_network_latency_us": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0), "a number >= 0 (microseconds per ring step) or null"),
     "measured_intra_gbytes_s": (_pos_or_none, "a number > 0 (GB/s, achieved allreduce bus bandwidth) or null"),
     "measured_intra_latency_us": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0), "a number >= 0 (microseconds per ring step) or null"),
+    "measured_comm_compute_s_per_gbyte": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")), "a number >= 0 (seconds of compute lost per GB of allreduce traffic) or null"),
     "network_baseline_gbps": (_pos_or_none, "a number > 0 (Gbit/s)"),
     "network_peak_gbps": (_pos_or_none, "a number > 0 (Gbit/s)"),
     "network_performance": (_str_or_none, "a string"),

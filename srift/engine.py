@@ -180,6 +180,7 @@ class Engine:
         net_lat = (float(it.measured_network_latency_us) * 1e-6 if it.measured_network_latency_us is not None
                    else (c.efa_latency_s if it.efa else c.network_latency_s))
         spec.network = _core.LinkSpec(net_bw, net_lat)
+        spec.comm_compute_s_per_byte = float(it.measured_comm_compute_s_per_gbyte or 0.0) * 1e-9
         spec.validate()
         self._instances[name] = spec
         return spec

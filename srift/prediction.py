@@ -89,6 +89,9 @@ class Prediction:
     # residual quantiles of the model that estimated it; communication is taken as predicted.
     iteration_p10_s: float = math.nan
     iteration_p90_s: float = math.nan
+    # compute lost to collectives that share the compute's cores (instance types with a
+    # measured_comm_compute_s_per_gbyte; 0 elsewhere)
+    interference_s: float = 0.0
 
     @property
     def total_hours(self) -> float | None:
@@ -232,4 +235,5 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         ring_gbytes_s=(result.ring_bandwidth / 1e9) if math.isfinite(result.ring_bandwidth) else 0.0,
         groups=groups, precision=engine.precision, iterations=iterations,
         buckets=[BucketTiming(e.bytes, e.ready_s, e.start_s, e.end_s) for e in events],
-        iteration_p10_s=p10, iteration_p90_s=p90)
+        iteration_p10_s=p10, iteration_p90_s=p90,
+        interference_s=result.interference_s if ok else nan)

@@ -261,6 +261,8 @@ def prediction_text(pred: Any) -> str:
              f"  compute        {seconds(pred.compute_s)}  (slowest group: {slowest.instance_type})",
              f"  exposed comm   {seconds(pred.exposed_comm_s)} of {seconds(pred.comm_s)} "
              f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
+             *([f"  interference   {seconds(pred.interference_s)}  (compute lost to collectives on shared cores)"]
+               if _finite(pred.interference_s) and pred.interference_s > 0 else []),
              f"  optimizer      {seconds(pred.optimizer_s)}",
              f"cost             {usd(pred.usd_per_hour)}/h, {usd(pred.usd_per_1k_samples)} per 1k samples"]
     if pred.iterations is not None:

@@ -393,12 +393,32 @@ def validate(
                     entry["measured_network_gbytes_s"] = gbytes
                     if latency_us is not None:
                         entry["measured_network_latency_us"] = latency_us
+                # Compute lost to collectives on the same cores, measured per host by the
+                # ranks' interference probe (compute with and without an allreduce in flight).
+                rank_host = [hi for hi, h in enumerate(hosts) for _ in h.workers]
+                for hi, (h, nic_h) in enumerate(zip(hosts, nic)):
+                    vals = [r["interference_s_per_byte"] for r in run.ranks
+                            if rank_host[r["rank"]] == hi and r.get("interference_s_per_byte") is not None]
+                    if vals:
+                        overrides["instances"][h.instance_name(nic_h)]["measured_comm_compute_s_per_gbyte"] = \
+                            float(statistics.median(vals)) * 1e9
                 pred = predict_fn(prof, cluster, global_batch, catalog=catalog0.with_overrides(overrides), region=REGION)
+                if pred.feasible and getattr(pred, "interference_s", 0.0) > 0:
+                    plain = copy.deepcopy(overrides)
+                    for entry in plain["instances"].values():
+                        entry.pop("measured_comm_compute_s_per_gbyte", None)
+                    pred_plain = predict_fn(prof, cluster, global_batch, catalog=catalog0.with_overrides(plain),
+                                            region=REGION)
+                    notes.append(f"collectives sharing the compute's cores cost {pred.interference_s:.3f}s per "
+                                 f"iteration; without that srift predicted {pred_plain.iteration_s:.3f}s")
                 if pred.feasible and _rank_batches(pred, hosts, nic) != local_batches:
                     notes.append(f"with the calibrated link srift would split the batch as "
                                  f"{_rank_batches(pred, hosts, nic)}, not as run ({local_batches})")
+                inter = sorted({round(e.get("measured_comm_compute_s_per_gbyte") or 0.0, 3)
+                                for e in overrides["instances"].values()})
                 notes.append(f"link calibrated by the allreduce probe: {gbytes:.3f} GB/s bus bandwidth"
                              + (f", {latency_us:.0f} us/step" if latency_us is not None else "")
+                             + f", compute lost to collectives {'/'.join(f'{v:g}' for v in inter)} s/GB"
                              + f"; with the nominal link srift predicted {nominal_s:.3f}s")
             cat_run = catalog0.with_overrides(overrides)
             # second opinion: compute anchored on the in-run compute of every rank (no_sync
@@ -434,6 +454,7 @@ def validate(
                                                           if r.get("allreduce_latency_s")] or [math.nan]),
                 "allreduce_busbw_gbps": statistics.median(busbw) if busbw else None,
                 "in_run_compute": [{"rank": r["rank"], **r["local_compute"]} for r in inrun],
+                "interference_s_per_byte": [r.get("interference_s_per_byte") for r in run.ranks],
                 "wall_s": run.wall_s,
             }
             host_info = [{"nic_gbps": h.nic_gbps if real_mode == "netns" else None, "ranks": len(h.workers),

@@ -83,6 +83,58 @@ def _summary(xs: list[float]) -> dict[str, float]:
             "mean": statistics.fmean(xs), "min": min(xs), "max": max(xs)}
 
 
+def _interference_probe(model: Any, opt: Any, loss_fn: Any, inputs: Any, targets: Any, world: int, device: Any,
+                        cuda: bool, busbw_gbps: float, reps: int) -> dict[str, Any]:
+    """Compute lost per byte of allreduce traffic flowing while this rank computes (s/byte).
+
+    Alternates forward+backward alone and forward+backward with an asynchronous allreduce in
+    flight (sized to last about half the compute at the probed bandwidth), every rank at once.
+    Where collectives compete with compute for the same cores (a CPU host with no spare core:
+    TCP stack, gloo's copies and sums) the second is slower; the difference over the traffic
+    that overlapped it is the cost per byte."""
+    import torch
+    import torch.distributed as dist
+
+    def fwd_bwd() -> float:
+        t0 = time.perf_counter()
+        with model.no_sync():
+            loss_fn(_call(model, inputs), targets).backward()
+        if cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    traffic_per_byte = 2 * (world - 1) / world
+    dist.barrier()
+    alone0 = fwd_bwd()  # warm-up, and the size of the overlapping message
+    nbytes = int(0.5 * alone0 * busbw_gbps * 1e9 / 8 / traffic_per_byte)
+    nbytes = max(1 << 20, min(nbytes, 512 << 20)) // 4 * 4
+    agreed = torch.tensor([nbytes], dtype=torch.int64, device=device)
+    dist.all_reduce(agreed, op=dist.ReduceOp.MIN)  # every rank must reduce the same size
+    nbytes = int(agreed.item())
+    buf = torch.zeros(nbytes // 4, device=device)
+    alone, shared, overlap = [], [], []
+    for _ in range(max(2, reps)):
+        opt.zero_grad(set_to_none=True)
+        dist.barrier()
+        alone.append(fwd_bwd())
+        opt.zero_grad(set_to_none=True)
+        dist.barrier()
+        t0 = time.perf_counter()
+        work = dist.all_reduce(buf, async_op=True)
+        t_compute = fwd_bwd()
+        work.wait()
+        if cuda:
+            torch.cuda.synchronize()
+        t_comm = time.perf_counter() - t0
+        shared.append(t_compute)
+        overlap.append(min(1.0, t_compute / t_comm) if t_comm > 0 else 1.0)  # traffic share inside
+    opt.zero_grad(set_to_none=True)
+    lost = statistics.median(shared) - statistics.median(alone)
+    traffic = traffic_per_byte * nbytes * statistics.median(overlap)
+    return {"interference_s_per_byte": max(0.0, lost / traffic) if traffic > 0 else 0.0,
+            "interference_probe": {"bytes": nbytes, "alone_s": alone, "shared_s": shared, "overlap": overlap}}
+
+
 def run(cfg: dict[str, Any]) -> dict[str, Any]:
     import torch
 
@@ -206,6 +258,9 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
     if local_it:
         info["local_compute"] = {"iteration": _summary(local_it), "forward": _summary(local_f),
                                  "backward": _summary(local_b)}
+    if pg is not None and world > 1 and cfg.get("interference_probe", True) and info.get("allreduce_busbw_gbps"):
+        info.update(_interference_probe(model, opt, loss_fn, inputs, targets, world, device, cuda,
+                                        float(info["allreduce_busbw_gbps"]), int(cfg.get("interference_reps", 6))))
     fwd, bwd, stp, it = [], [], [], []
     if pg is not None:
         pg.barrier()

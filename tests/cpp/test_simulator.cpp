@@ -162,6 +162,36 @@ TEST(Simulator, NetworkIsTheBottleneckAcrossInstances) {
   EXPECT_EQ(single.bottleneck, srift::Bottleneck::intra);
 }
 
+TEST(Simulator, InterferenceStretchesComputeByTheOverlappedTraffic) {
+  // One bucket ready halfway through the backward; 2 instances of 1 GPU on a fast link, so
+  // the whole bucket's allreduce runs while the backward still computes.
+  Workload w;
+  w.bucket_bytes = {8.0e6};
+  w.bucket_ready_fraction = {0.5};
+  w.fixed_memory_bytes = 1e9;
+  w.activation_bytes_per_sample = 1e6;
+  InstanceSpec plain = instance(1, 400);
+  InstanceSpec shared = plain;
+  shared.comm_compute_s_per_byte = 2e-9;  // 2 ns of compute lost per byte of traffic
+  const ComputeModel c = compute(1e-2, 0, 0);  // 0.32 s of compute at 32 samples
+  const IterationResult base = run(w, {{&plain, 2, c, 1.0}}, 64);
+  const IterationResult hit = run(w, {{&shared, 2, c, 1.0}}, 64);
+  ASSERT_TRUE(base.feasible() && hit.feasible());
+  EXPECT_EQ(base.interference_s, 0.0);
+  ASSERT_LT(base.comm_s, 0.5 * base.compute_s * 2 / 3);  // the bucket ends inside the backward
+  // 2 ranks: each moves 2(n-1)/n = 1 x the bucket; all of it while computing
+  EXPECT_NEAR(hit.interference_s, 2e-9 * 8.0e6, 1e-12);
+  EXPECT_NEAR(hit.iteration_s, base.iteration_s + 2e-9 * 8.0e6, 1e-12);
+  EXPECT_DOUBLE_EQ(hit.compute_s, base.compute_s);
+  // Traffic after the compute has ended costs it nothing: a bucket ready at the very end.
+  w.bucket_ready_fraction = {1.0};
+  EXPECT_EQ(run(w, {{&shared, 2, c, 1.0}}, 64).interference_s, 0.0);
+  // One worker has no traffic, hence no interference.
+  EXPECT_EQ(run(w, {{&shared, 1, c, 1.0}}, 32).interference_s, 0.0);
+  shared.comm_compute_s_per_byte = -1;
+  EXPECT_THROW(run(w, {{&shared, 2, c, 1.0}}, 64), std::invalid_argument);
+}
+
 TEST(Simulator, BadInputNamesTheField) {
   const InstanceSpec s = instance(1, 25);
   try {

@@ -138,3 +138,27 @@ def test_measured_link_is_used_as_is(resnet50_profile, catalog):
     with pytest.raises(ValueError, match="measured_network_gbytes_s"):
         catalog.with_overrides({"schema": "srift.catalog-overrides/1",
                                 "instances": {"p3.16xlarge": {"measured_network_gbytes_s": -1}}})
+
+
+def test_measured_interference_stretches_compute(resnet50_profile, catalog):
+    # Collectives that share the compute's cores cost compute time per byte of traffic that
+    # flows while it runs; 0 / unset (every EC2 type) leaves the prediction as it was.
+    base = srift.predict(resnet50_profile, "2x p3.16xlarge", global_batch=256, catalog=catalog, timeline=True)
+    assert base.interference_s == 0.0
+    cost = 0.5  # s per GB of traffic
+    patched = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {
+        "p3.16xlarge": {"measured_comm_compute_s_per_gbyte": cost}}})
+    hit = srift.predict(resnet50_profile, "2x p3.16xlarge", global_batch=256, catalog=patched, timeline=True)
+    # the traffic that started before the compute ended, pro rata of each bucket's allreduce
+    workers = 16
+    overlapped = sum(b.bytes * min(1.0, (base.compute_s - b.start_s) / (b.end_s - b.start_s))
+                     for b in base.buckets if b.start_s < base.compute_s and b.end_s > b.start_s)
+    expected = cost * 1e-9 * 2 * (workers - 1) / workers * overlapped
+    assert expected > 0
+    assert hit.interference_s == pytest.approx(expected, rel=1e-9)
+    assert hit.compute_s == pytest.approx(base.compute_s)
+    assert hit.iteration_s == pytest.approx(max(base.compute_s + expected, base.compute_s + base.exposed_comm_s)
+                                            + base.optimizer_s, rel=1e-9)
+    with pytest.raises(ValueError, match="measured_comm_compute_s_per_gbyte"):
+        catalog.with_overrides({"schema": "srift.catalog-overrides/1",
+                                "instances": {"p3.16xlarge": {"measured_comm_compute_s_per_gbyte": -1}}})

@@ -145,6 +145,10 @@ def test_validate_loopback_end_to_end(tmp_path: Path, calibrator: Calibrator) ->
     ranks = run.measured["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1] and [r["local_batch"] for r in ranks] == run.local_batches
     assert run.measured["allreduce_busbw_gbps"] > 0 and len(run.measured["in_run_compute"]) == 2
+    # each rank measured the compute it loses to an allreduce in flight (>= 0 s/byte)
+    inter = run.measured["interference_s_per_byte"]
+    assert len(inter) == 2 and all(math.isfinite(v) and v >= 0 for v in inter)
+    assert any("compute lost to collectives" in n for n in run.notes)
     recs = load_measurements(meas)
     kinds = [r["kind"] for r in recs]
     assert kinds.count("ddp") == 1 and kinds.count("compute") == 4  # 2 ranks x 2 calibration batches

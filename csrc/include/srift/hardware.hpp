@@ -32,6 +32,11 @@ struct InstanceSpec {
   double gpu_memory_bytes = 0;  ///< memory of each GPU, bytes
   LinkSpec intra;            ///< GPU-to-GPU inside one instance (NVLink/NVSwitch/PCIe)
   LinkSpec network;          ///< the instance's NIC to other instances
+  /// Compute time a rank loses per byte of allreduce traffic (2(n-1)/n x bucket bytes) that
+  /// flows while it computes, seconds/byte (>= 0). 0 (the default) when collectives are
+  /// offloaded and cost compute nothing; measured where they compete with compute for the
+  /// same cores (CPU hosts with no spare core: the TCP stack, gloo's copies and sums).
+  double comm_compute_s_per_byte = 0;
 
   void validate() const;
 };

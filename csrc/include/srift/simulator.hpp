@@ -57,6 +57,7 @@ struct IterationResult {
   double comm_s = 0;           ///< all bucket allreduces back to back, seconds
   double exposed_comm_s = 0;   ///< communication not hidden behind the backward, seconds
   double optimizer_s = 0;      ///< slowest rank's optimizer step, seconds
+  double interference_s = 0;   ///< compute lost to collectives sharing its cores, seconds
   double samples_per_s = 0;
   double usd_per_hour = 0;     ///< whole cluster, USD/hour
   double usd_per_iteration = 0;
