@@ -172,22 +172,14 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
     out.backward_per_sample_s = slope * (1 - forward_share_slope);
     return out;
   }
-  // One batch (or a fit the noise made meaningless): rescale the prior's shape to the mean.
-  if (split_measured) {
-    const double scale = mean_t / prior.compute_s(mean_b);
-    out.forward_fixed_s = prior.forward_fixed_s * scale;
-    out.backward_fixed_s = prior.backward_fixed_s * scale;
-    out.forward_per_sample_s = prior.forward_per_sample_s * scale;
-    out.backward_per_sample_s = prior.backward_per_sample_s * scale;
-    out.optimizer_s = mean_opt;
-  } else {
-    const double scale = mean_t / (prior.compute_s(mean_b) + prior.optimizer_s);
-    out.forward_fixed_s = prior.forward_fixed_s * scale;
-    out.backward_fixed_s = prior.backward_fixed_s * scale;
-    out.forward_per_sample_s = prior.forward_per_sample_s * scale;
-    out.backward_per_sample_s = prior.backward_per_sample_s * scale;
-    out.optimizer_s = prior.optimizer_s * scale;
-  }
+  // One batch (or a fit the noise made meaningless): rescale the prior's shape to the mean
+  // (the optimizer with it unless it was measured).
+  const double scale = mean_t / (prior.compute_s(mean_b) + (split_measured ? 0.0 : prior.optimizer_s));
+  out.forward_fixed_s = prior.forward_fixed_s * scale;
+  out.backward_fixed_s = prior.backward_fixed_s * scale;
+  out.forward_per_sample_s = prior.forward_per_sample_s * scale;
+  out.backward_per_sample_s = prior.backward_per_sample_s * scale;
+  out.optimizer_s = split_measured ? mean_opt : prior.optimizer_s * scale;
   if (shares_measured) {
     const double compute = out.compute_s(mean_b);
     const double f = forward_share_fixed;

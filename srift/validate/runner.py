@@ -327,6 +327,7 @@ def validate(
     for i, hosts in enumerate(clusters):
         label = labels[i] if labels else ""
         workers = [w for h in hosts for w in h.workers]
+        rank_host = [hi for hi, h in enumerate(hosts) for _ in h.workers]
         try:
             say(f"[{label or i}] calibrating compute of {sorted({w.key for w in workers})}")
             points = cal.calibrate(workers, global_batch)
@@ -395,7 +396,6 @@ def validate(
                         entry["measured_network_latency_us"] = latency_us
                 # Compute lost to collectives on the same cores, measured per host by the
                 # ranks' interference probe (compute with and without an allreduce in flight).
-                rank_host = [hi for hi, h in enumerate(hosts) for _ in h.workers]
                 for hi, (h, nic_h) in enumerate(zip(hosts, nic)):
                     vals = [r["interference_s_per_byte"] for r in run.ranks
                             if rank_host[r["rank"]] == hi and r.get("interference_s_per_byte") is not None]
@@ -442,7 +442,6 @@ def validate(
             predicted["groups"] = [{k: g.get(k) for k in ("instance_type", "count", "local_batch_low",
                                                           "local_batch_high", "ranks_high", "compute_s",
                                                           "compute_source")} for g in pd["groups"]]
-            rank_host = [hi for hi, h in enumerate(hosts) for _ in h.workers]
             measured = {
                 "per_iteration_s": per_iter,
                 "ranks": [{"rank": r["rank"], "host": rank_host[r["rank"]], "speed": workers[r["rank"]].key,
