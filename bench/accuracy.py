@@ -5,6 +5,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_absolute_logo       single-GPU compute with no measurement at all
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
   multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps
+  multi_node_instance_anchored     Sia multi-node steps, given the test cluster's 1-GPU and
+                                   single-node steps (a whole instance profiled; nothing learned
+                                   from other clusters: srift.learn.comm note "instance anchor")
 beside "linear" (perfect linear scaling / peak-FLOPs ratio) and "v0" (roofline / nominal
 links). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp]
 """
@@ -19,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from srift.learn.comm import build_cases, overhead_dataset, site
+from srift.learn.comm import build_cases, instance_anchored_sim, node_measurements, overhead_dataset, site
 from srift.learn.datasets import compute_rows, sia_rows
 from srift.learn.train import absolute_dataset, ape, candidates, git_commit, loco_errors, ratio_dataset
 from srift.learn.workloads import load_workloads
@@ -54,7 +57,8 @@ def main() -> None:
         pred, mask, _ = loco_errors(X, y, meta, candidates()[k], "chip")
         out[k] = stats(ape(pred[mask] + base[mask], truth[mask]))
     print(json.dumps(out))
-    cases = build_cases(sia_rows())
+    rows = sia_rows()
+    cases = build_cases(rows)
     X, y, base, truth = overhead_dataset(cases, w)
     sites = np.array([site(c.cluster) for c in cases])
     multinode = np.array([len(c.placement) > 1 for c in cases])
@@ -77,6 +81,24 @@ def main() -> None:
             for k in kinds:
                 out[k] = stats(ape(preds[k][m], truth[m]))
             print(json.dumps(out))
+    instance_anchored(cases, w, rows, base, truth, sites, multinode)
+
+
+def instance_anchored(cases, w, rows, base, truth, sites, multinode) -> None:
+    nodes = node_measurements(rows)
+    pred = np.full(len(cases), np.nan)
+    for i, c in enumerate(cases):
+        if multinode[i]:
+            p = instance_anchored_sim(c, w[c.workload], nodes)
+            if p is not None:
+                pred[i] = math.log(p / c.one_gpu_time)
+    ok = ~np.isnan(pred)
+    for g in [*sorted(set(sites[ok])), "ALL"]:
+        m = ok & ((sites == g) if g != "ALL" else True)
+        print(json.dumps({"split": f"multi_node_instance_anchored/{g}",
+                          "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])),
+                          "v0_simulator": stats(ape(base[m], truth[m])),
+                          "instance_anchored": stats(ape(pred[m], truth[m]))}))
 
 
 if __name__ == "__main__":

@@ -82,6 +82,11 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                    help="arithmetic of the training run (default: the profile's)")
     g.add_argument("--measure", type=_measurement, action="append", default=[], metavar="GPU:BATCH:SECONDS",
                    help="a single-GPU iteration you timed, e.g. T4:32:0.21 (repeatable)")
+    g.add_argument("--measure-instance", type=_measurement, action="append", default=[],
+                   metavar="INSTANCE:BATCH:SECONDS",
+                   help="a DDP iteration you timed on all GPUs of one instance, at a local batch per GPU, "
+                        "e.g. p3.16xlarge:32:0.16 (repeatable): anchors that instance type, host and "
+                        "intra-instance allreduce included")
     g.add_argument("--catalog", dest="catalog_path", metavar="FILE", help="a catalog JSON (default: bundled)")
     g.add_argument("--catalog-overrides", metavar="FILE", help="prices, quotas or instances to override (JSON/TOML)")
 
@@ -156,6 +161,11 @@ def _profile(args: argparse.Namespace) -> Any:
         prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json)
     for device, batch, secs in args.measure:
         prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli")
+    if args.measure_instance:
+        catalog = _catalog(args)
+        for name, batch, secs in args.measure_instance:
+            it = catalog.instance(name)
+            prof.add_measurement(it.name, local_batch=batch, iteration_s=secs, source="cli", gpus=int(it.gpu_count))
     return prof
 
 

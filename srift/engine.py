@@ -84,7 +84,9 @@ class Engine:
         if self.config.compute_model not in ("learned", "roofline"):
             raise ValueError(f"compute_model must be 'learned' or 'roofline', got {self.config.compute_model!r}")
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
+        self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
+        self._instance_points = self._instance_measurements()
         self._layers = self._layer_columns()
         self.workload = self._workload()
 
@@ -174,6 +176,10 @@ class Engine:
         intra_lat = (float(it.measured_intra_latency_us) * 1e-6 if it.measured_intra_latency_us is not None
                      else c.intra_latency_s)
         spec.intra = _core.LinkSpec(intra_bw if intra_bw > 0 else 1e9, intra_lat)
+        if it.name in self._instance_points:
+            # A measured whole-instance iteration already contains the allreduce inside the
+            # instance (and the host contention around it): only traffic leaving it is added.
+            spec.intra = _core.LinkSpec(INSIDE_MEASUREMENT_BYTES_S, 0.0)
         net_eff = c.efa_network_efficiency if it.efa else c.network_efficiency
         net_bw = (float(it.measured_network_gbytes_s) * 1e9 if it.measured_network_gbytes_s
                   else float(it.network_gbps) * 1e9 / 8 * net_eff)
@@ -186,10 +192,31 @@ class Engine:
         return spec
 
     # ---- compute ----------------------------------------------------------------------------
+    def _instance_measurements(self) -> dict[str, list[_core.Measurement]]:
+        """Whole-instance DDP measurements (gpus > 1) by catalog instance type; ValueError
+        when one names no instance type or a GPU count the instance does not have."""
+        out: dict[str, list[_core.Measurement]] = {}
+        for j, m in enumerate(self.profile.measurements):
+            if m.gpus <= 1:
+                continue
+            try:
+                it = self.catalog.instance(m.device.strip())
+            except (KeyError, ValueError) as e:
+                raise ValueError(f"measurements[{j}].device: a measurement with gpus={m.gpus} names the instance "
+                                 f"type it ran on; {m.device!r} is not one ({e})") from None
+            if int(it.gpu_count) != m.gpus:
+                raise ValueError(f"measurements[{j}].gpus: {it.name} has {it.gpu_count} GPUs and srift plans whole "
+                                 f"instances, so a whole-instance measurement uses all of them; got gpus={m.gpus}")
+            out.setdefault(it.name, []).append(_core.Measurement(
+                float(m.local_batch), float(m.iteration_s),
+                -1.0 if m.forward_s is None else float(m.forward_s),
+                -1.0 if m.backward_s is None else float(m.backward_s)))
+        return out
+
     def _measurements_for(self, gpu_key: str) -> list[_core.Measurement]:
         points: list[_core.Measurement] = []
         for m in self.profile.measurements:
-            if gpu_key in self._resolve(m.device):
+            if m.gpus == 1 and gpu_key in self._resolve(m.device):
                 points.append(_core.Measurement(
                     float(m.local_batch), float(m.iteration_s),
                     -1.0 if m.forward_s is None else float(m.forward_s),
@@ -211,6 +238,8 @@ class Engine:
         """The GPU type with the most measurements in the profile, to anchor learned ratios."""
         best: tuple[str, list[_core.Measurement]] | None = None
         for m in self.profile.measurements:
+            if m.gpus > 1:
+                continue
             keys = [k for k in self._resolve(m.device) if k in self.catalog.gpu_keys()]
             if keys:
                 points = self._measurements_for(keys[0])
@@ -261,10 +290,33 @@ class Engine:
         return entry
 
     def instance_compute(self, instance_type: str) -> tuple[_core.ComputeModel, str]:
-        return self.compute_model(self.catalog.instance(instance_type).gpu)
+        """(ComputeModel, source) of one rank on an instance type: its GPU's model, or, when
+        the profile measured a DDP iteration on the whole instance, that GPU's model anchored
+        to it (source "measured-instance"): host contention and the allreduce inside the
+        instance are then part of each rank's compute, and srift adds only the network."""
+        model, source, _, _ = self._instance_entry(instance_type)
+        return model, source
 
     def instance_interval(self, instance_type: str) -> tuple[float, float]:
-        return self.compute_interval(self.catalog.instance(instance_type).gpu)
+        _, _, p10, p90 = self._instance_entry(instance_type)
+        return p10, p90
+
+    def _instance_entry(self, instance_type: str) -> tuple[_core.ComputeModel, str, float, float]:
+        it = self.catalog.instance(instance_type)
+        points = self._instance_points.get(it.name)
+        if not points:
+            return self._compute_entry(it.gpu)
+        cached = self._instance_compute.get(it.name)
+        if cached is None:
+            single, _, _, _ = self._compute_entry(it.gpu)
+            cached = self._instance_compute[it.name] = (
+                _core.anchor_to_measurements(single, points), "measured-instance",
+                self.config.measured_p10, self.config.measured_p90)
+        return cached
+
+
+# Bandwidth standing for "inside the measured iteration" (bytes/s): allreduce time ~ 0.
+INSIDE_MEASUREMENT_BYTES_S = 1e18
 
 
 def hours_to_seconds(hours: float | None) -> float:

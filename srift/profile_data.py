@@ -196,7 +196,12 @@ class Timings:
 
 @dataclass
 class Measurement:
-    """A measured iteration time of real training on ``device`` at ``local_batch``."""
+    """A measured iteration time of real training on ``device`` at ``local_batch``.
+
+    ``gpus`` = 1: one GPU alone; ``device`` names the GPU ("T4", "A100-40GB").
+    ``gpus`` > 1: a data-parallel iteration with that many ranks on one instance, each at
+    ``local_batch``; ``device`` names the instance type ("p3.16xlarge"). It carries what a
+    single GPU cannot show: host contention and intra-instance allreduce on that instance."""
 
     device: str
     local_batch: int
@@ -205,6 +210,7 @@ class Measurement:
     backward_s: float | None = None
     source: str = "user"
     recorded_at: str = field(default_factory=_now)
+    gpus: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -280,14 +286,17 @@ class Profile:
         forward_s: float | None = None,
         backward_s: float | None = None,
         source: str = "user",
+        gpus: int = 1,
     ) -> Measurement:
-        """Validate and append a measurement; ValueError names the bad field and value."""
+        """Validate and append a measurement; ValueError names the bad field and value.
+        gpus > 1: a DDP iteration on all ``gpus`` GPUs of instance type ``device``."""
         if not isinstance(device, str) or not device.strip():
             raise ValueError(f"device: expected a non-empty string, got {device!r}")
         _check_positive("local_batch", local_batch, integer=True)
         _check_positive("iteration_s", iteration_s)
         _check_positive("forward_s", forward_s, optional=True)
         _check_positive("backward_s", backward_s, optional=True)
+        _check_positive("gpus", gpus, integer=True)
         if not isinstance(source, str) or not source.strip():
             raise ValueError(f"source: expected a non-empty string, got {source!r}")
         parts = [x for x in (forward_s, backward_s) if x is not None]
@@ -303,6 +312,7 @@ class Profile:
             forward_s=None if forward_s is None else float(forward_s),
             backward_s=None if backward_s is None else float(backward_s),
             source=source,
+            gpus=int(gpus),
         )
         self.measurements.append(m)
         return m

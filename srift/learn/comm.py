@@ -23,7 +23,7 @@ import numpy as np
 from srift.learn.datasets import SiaRow
 from srift.learn.workloads import WorkloadInfo
 
-__all__ = ["LINK_FEATURES", "LinkClass", "SIA_LINKS", "link_features", "affine_fit", "ClusterCase",
+__all__ = ["node_measurements", "instance_anchored_sim", "LINK_FEATURES", "LinkClass", "SIA_LINKS", "link_features", "affine_fit", "ClusterCase",
            "build_cases", "simulate_case", "fit_link_model", "V0_EFFICIENCY", "LATENCY"]
 
 LINK_FEATURES = ["is_network", "is_nvlink", "rdma", "log_nominal_gbytes_s", "log_ranks",
@@ -244,3 +244,55 @@ def overhead_dataset(cases: list[ClusterCase], workloads: dict[str, WorkloadInfo
 def site(cluster: str) -> str:
     """dgx-ext is the dgx cluster at larger batches: one site for leave-one-cluster-out."""
     return "dgx" if cluster.startswith("dgx") else cluster
+
+
+# ---- whole-instance anchoring (what Engine does with a gpus > 1 measurement) ----------------
+# Note "instance anchor": a user who profiles one whole instance (all its GPUs under DDP) hands
+# srift what no spec sheet has: that host's contention and its intra-instance allreduce. The
+# engine anchors each rank's compute to that iteration and adds only the traffic that leaves
+# the instance. On the Sia data this is leave-one-cluster-out *given the test cluster's
+# single-node placements*: nothing is learned from the other clusters.
+
+def node_measurements(rows: list[SiaRow]) -> dict[tuple[str, str, int], list[tuple[float, float]]]:
+    """(cluster, model, GPUs) -> [(local batch, step time)] of the single-node placements."""
+    out: dict[tuple[str, str, int], list[tuple[float, float]]] = defaultdict(list)
+    for r in rows:
+        if r.num_nodes == 1 and r.replicas > 1 and r.placement.isdigit():
+            out[(r.cluster, r.model, r.replicas)].append((r.local_bsz, r.step_time))
+    return out
+
+
+def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
+                          nodes: dict[tuple[str, str, int], list[tuple[float, float]]]) -> float | None:
+    """Simulated step of a multi-node case with every node's ranks anchored to the measured
+    single-node iterations with as many GPUs (None when a node size was never measured)."""
+    from srift import _core
+
+    link = SIA_LINKS[case.cluster]
+    counts = [int(c) for c in case.placement]
+    net = link_spec(link, True, v0_log_eff(link, True))
+    one = _core.ComputeModel()
+    one.forward_fixed_s, one.backward_fixed_s = case.fixed / 3, 2 * case.fixed / 3
+    one.forward_per_sample_s, one.backward_per_sample_s = case.per_sample / 3, 2 * case.per_sample / 3
+    groups = []
+    for c in sorted(set(counts)):
+        spec = _core.InstanceSpec()
+        spec.name = f"{case.cluster}-{c}"
+        spec.gpus = c
+        spec.gpu_memory_bytes = 1e12
+        spec.network = net
+        if c == 1:
+            spec.intra, cm = link_spec(link, False, v0_log_eff(link, False)), one
+        else:
+            points = nodes.get((case.cluster, case.model, c))
+            if not points:
+                return None
+            from srift.engine import INSIDE_MEASUREMENT_BYTES_S
+
+            spec.intra = _core.LinkSpec(INSIDE_MEASUREMENT_BYTES_S, 0.0)
+            cm = _core.anchor_to_measurements(one, [_core.Measurement(b, t, -1.0, -1.0) for b, t in points])
+        groups.append((spec, counts.count(c), cm, 0.0))
+    res, _, why = _core.simulate(_workload(w), groups, int(round(case.local_bsz * sum(counts))))
+    if why:
+        raise ValueError(why)
+    return float(res.iteration_s)

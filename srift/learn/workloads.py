@@ -28,7 +28,9 @@ DATA_MODELS: dict[tuple[str, str], tuple[str, str, dict[str, Any], bool]] = {
     ("sia", "bert"): ("bert_base", "bert_base", {}, False),
     ("sia", "yolov3"): ("yolov3", "yolov3", {}, False),
     ("sia", "deepspeech2"): ("deepspeech2", "deepspeech2", {}, False),
-    ("sia", "ncf"): ("ncf", "ncf", {}, False),
+    # Sia/Pollux train AdaptDL's NCF example: the NCF paper's config on MovieLens-1M, 1.6 M
+    # parameters (MLPerf's ml-20m NCF, Lambda's, has 31.8 M: 20x the gradient traffic).
+    ("sia", "ncf"): ("ncf_ml1m", "ncf", {"dataset": "ml-1m"}, False),
     ("gavel", "ResNet-18"): ("resnet18_cifar", "resnet18_cifar", {}, False),
     ("gavel", "ResNet-50"): ("resnet50", "resnet50", {}, False),
     # Gavel's Transformer is a translation transformer (seq ~ 50-100 tokens): BERT-base

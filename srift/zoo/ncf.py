@@ -5,6 +5,12 @@ reference (mlcommons/training recommendation/pytorch, run_and_time.sh of v0.5):
 ``ncf.py ml-20m -b 2048 --layers 256 256 128 64 -f 64``; ml-20m has 138,493 users and 26,744
 rated movies. Parameters: embeddings (138,493 + 26,744) x (64 + 128) = 31,725,504, MLP
 256-256-128-64 = 106,944, final 128 -> 1 = 129; total 31,832,577.
+
+Option ``dataset="ml-1m"`` builds the NCF paper's configuration as the PyTorch port that
+AdaptDL/Pollux/Sia train (guoyang9/NCF: factor_num 32, num_layers 3, NeuMF-end) on
+MovieLens-1M as hexiangnan/neural_collaborative_filtering ships it (6,040 users, 3,706 items):
+embeddings (6,040 + 3,706) x (32 + 128) = 1,559,360, MLP 256-128-64-32 = 43,232, final
+64 -> 1 = 65; total 1,602,657. The same model family, 20x fewer parameters to all-reduce.
 """
 from __future__ import annotations
 
@@ -14,12 +20,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from srift.zoo._common import BatchFactory, LossFn, Options, ZooEntry
+from srift.zoo._common import BatchFactory, LossFn, Options, ZooEntry, check_choice
 
-__all__ = ["ENTRIES", "ML20M_ITEMS", "ML20M_USERS", "NeuMF", "ncf"]
+__all__ = ["DATASETS", "ENTRIES", "ML20M_ITEMS", "ML20M_USERS", "NeuMF", "ncf"]
 
 ML20M_USERS = 138_493
 ML20M_ITEMS = 26_744
+# dataset -> (users, items, GMF factors, MLP layer sizes)
+DATASETS: dict[str, tuple[int, int, int, tuple[int, ...]]] = {
+    "ml-20m": (ML20M_USERS, ML20M_ITEMS, 64, (256, 256, 128, 64)),  # MLPerf reference
+    "ml-1m": (6_040, 3_706, 32, (256, 128, 64, 32)),                 # NCF paper / AdaptDL example
+}
 
 
 class NeuMF(nn.Module):
@@ -58,9 +69,19 @@ class NeuMF(nn.Module):
         return self.final(torch.cat((xmf, xmlp), dim=1))
 
 
+def _model(options: Options) -> NeuMF:
+    users, items, factors, layers = DATASETS[options["dataset"]]
+    return NeuMF(users, items, factors, layers)
+
+
+def _validate(options: Options) -> None:
+    check_choice("dataset", options["dataset"], tuple(DATASETS))
+
+
 def _batch(factory: BatchFactory, batch_size: int, options: Options) -> tuple[tuple[Tensor, Tensor], Tensor]:
-    users = factory.randint(0, ML20M_USERS, (batch_size,))
-    items = factory.randint(0, ML20M_ITEMS, (batch_size,))
+    n_users, n_items = DATASETS[options["dataset"]][:2]
+    users = factory.randint(0, n_users, (batch_size,))
+    items = factory.randint(0, n_items, (batch_size,))
     # one positive per four sampled negatives, as in the reference's training set
     draw = factory.rand((batch_size, 1))
     labels = draw if factory.meta else (draw < 0.2).float()
@@ -89,12 +110,14 @@ ncf = ZooEntry(
     task="recommendation (implicit feedback, MovieLens-20M)",
     sample_unit="samples",
     loss="binary cross-entropy with logits",
-    defaults={},
-    make_model=lambda o: NeuMF(),
+    defaults={"dataset": "ml-20m"},
+    make_model=_model,
     make_batch=_batch,
     make_loss=_loss,
     input_shape=lambda o: (2,),
-    notes="inputs are (user ids, item ids), each of shape (N,); one sample is one user-item pair",
+    validate=_validate,
+    notes=("option dataset: ml-20m (MLPerf, default) or ml-1m (NCF paper / AdaptDL, 1,602,657 parameters); "
+           "inputs are (user ids, item ids), each of shape (N,); one sample is one user-item pair"),
 )
 
 ENTRIES: tuple[ZooEntry, ...] = (ncf,)

@@ -42,6 +42,15 @@ def test_predict_table(capsys, tmp_path, resnet50_profile):
     assert "exposed comm" in text and "measured" in text
 
 
+def test_predict_with_a_whole_instance_measurement(capsys, tmp_path, resnet50_profile):
+    path = resnet50_profile.save(tmp_path / "p.json")
+    assert main(["predict", "--profile", str(path), "--cluster", "1x p3.16xlarge", "--global-batch", "128",
+                 "--measure-instance", "p3.16xlarge:16:0.125", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["groups"][0]["compute_source"] == "measured-instance"
+    assert out["iteration_s"] == pytest.approx(0.125, rel=1e-9)
+
+
 def test_user_errors_are_one_line(capsys, tmp_path, resnet50_profile):
     path = resnet50_profile.save(tmp_path / "p.json")
     code = main(["predict", "--profile", str(path), "--cluster", "2x p3.16xlarg", "--global-batch", "256"])

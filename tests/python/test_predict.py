@@ -162,3 +162,39 @@ def test_measured_interference_stretches_compute(resnet50_profile, catalog):
     with pytest.raises(ValueError, match="measured_comm_compute_s_per_gbyte"):
         catalog.with_overrides({"schema": "srift.catalog-overrides/1",
                                 "instances": {"p3.16xlarge": {"measured_comm_compute_s_per_gbyte": -1}}})
+
+
+def test_whole_instance_measurement_anchors_that_instance(fresh_profile):
+    # gpus > 1: a DDP iteration on all GPUs of one instance. One instance reproduces it exactly
+    # (at one batch, and on the line through two batches); more instances add only the network.
+    fresh_profile.add_measurement("V100", local_batch=32, iteration_s=0.10)
+    fresh_profile.add_measurement("p3.16xlarge", local_batch=32, iteration_s=0.16, gpus=8)
+    one = srift.predict(fresh_profile, "1x p3.16xlarge", global_batch=8 * 32)
+    assert one.groups[0].compute_source == "measured-instance"
+    assert one.iteration_s == pytest.approx(0.16, rel=1e-9)
+    assert one.comm_s < 1e-9  # the allreduce inside the instance is in the measured 0.16 s
+    fresh_profile.add_measurement("p3.16xlarge", local_batch=64, iteration_s=0.28, gpus=8)
+    mid = srift.predict(fresh_profile, "1x p3.16xlarge", global_batch=8 * 48)
+    assert mid.iteration_s == pytest.approx(0.16 + (0.28 - 0.16) * 16 / 32, rel=1e-9)
+    two = srift.predict(fresh_profile, "2x p3.16xlarge", global_batch=16 * 48)
+    assert two.comm_s > 0 and two.iteration_s >= mid.iteration_s - 1e-12
+    assert two.iteration_s <= mid.iteration_s + two.comm_s + 1e-12
+    # other instance types of the same GPU keep the single-GPU anchor
+    assert srift.predict(fresh_profile, "1x p3.2xlarge", global_batch=32).iteration_s == pytest.approx(0.10)
+    # the interval of a measured instance is the measurement noise, not a model's residuals
+    assert one.iteration_p10_s < one.iteration_s < one.iteration_p90_s
+
+
+@pytest.mark.parametrize(("device", "gpus", "fragment"), [
+    ("V100", 8, r"measurements\[0\]\.device.*not one"),
+    ("p3.16xlarge", 4, r"measurements\[0\]\.gpus.*8 GPUs"),
+])
+def test_whole_instance_measurement_must_name_a_whole_instance(fresh_profile, device, gpus, fragment):
+    fresh_profile.add_measurement(device, local_batch=32, iteration_s=0.2, gpus=gpus)
+    with pytest.raises(ValueError, match=fragment):
+        srift.predict(fresh_profile, "1x p3.16xlarge", global_batch=256)
+
+
+def test_measurement_gpus_must_be_a_positive_integer(fresh_profile):
+    with pytest.raises(ValueError, match="gpus"):
+        fresh_profile.add_measurement("p3.16xlarge", local_batch=32, iteration_s=0.2, gpus=0)

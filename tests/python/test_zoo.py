@@ -86,6 +86,14 @@ def test_meta_build_matches_published_count(name: str) -> None:
     assert callable(loss_fn) and model.training
 
 
+def test_ncf_ml1m_is_the_ncf_paper_config() -> None:
+    # guoyang9/NCF (AdaptDL's example, trained in the Pollux/Sia profiles): factor_num 32,
+    # num_layers 3 on MovieLens-1M, 6,040 users x 3,706 items; 1,602,657 parameters by hand.
+    model, ((users, items), _), _ = zoo.build("ncf", 8, device="meta", dataset="ml-1m")
+    assert n_params(model) == (6040 + 3706) * (32 + 128) + (256 * 128 + 128) + (128 * 64 + 64) + (64 * 32 + 32) + 65
+    assert n_params(model) == 1_602_657 and users.shape == items.shape == (8,)
+
+
 @pytest.mark.parametrize("name", sorted(BERT_MODEL_WITH_POOLER))
 def test_bert_model_with_pooler_count(name: str) -> None:
     model, _, _ = zoo.build(name, 1, device="meta", head="classification")
@@ -190,6 +198,7 @@ def test_bad_batch_size(batch_size: Any) -> None:
         ("yolov3", {"image_size": 400}, "multiple of 32"),
         ("resnet50", {"image_size": "224"}, "image_size"),
         ("ncf", {"seed": 1.5}, "seed"),
+        ("ncf", {"dataset": "ml-100k"}, "dataset"),
     ],
 )
 def test_bad_options(name: str, options: dict[str, Any], fragment: str) -> None:

@@ -69,7 +69,9 @@ std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers
                                             double batch,
                                             const RooflineParams& params = RooflineParams{});
 
-/// One measured single-GPU training iteration.
+/// One measured training iteration: of one GPU alone, or of one rank of a data-parallel run
+/// on a whole instance (then the anchored model is that rank's effective compute, host
+/// contention and the allreduce inside the instance included).
 struct Measurement {
   double local_batch = 0;   ///< samples per iteration on this GPU (> 0)
   double iteration_s = 0;   ///< forward + backward + optimizer, seconds (> 0)
