@@ -63,3 +63,22 @@ def test_compute_model_anchor_ratio_direction() -> None:
     assert 0 < lo < 1 < hi
     absolute, _, _ = m.compute_model(prof, "A10G", cat, "fp32")
     assert math.isfinite(absolute.compute_s(32)) and absolute.compute_s(32) > 0
+
+
+def test_instance_anchored_sia_case_adds_only_the_network() -> None:
+    # Two 4-GPU nodes: each rank's compute is the measured single-node step (affine in the
+    # batch through the two measured points); the simulator adds the exposed allreduce over
+    # the network, which on dgx's 8x200 Gb/s InfiniBand is small but not zero.
+    from srift.learn.comm import ClusterCase, instance_anchored_sim
+    from srift.learn.workloads import load_workloads
+
+    w = load_workloads()["resnet50"]
+    nodes = {("dgx", "imagenet", 4): [(32.0, 0.20), (64.0, 0.36)]}
+    case = ClusterCase("dgx", "imagenet", "resnet50", "44", 48.0, step_time=0.3, one_gpu_time=0.25,
+                       fixed=0.01, per_sample=0.005)
+    node_step = 0.20 + (0.36 - 0.20) * 16 / 32
+    t = instance_anchored_sim(case, w, nodes)
+    assert node_step <= t <= node_step * 1.1
+    # a node size that was never measured is not guessed
+    assert instance_anchored_sim(ClusterCase("dgx", "imagenet", "resnet50", "88", 48.0, 0.3, 0.25, 0.01, 0.005),
+                                 w, nodes) is None
