@@ -297,8 +297,18 @@ class Engine:
         model, source, _, _ = self._instance_entry(instance_type)
         return model, source
 
-    def instance_interval(self, instance_type: str) -> tuple[float, float]:
-        _, _, p10, p90 = self._instance_entry(instance_type)
+    def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:
+        """(p10, p90) factors on a rank's compute time on an instance type in a cluster of
+        `instances` instances. A whole-instance measurement is exact for one instance (the
+        measurement noise); across several, the network it did not see widens it to the
+        held-out residuals of instance anchoring (srift.learn.comm note "instance anchor")."""
+        _, source, p10, p90 = self._instance_entry(instance_type)
+        if source == "measured-instance" and instances > 1:
+            from srift.learn import default_models
+
+            q10, q90 = default_models().instance_anchor_interval()
+            if math.isfinite(q10) and math.isfinite(q90):
+                return min(p10, q10), max(p90, q90)
         return p10, p90
 
     def _instance_entry(self, instance_type: str) -> tuple[_core.ComputeModel, str, float, float]:

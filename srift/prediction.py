@@ -218,7 +218,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     p10 = p90 = nan
     if ok:
         slowest = max(range(len(groups)), key=lambda i: groups[i].compute_s)
-        f10, f90 = engine.instance_interval(cluster.groups[slowest].instance_type)
+        f10, f90 = engine.instance_interval(cluster.groups[slowest].instance_type,
+                                            sum(g.count for g in cluster.groups))
         spread = groups[slowest].compute_s
         p10 = result.iteration_s - spread * (1.0 - f10) if math.isfinite(f10) else nan
         p90 = result.iteration_s + spread * (f90 - 1.0) if math.isfinite(f90) else nan

@@ -72,6 +72,14 @@ class CostModels:
         f = absolute_features(w, target, batch, precision)
         return _scaled(prior, math.exp(self.absolute.predict(f))), math.exp(self.absolute.p10), math.exp(self.absolute.p90)
 
+    def instance_anchor_interval(self) -> tuple[float, float]:
+        """(p10, p90) factors of an iteration over several instances of a type anchored to a
+        whole-instance measurement, from held-out residuals on the Sia traces."""
+        r = self.overhead.doc.get("instance_anchor")
+        if not isinstance(r, dict) or not all(isinstance(r.get(k), (int, float)) for k in ("p10", "p90")):
+            return math.nan, math.nan
+        return math.exp(float(r["p10"])), math.exp(float(r["p90"]))
+
     def iteration_correction(self, counts: list[int], interconnect: str, intra_gbytes_s: float,
                              network_gbps: float, rdma: bool, gradient_bytes: float, one_gpu_s: float,
                              fixed_s: float, simulated_s: float) -> tuple[float, float, float]:
