@@ -140,6 +140,28 @@ def _workload(w: WorkloadInfo):
     return c
 
 
+def _one_gpu_compute(case: ClusterCase):  # -> _core.ComputeModel
+    from srift import _core
+
+    cm = _core.ComputeModel()
+    # Sia's 1-GPU step includes the optimizer; the split is the usual 1:2 forward:backward.
+    cm.forward_fixed_s, cm.backward_fixed_s = case.fixed / 3, 2 * case.fixed / 3
+    cm.forward_per_sample_s, cm.backward_per_sample_s = case.per_sample / 3, 2 * case.per_sample / 3
+    return cm
+
+
+def _node_spec(cluster: str, gpus: int, intra, net):  # -> _core.InstanceSpec
+    from srift import _core
+
+    spec = _core.InstanceSpec()
+    spec.name = f"{cluster}-{gpus}"
+    spec.gpus = gpus
+    spec.gpu_memory_bytes = 1e12  # Sia's placements ran: memory is not the question here
+    spec.intra = intra
+    spec.network = net
+    return spec
+
+
 def simulate_case(case: ClusterCase, w: WorkloadInfo, intra_log_eff, net_log_eff) -> float:
     """Simulated step time of a case. *_log_eff: callables (features -> log efficiency)."""
     from srift import _core
@@ -151,18 +173,10 @@ def simulate_case(case: ClusterCase, w: WorkloadInfo, intra_log_eff, net_log_eff
     msg = float(np.mean(w.bucket_bytes))
     intra = link_spec(link, False, intra_log_eff(link_features(link, False, ranks, rpn, nodes, msg)))
     net = link_spec(link, True, net_log_eff(link_features(link, True, ranks, rpn, nodes, msg)))
-    cm = _core.ComputeModel()
-    # Sia's 1-GPU step includes the optimizer; the split is the usual 1:2 forward:backward.
-    cm.forward_fixed_s, cm.backward_fixed_s = case.fixed / 3, 2 * case.fixed / 3
-    cm.forward_per_sample_s, cm.backward_per_sample_s = case.per_sample / 3, 2 * case.per_sample / 3
+    cm = _one_gpu_compute(case)
     groups = []
     for c in sorted(set(counts)):
-        spec = _core.InstanceSpec()
-        spec.name = f"{case.cluster}-{c}"
-        spec.gpus = c
-        spec.gpu_memory_bytes = 1e12
-        spec.intra = intra
-        spec.network = net
+        spec = _node_spec(case.cluster, c, intra, net)
         groups.append((spec, counts.count(c), cm, 0.0))
     res, _, why = _core.simulate(_workload(w), groups, int(round(case.local_bsz * ranks)))
     if why:
@@ -267,29 +281,22 @@ def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
     """Simulated step of a multi-node case with every node's ranks anchored to the measured
     single-node iterations with as many GPUs (None when a node size was never measured)."""
     from srift import _core
+    from srift.engine import INSIDE_MEASUREMENT_BYTES_S
 
     link = SIA_LINKS[case.cluster]
     counts = [int(c) for c in case.placement]
+
     net = link_spec(link, True, v0_log_eff(link, True))
-    one = _core.ComputeModel()
-    one.forward_fixed_s, one.backward_fixed_s = case.fixed / 3, 2 * case.fixed / 3
-    one.forward_per_sample_s, one.backward_per_sample_s = case.per_sample / 3, 2 * case.per_sample / 3
+    one = _one_gpu_compute(case)
     groups = []
     for c in sorted(set(counts)):
-        spec = _core.InstanceSpec()
-        spec.name = f"{case.cluster}-{c}"
-        spec.gpus = c
-        spec.gpu_memory_bytes = 1e12
-        spec.network = net
         if c == 1:
-            spec.intra, cm = link_spec(link, False, v0_log_eff(link, False)), one
+            spec, cm = _node_spec(case.cluster, c, link_spec(link, False, v0_log_eff(link, False)), net), one
         else:
             points = nodes.get((case.cluster, case.model, c))
             if not points:
                 return None
-            from srift.engine import INSIDE_MEASUREMENT_BYTES_S
-
-            spec.intra = _core.LinkSpec(INSIDE_MEASUREMENT_BYTES_S, 0.0)
+            spec = _node_spec(case.cluster, c, _core.LinkSpec(INSIDE_MEASUREMENT_BYTES_S, 0.0), net)
             cm = _core.anchor_to_measurements(one, [_core.Measurement(b, t, -1.0, -1.0) for b, t in points])
         groups.append((spec, counts.count(c), cm, 0.0))
     res, _, why = _core.simulate(_workload(w), groups, int(round(case.local_bsz * sum(counts))))
