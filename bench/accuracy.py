@@ -22,7 +22,7 @@ import warnings
 
 import numpy as np
 
-from srift.learn.comm import build_cases, instance_anchored_sim, node_measurements, overhead_dataset, site
+from srift.learn.comm import build_cases, instance_anchored_steps, overhead_dataset, site
 from srift.learn.datasets import compute_rows, sia_rows
 from srift.learn.train import absolute_dataset, ape, candidates, git_commit, loco_errors, ratio_dataset
 from srift.learn.workloads import load_workloads
@@ -81,25 +81,19 @@ def main() -> None:
             for k in kinds:
                 out[k] = stats(ape(preds[k][m], truth[m]))
             print(json.dumps(out))
-    instance_anchored(cases, w, rows, base, truth, sites, multinode)
+    instance_anchored(cases, w, rows, base, truth, sites)
 
 
-def instance_anchored(cases, w, rows, base, truth, sites, multinode) -> None:
-    nodes = node_measurements(rows)
-    pred = np.full(len(cases), np.nan)
-    for i, c in enumerate(cases):
-        if multinode[i]:
-            p = instance_anchored_sim(c, w[c.workload], nodes)
-            if p is not None:
-                pred[i] = math.log(p / c.one_gpu_time)
-    ok = ~np.isnan(pred)
+def instance_anchored(cases, w, rows, base, truth, sites) -> None:
+    steps = instance_anchored_steps(cases, w, rows)
+    ok = ~np.isnan(steps)
+    pred = np.log(steps / np.array([c.one_gpu_time for c in cases]))
     for g in [*sorted(set(sites[ok])), "ALL"]:
         m = ok & ((sites == g) if g != "ALL" else True)
         print(json.dumps({"split": f"multi_node_instance_anchored/{g}",
                           "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])),
                           "v0_simulator": stats(ape(base[m], truth[m])),
                           "instance_anchored": stats(ape(pred[m], truth[m]))}))
-
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,8 @@ __all__ = ["EngineConfig", "Engine", "OP_KINDS", "PRECISIONS"]
 GIB = 1024**3
 OP_KINDS = ("matmul", "conv", "attention", "norm", "elementwise", "embedding", "pool", "recurrent", "other")
 PRECISIONS = {"fp32": _core.Precision.fp32, "tf32": _core.Precision.tf32, "amp": _core.Precision.amp}
+# Bandwidth standing for "inside the measured iteration" (bytes/s): allreduce time ~ 0.
+INSIDE_MEASUREMENT_BYTES_S = 1e18
 
 
 @dataclass
@@ -175,11 +177,12 @@ class Engine:
                     else float(it.intra_node_gbytes_s or 0.0) * 1e9 * intra_eff)
         intra_lat = (float(it.measured_intra_latency_us) * 1e-6 if it.measured_intra_latency_us is not None
                      else c.intra_latency_s)
-        spec.intra = _core.LinkSpec(intra_bw if intra_bw > 0 else 1e9, intra_lat)
         if it.name in self._instance_points:
             # A measured whole-instance iteration already contains the allreduce inside the
             # instance (and the host contention around it): only traffic leaving it is added.
             spec.intra = _core.LinkSpec(INSIDE_MEASUREMENT_BYTES_S, 0.0)
+        else:
+            spec.intra = _core.LinkSpec(intra_bw if intra_bw > 0 else 1e9, intra_lat)
         net_eff = c.efa_network_efficiency if it.efa else c.network_efficiency
         net_bw = (float(it.measured_network_gbytes_s) * 1e9 if it.measured_network_gbytes_s
                   else float(it.network_gbps) * 1e9 / 8 * net_eff)
@@ -207,20 +210,14 @@ class Engine:
             if int(it.gpu_count) != m.gpus:
                 raise ValueError(f"measurements[{j}].gpus: {it.name} has {it.gpu_count} GPUs and srift plans whole "
                                  f"instances, so a whole-instance measurement uses all of them; got gpus={m.gpus}")
-            out.setdefault(it.name, []).append(_core.Measurement(
-                float(m.local_batch), float(m.iteration_s),
-                -1.0 if m.forward_s is None else float(m.forward_s),
-                -1.0 if m.backward_s is None else float(m.backward_s)))
+            out.setdefault(it.name, []).append(_core_point(m))
         return out
 
     def _measurements_for(self, gpu_key: str) -> list[_core.Measurement]:
         points: list[_core.Measurement] = []
         for m in self.profile.measurements:
             if m.gpus == 1 and gpu_key in self._resolve(m.device):
-                points.append(_core.Measurement(
-                    float(m.local_batch), float(m.iteration_s),
-                    -1.0 if m.forward_s is None else float(m.forward_s),
-                    -1.0 if m.backward_s is None else float(m.backward_s)))
+                points.append(_core_point(m))
         t = self.profile.timings
         if t is not None and self.profile.device_gpu == gpu_key:
             for i, b in enumerate(t.batch_sizes):
@@ -325,8 +322,11 @@ class Engine:
         return cached
 
 
-# Bandwidth standing for "inside the measured iteration" (bytes/s): allreduce time ~ 0.
-INSIDE_MEASUREMENT_BYTES_S = 1e18
+def _core_point(m: Any) -> _core.Measurement:
+    """A profile Measurement as the core's (-1: forward/backward not measured)."""
+    return _core.Measurement(float(m.local_batch), float(m.iteration_s),
+                             -1.0 if m.forward_s is None else float(m.forward_s),
+                             -1.0 if m.backward_s is None else float(m.backward_s))
 
 
 def hours_to_seconds(hours: float | None) -> float:

@@ -23,8 +23,9 @@ import numpy as np
 from srift.learn.datasets import SiaRow
 from srift.learn.workloads import WorkloadInfo
 
-__all__ = ["node_measurements", "instance_anchored_sim", "LINK_FEATURES", "LinkClass", "SIA_LINKS", "link_features", "affine_fit", "ClusterCase",
-           "build_cases", "simulate_case", "fit_link_model", "V0_EFFICIENCY", "LATENCY"]
+__all__ = ["LINK_FEATURES", "LinkClass", "SIA_LINKS", "link_features", "affine_fit", "ClusterCase",
+           "build_cases", "simulate_case", "fit_link_model", "V0_EFFICIENCY", "LATENCY",
+           "node_measurements", "instance_anchored_sim", "instance_anchored_steps"]
 
 LINK_FEATURES = ["is_network", "is_nvlink", "rdma", "log_nominal_gbytes_s", "log_ranks",
                  "log_ranks_per_node", "log_num_nodes", "log_message_bytes"]
@@ -285,7 +286,6 @@ def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
 
     link = SIA_LINKS[case.cluster]
     counts = [int(c) for c in case.placement]
-
     net = link_spec(link, True, v0_log_eff(link, True))
     one = _one_gpu_compute(case)
     groups = []
@@ -303,3 +303,17 @@ def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
     if why:
         raise ValueError(why)
     return float(res.iteration_s)
+
+
+def instance_anchored_steps(cases: list[ClusterCase], workloads: dict[str, WorkloadInfo],
+                            rows: list[SiaRow]) -> np.ndarray:
+    """instance_anchored_sim of every multi-node case (NaN for single-node cases and node
+    sizes never measured), with `rows` the Sia rows the cases were built from."""
+    nodes = node_measurements(rows)
+    out = np.full(len(cases), np.nan)
+    for i, c in enumerate(cases):
+        if len(c.placement) > 1:
+            p = instance_anchored_sim(c, workloads[c.workload], nodes)
+            if p is not None:
+                out[i] = p
+    return out

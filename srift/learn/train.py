@@ -146,7 +146,8 @@ def train_overhead(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> d
     from srift.learn.datasets import sia_rows
 
     workloads = load_workloads()
-    cases = build_cases(sia_rows())
+    rows = sia_rows()
+    cases = build_cases(rows)
     X, y, base, truth = overhead_dataset(cases, workloads)
     sites = np.array([site(c.cluster) for c in cases])
     scores, resid_by = {}, {}
@@ -174,27 +175,21 @@ def train_overhead(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> d
     doc = _fit_export("iteration_overhead", best, X, y, OVERHEAD_FEATURES, resid_by[best], record,
                       "log(step/T1) - log(simulated_v0/T1): correction of the simulated iteration")
     doc["residuals"]["split"] = "leave-one-Sia-cluster-out"
-    doc["instance_anchor"] = instance_anchor_residuals(cases, workloads)
+    doc["instance_anchor"] = instance_anchor_residuals(cases, workloads, rows)
     if out_dir is not None:
         (out_dir / "iteration_overhead.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
     return doc
 
 
-def instance_anchor_residuals(cases: list[Any], workloads: dict[str, WorkloadInfo]) -> dict[str, Any]:
+def instance_anchor_residuals(cases: list[Any], workloads: dict[str, WorkloadInfo], rows: list[Any]) -> dict[str, Any]:
     """Quantiles of log(measured / predicted) of Sia's multi-node steps predicted from the same
     cluster's 1-GPU and single-node steps (srift.learn.comm note "instance anchor"): the
     interval of a prediction for several instances of a type measured as a whole instance."""
-    from srift.learn.comm import instance_anchored_sim, node_measurements
-    from srift.learn.datasets import sia_rows
+    from srift.learn.comm import instance_anchored_steps
 
-    nodes = node_measurements(sia_rows())
-    resid = []
-    for c in cases:
-        if len(c.placement) > 1:
-            p = instance_anchored_sim(c, workloads[c.workload], nodes)
-            if p is not None:
-                resid.append(math.log(c.step_time / p))
-    r = np.asarray(resid)
+    pred = instance_anchored_steps(cases, workloads, rows)
+    ok = ~np.isnan(pred)
+    r = np.log(np.array([c.step_time for c in cases])[ok] / pred[ok])
     return {"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)), "p90": float(np.quantile(r, 0.9)),
             "n": int(r.size), "split": "Sia multi-node, given the same cluster's 1-GPU and single-node steps"}
 
