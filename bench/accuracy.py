@@ -8,6 +8,10 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   multi_node_instance_anchored     Sia multi-node steps, given the test cluster's 1-GPU and
                                    single-node steps (a whole instance profiled; nothing learned
                                    from other clusters: srift.learn.comm note "instance anchor")
+  allreduce_tcp_leave_one_{rate,shape}_out  gloo allreduce time per message size on emulated
+                                   TCP links (srift/data/measurements), a NIC rate or host shape
+                                   held out: the learned link model vs v0 (80% of nominal, 30 us)
+  nccl_reported_sanity             public NCCL bus bandwidths on EC2 beside v0's (anecdotal)
 beside "linear" (perfect linear scaling / peak-FLOPs ratio) and "v0" (roofline / nominal
 links). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp]
 """
@@ -82,6 +86,32 @@ def main() -> None:
                 out[k] = stats(ape(preds[k][m], truth[m]))
             print(json.dumps(out))
     instance_anchored(cases, w, rows, base, truth, sites)
+    links()
+
+
+def links() -> None:
+    import csv
+
+    from srift.catalog import Catalog
+    from srift.engine import EngineConfig
+    from srift.learn.datasets import data_dir
+    from srift.learn.links import configs_from_sweep, held_out_errors, load_sweep
+
+    configs = configs_from_sweep(load_sweep())
+    for by in ("rate", "shape"):
+        errs = held_out_errors(configs, by)
+        print(json.dumps({"split": f"allreduce_tcp_leave_one_{by}_out", **{k: stats(e) for k, e in errs.items()}}))
+    cat, cfg = Catalog.default(), EngineConfig()
+    with open(data_dir() / "nccl_ec2_reported.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            if not (r["num_nodes"].isdigit() and r["busbw_GBps"]):
+                continue
+            it = cat.instance(r["instance_type"])
+            v0 = (it.intra_node_gbytes_s * cfg.nvlink_efficiency if int(r["num_nodes"]) == 1
+                  else it.network_gbps / 8 * (cfg.efa_network_efficiency if it.efa else cfg.network_efficiency))
+            print(json.dumps({"split": "nccl_reported_sanity", "instance": r["instance_type"], "nodes": int(r["num_nodes"]),
+                              "reported_busbw_gbytes_s": float(r["busbw_GBps"]), "v0_gbytes_s": round(v0, 2),
+                              "source": r["source_url"]}))
 
 
 def instance_anchored(cases, w, rows, base, truth, sites) -> None:

@@ -52,6 +52,12 @@ class EngineConfig:
     # shipped scikit-learn models, anchored on a measurement of another GPU when the profile
     # has one) or "roofline" (the v0 estimate). bench/accuracy.py compares them.
     compute_model: str = "learned"
+    # Where a TCP network link (no EFA) without its own measurement gets its bandwidth and
+    # latency from: "v0" (nominal x network_efficiency, network_latency_s: NCCL's figures) or
+    # "learned" (the link model fitted to gloo allreduce sweeps on emulated hosts,
+    # srift.learn.links note "link model"). Not the default: gloo's per-step latency on CPU
+    # ranks is ~20x NCCL's, so it describes gloo/CPU clusters, not NCCL on EC2 GPUs.
+    comm_model: str = "v0"
     # Spread of a GPU type's own measurements (p10/p90 factors) when the profile has no
     # repeated timings to read it from: run-to-run noise of the public repeated-host data.
     measured_p10: float = 0.97
@@ -85,6 +91,8 @@ class Engine:
         self._roofline = _roofline_params(self.config.roofline)
         if self.config.compute_model not in ("learned", "roofline"):
             raise ValueError(f"compute_model must be 'learned' or 'roofline', got {self.config.compute_model!r}")
+        if self.config.comm_model not in ("learned", "v0"):
+            raise ValueError(f"comm_model must be 'learned' or 'v0', got {self.config.comm_model!r}")
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
@@ -184,10 +192,16 @@ class Engine:
         else:
             spec.intra = _core.LinkSpec(intra_bw if intra_bw > 0 else 1e9, intra_lat)
         net_eff = c.efa_network_efficiency if it.efa else c.network_efficiency
-        net_bw = (float(it.measured_network_gbytes_s) * 1e9 if it.measured_network_gbytes_s
-                  else float(it.network_gbps) * 1e9 / 8 * net_eff)
-        net_lat = (float(it.measured_network_latency_us) * 1e-6 if it.measured_network_latency_us is not None
-                   else (c.efa_latency_s if it.efa else c.network_latency_s))
+        net_bw = float(it.network_gbps) * 1e9 / 8 * net_eff
+        net_lat = c.efa_latency_s if it.efa else c.network_latency_s
+        if not it.efa and c.comm_model == "learned" and it.network_gbps > 0:
+            from srift.learn import default_models
+
+            net_bw, net_lat = default_models().tcp_link(float(it.network_gbps) * 1e9 / 8, int(it.gpu_count))
+        if it.measured_network_gbytes_s:
+            net_bw = float(it.measured_network_gbytes_s) * 1e9
+        if it.measured_network_latency_us is not None:
+            net_lat = float(it.measured_network_latency_us) * 1e-6
         spec.network = _core.LinkSpec(net_bw, net_lat)
         spec.comm_compute_s_per_byte = float(it.measured_comm_compute_s_per_gbyte or 0.0) * 1e-9
         spec.validate()

@@ -44,6 +44,8 @@ class CostModels:
         self.ratio = _Loaded(*load_model(d / "compute_ratio.json"))
         self.absolute = _Loaded(*load_model(d / "compute_absolute.json"))
         self.overhead = _Loaded(*load_model(d / "iteration_overhead.json"))
+        self.tcp_efficiency = _Loaded(*load_model(d / "link_tcp_efficiency.json"))
+        self.tcp_latency = _Loaded(*load_model(d / "link_tcp_latency.json"))
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | None = None) -> tuple[Any, float, float]:
@@ -71,6 +73,20 @@ class CostModels:
         batch = ABSOLUTE_REFERENCE_BATCH
         f = absolute_features(w, target, batch, precision)
         return _scaled(prior, math.exp(self.absolute.predict(f))), math.exp(self.absolute.p10), math.exp(self.absolute.p90)
+
+    def tcp_link(self, nominal_bytes_s: float, ranks_per_node: int) -> tuple[float, float]:
+        """(achieved bandwidth bytes/s, latency s per ring step) of a TCP network link of
+        `nominal_bytes_s` on an instance with `ranks_per_node` GPUs (srift.learn.links note
+        "link model"; features clamped to the measured range, bandwidth at most nominal)."""
+        from srift.learn.links import link_features
+
+        if not nominal_bytes_s > 0:
+            raise ValueError(f"nominal_bytes_s: expected a bandwidth > 0 bytes/s, got {nominal_bytes_s!r}")
+        x = link_features(nominal_bytes_s, ranks_per_node)
+        rng = self.tcp_efficiency.doc["training"]["feature_range"]
+        x = [min(max(v, lo), hi) for v, lo, hi in zip(x, rng["min"], rng["max"])]
+        eff = min(self.tcp_efficiency.predict(x), 0.0)
+        return nominal_bytes_s * math.exp(eff), math.exp(self.tcp_latency.predict(x))
 
     def instance_anchor_interval(self) -> tuple[float, float]:
         """(p10, p90) factors of an iteration over several instances of a type anchored to a

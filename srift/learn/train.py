@@ -21,7 +21,7 @@ from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_fea
 from srift.learn.gpus import TRAINING_GPUS
 from srift.learn.workloads import WorkloadInfo, load_workloads
 
-__all__ = ["train_all", "train_overhead", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "train_compute",
+__all__ = ["train_all", "train_overhead", "train_links", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "train_compute",
            "git_commit", "MODELS_DIR"]
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
@@ -194,6 +194,54 @@ def instance_anchor_residuals(cases: list[Any], workloads: dict[str, WorkloadInf
             "n": int(r.size), "split": "Sia multi-node, given the same cluster's 1-GPU and single-node steps"}
 
 
+def train_links(out_dir: Path | None = MODELS_DIR, verbose: bool = True,
+                sweep: Path | None = None) -> dict[str, Any]:
+    """The TCP link model (srift.learn.links note "link model") from the allreduce sweep
+    shipped in srift/data/measurements; scored by leave-one-NIC-rate-out and
+    leave-one-host-shape-out error of the allreduce time against v0."""
+    import json
+    import warnings
+
+    from srift.learn.export import export_estimator
+    from srift.learn.links import (LINK_FEATURES, MEASUREMENTS, configs_from_sweep, held_out_errors,
+                                   held_out_residuals, link_dataset, load_sweep, make_linear)
+
+    path = Path(sweep) if sweep is not None else MEASUREMENTS
+    doc = load_sweep(path)
+    configs = configs_from_sweep(doc)
+    X, y_eff, y_lat = link_dataset(configs)
+    scores = {}
+    for by in ("rate", "shape"):
+        errs = held_out_errors(configs, by)
+        scores[f"leave-one-{'NIC-rate' if by == 'rate' else 'host-shape'}-out"] = {
+            k: {"median_ape": float(np.median(e)), "p90_ape": float(np.quantile(e, 0.9)), "n": int(e.size)}
+            for k, e in errs.items()}
+    if verbose:
+        for split, sc in scores.items():
+            print(f"link_tcp ({split}): " + ", ".join(f"{k} {v['median_ape']:.1f}%/{v['p90_ape']:.1f}%"
+                                                      for k, v in sc.items()))
+    record = {"data": {"file": f"srift/data/measurements/{path.name}", "measured_at": doc.get("measured_at"),
+                       "machine": doc.get("machine"), "transport": doc.get("transport"), "configs": len(configs)},
+              "selection": {"scores": scores, "chosen": "huber"},
+              "feature_range": {"min": [float(v) for v in X.min(axis=0)], "max": [float(v) for v in X.max(axis=0)]},
+              "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    out = {}
+    for name, y, target in (("link_tcp_efficiency", y_eff, "log(achieved / nominal bandwidth) of a TCP network link"),
+                            ("link_tcp_latency", y_lat, "log(seconds per ring step) of a TCP network link")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = make_linear().fit(X, y)
+        r = held_out_residuals(configs, y)
+        d = export_estimator(est, name, LINK_FEATURES, target=target, training=record,
+                             residuals={"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
+                                        "p90": float(np.quantile(r, 0.9)), "n": int(r.size),
+                                        "split": "leave-one-NIC-rate-out"})
+        out[name] = d
+        if out_dir is not None:
+            (out_dir / f"{name}.json").write_text(json.dumps(d, separators=(",", ":"), allow_nan=False) + "\n")
+    return out
+
+
 def train_all(out_dir: Path | None = MODELS_DIR, verbose: bool = True, reprofile: bool = False) -> dict[str, Any]:
     """Everything `srift train` rebuilds: workloads cache, compute and overhead models."""
     if reprofile:
@@ -202,6 +250,7 @@ def train_all(out_dir: Path | None = MODELS_DIR, verbose: bool = True, reprofile
         profile_workloads()
     out = train_compute(out_dir, verbose)
     out["iteration_overhead"] = train_overhead(out_dir, verbose)
+    out.update(train_links(out_dir, verbose))
     return out
 
 

@@ -8,7 +8,9 @@ It reads the torchrun environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MA
 builds the zoo model with this rank's local batch, wraps it in DDP (gloo on CPU, NCCL on CUDA),
 runs ``warmup`` untimed and ``iterations`` timed iterations (forward, loss, backward with DDP's
 bucketed allreduce, optimizer step) and writes ``rank<R>.json`` into the config's ``out_dir``.
-With ``"mode": "compute"`` it runs one process without DDP to measure compute alone.
+With ``"mode": "compute"`` it runs one process without DDP to measure compute alone; with
+``"mode": "allreduce"`` no model at all: it times ``dist.all_reduce`` of float32 tensors of
+``message_bytes`` (``repeats`` times each after one untimed call) for the learned link model.
 
 Timing: ``time.perf_counter`` around each phase on CPU; CUDA events (and a synchronize at the
 end of every iteration) on GPU. Every rank writes a status file first, so a rank that fails or
@@ -135,6 +137,39 @@ def _interference_probe(model: Any, opt: Any, loss_fn: Any, inputs: Any, targets
             "interference_probe": {"bytes": nbytes, "alone_s": alone, "shared_s": shared, "overlap": overlap}}
 
 
+def _allreduce_sweep(cfg: dict[str, Any], rank: int, world: int, local_rank: int, device: Any,
+                     cuda: bool) -> dict[str, Any]:
+    """Median seconds of one allreduce per message size, every rank starting together."""
+    import torch
+    import torch.distributed as dist
+
+    backend = cfg.get("backend") or ("nccl" if cuda else "gloo")
+    dist.init_process_group(backend=backend, timeout=_dt.timedelta(seconds=float(cfg.get("collective_timeout_s", 120))))
+    sizes = [int(s) for s in cfg["message_bytes"]]
+    repeats = int(cfg.get("repeats", 5))
+    medians, spreads = [], []
+    for nbytes in sizes:
+        x = torch.ones(max(nbytes // 4, 1), dtype=torch.float32, device=device)
+        dist.all_reduce(x)  # connection set-up and buffers outside the timing
+        ts = []
+        for _ in range(repeats):
+            dist.barrier()
+            if cuda:
+                torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+            dist.all_reduce(x)
+            if cuda:
+                torch.cuda.synchronize(device)
+            ts.append(time.perf_counter() - t0)
+        medians.append(statistics.median(ts))
+        spreads.append([_pct(ts, 0.1), _pct(ts, 0.9)])
+    dist.barrier()
+    dist.destroy_process_group()
+    return {"schema": RESULT_SCHEMA, "status": "ok", "mode": "allreduce", "rank": rank, "world_size": world,
+            "local_rank": local_rank, "backend": backend, "hostname": os.uname().nodename,
+            "message_bytes": sizes, "repeats": repeats, "allreduce_s": medians, "allreduce_p10_p90_s": spreads}
+
+
 def run(cfg: dict[str, Any]) -> dict[str, Any]:
     import torch
 
@@ -151,6 +186,8 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
     device = torch.device(f"cuda:{local_rank}") if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
+    if mode == "allreduce":
+        return _allreduce_sweep(cfg, rank, world, local_rank, device, cuda)
     local_batches = cfg["local_batches"]
     b = int(local_batches[rank] if rank < len(local_batches) else local_batches[0])
 
