@@ -13,7 +13,8 @@ __all__ = ["register", "probe_network", "fit_alpha_beta"]
 
 
 def register(subparsers: Any) -> None:
-    t = subparsers.add_parser("train", help="rebuild the learned cost models from ../shared/data")
+    t = subparsers.add_parser("train", help="rebuild the learned cost models from ../shared/data and the "
+                                            "allreduce sweep in srift/data/measurements")
     t.add_argument("--out", default=None, help="directory for the model JSON files (default: srift/data/models)")
     t.add_argument("--reprofile", action="store_true", help="re-profile the training data's models on meta")
     t.set_defaults(func=_cmd_train)
