@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 from datetime import datetime, timezone
 from typing import Any
@@ -49,59 +48,25 @@ def fit_alpha_beta(sizes: list[float], times: list[float], ranks: int) -> tuple[
     return (1.0 / inv_bw if inv_bw > 0 else math.inf), lat
 
 
-def _worker(rank: int, world: int, port: int, sizes: list[int], repeats: int, backend: str, q: Any) -> None:
-    import time
-
-    import torch
-    import torch.distributed as dist
-
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group(backend, rank=rank, world_size=world)
-    dev = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
-    out = []
-    for s in sizes:
-        x = torch.ones(max(s // 4, 1), dtype=torch.float32, device=dev)
-        dist.all_reduce(x)
-        ts = []
-        for _ in range(repeats):
-            if backend == "nccl":
-                torch.cuda.synchronize(dev)
-            dist.barrier()
-            t0 = time.perf_counter()
-            dist.all_reduce(x)
-            if backend == "nccl":
-                torch.cuda.synchronize(dev)
-            ts.append(time.perf_counter() - t0)
-        out.append(sorted(ts)[len(ts) // 2])
-    if rank == 0:
-        q.put(out)
-    dist.destroy_process_group()
-
-
 def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 << 30, ranks: int = 2,
                   repeats: int = 5) -> dict[str, Any]:
     """Allreduce sweep among `ranks` local processes; a catalog-overrides document."""
-    import socket
-
     import torch
-    import torch.multiprocessing as mp
+
+    from srift.validate.launcher import run_ranks
 
     backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= ranks else "gloo"
     sizes, s = [], min_bytes
     while s <= max_bytes:
         sizes.append(s)
         s *= 4
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(r, ranks, port, sizes, repeats, backend, q)) for r in range(ranks)]
-    for p in procs:
-        p.start()
-    times = q.get(timeout=600)
-    for p in procs:
-        p.join(60)
+    # the validation worker's allreduce mode: one process per rank, every size timed after one
+    # untimed call, ranks released together by a barrier before each timing
+    cfg = {"mode": "allreduce", "local_batches": [1] * ranks, "message_bytes": sizes, "repeats": repeats,
+           "backend": backend, "device": "cuda" if backend == "nccl" else "cpu"}
+    run = run_ranks(cfg, ranks_per_host=[ranks], mode="loopback", launcher="direct", timeout_s=600,
+                    measure_latency=False)
+    times = next(r["allreduce_s"] for r in run.ranks if r["rank"] == 0)
     big = [(s, t) for s, t in zip(sizes, times) if s >= 1 << 20] or list(zip(sizes, times))
     bw, _ = fit_alpha_beta([s for s, _ in big], [t for _, t in big], ranks)
     _, lat = fit_alpha_beta(sizes, times, ranks)
