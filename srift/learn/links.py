@@ -32,12 +32,10 @@ from typing import Any
 import numpy as np
 
 __all__ = ["LINK_FEATURES", "MEASUREMENTS", "LinkConfig", "load_sweep", "configs_from_sweep", "fit_link",
-           "link_features", "ring_allreduce_s", "V0_TCP"]
+           "link_features", "ring_allreduce_s"]
 
 MEASUREMENTS = Path(__file__).resolve().parent.parent / "data" / "measurements" / "allreduce_gloo.json"
 LINK_FEATURES = ["log_nominal_gbytes_s", "log_ranks_per_node"]
-# The engine's v0 TCP assumptions (EngineConfig.network_efficiency / network_latency_s).
-V0_TCP = (0.80, 30e-6)
 
 
 @dataclass(frozen=True)
@@ -93,7 +91,7 @@ def fit_link(c: LinkConfig) -> tuple[float, float]:
     steps, traffic = 2 * (n - 1), 2 * (n - 1) / n * s
     big = s >= 1 << 20
     if big.sum() >= 2:
-        slope, icpt = np.polyfit(traffic[big], t[big], 1)
+        slope, _ = np.polyfit(traffic[big], t[big], 1)
         if slope <= 0:
             slope = float(t[big][-1] / traffic[big][-1])
     else:
@@ -145,6 +143,9 @@ def held_out_errors(configs: list[LinkConfig], by: str = "rate") -> dict[str, np
     fit (the form's own floor, not a prediction)."""
     import warnings
 
+    from srift.engine import EngineConfig
+
+    v0 = EngineConfig()  # the engine's TCP assumptions: network_efficiency, network_latency_s
     X, y_eff, y_lat = link_dataset(configs)
     keys = [c.nic_gbps if by == "rate" else (c.hosts, c.ranks_per_host) for c in configs]
     out: dict[str, list[float]] = {"learned": [], "v0": [], "alpha_beta_fit": []}
@@ -161,7 +162,7 @@ def held_out_errors(configs: list[LinkConfig], by: str = "rate") -> dict[str, np
             s, t = np.asarray(c.message_bytes), np.asarray(c.seconds)
             bw, lat = predict_link(em, lm, lo, hi, c.nominal_bytes_s, c.ranks_per_host)
             fb, fl = fit_link(c)
-            for name, (b, a) in (("learned", (bw, lat)), ("v0", (c.nominal_bytes_s * V0_TCP[0], V0_TCP[1])),
+            for name, (b, a) in (("learned", (bw, lat)), ("v0", (c.nominal_bytes_s * v0.network_efficiency, v0.network_latency_s)),
                                  ("alpha_beta_fit", (fb, fl))):
                 out[name].extend(np.abs(ring_allreduce_s(s, c.ranks, b, a) / t - 1) * 100)
     return {k: np.asarray(v) for k, v in out.items()}
