@@ -137,18 +137,11 @@ def predict_link(eff_model: Any, lat_model: Any, lo: np.ndarray, hi: np.ndarray,
     return nominal_bytes_s * math.exp(eff), math.exp(float(lat_model.predict(x)[0]))
 
 
-def held_out_errors(configs: list[LinkConfig], by: str = "rate") -> dict[str, np.ndarray]:
-    """APE (%) of every (configuration, message size) predicted with the configuration's NIC
-    rate ("rate") or host shape ("shape") held out: learned, v0 and the per-config alpha-beta
-    fit (the form's own floor, not a prediction)."""
+def _held_out_fits(X: np.ndarray, y_eff: np.ndarray, y_lat: np.ndarray, keys: list[Any]):
+    """For every group g of `keys`: (mask of g's rows, efficiency model, latency model, and the
+    feature range) fitted on the other groups' rows."""
     import warnings
 
-    from srift.engine import EngineConfig
-
-    v0 = EngineConfig()  # the engine's TCP assumptions: network_efficiency, network_latency_s
-    X, y_eff, y_lat = link_dataset(configs)
-    keys = [c.nic_gbps if by == "rate" else (c.hosts, c.ranks_per_host) for c in configs]
-    out: dict[str, list[float]] = {"learned": [], "v0": [], "alpha_beta_fit": []}
     for g in sorted(set(keys)):
         test = np.array([k == g for k in keys])
         if test.all():
@@ -156,32 +149,39 @@ def held_out_errors(configs: list[LinkConfig], by: str = "rate") -> dict[str, np
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             em, lm = make_linear().fit(X[~test], y_eff[~test]), make_linear().fit(X[~test], y_lat[~test])
-        lo, hi = X[~test].min(axis=0), X[~test].max(axis=0)
+        yield test, em, lm, X[~test].min(axis=0), X[~test].max(axis=0)
+
+
+def held_out_errors(configs: list[LinkConfig], by: str = "rate") -> dict[str, np.ndarray]:
+    """APE (%) of every (configuration, message size) predicted with the configuration's NIC
+    rate ("rate") or host shape ("shape") held out: learned, v0 and the per-config alpha-beta
+    fit (the form's own floor, not a prediction)."""
+    from srift.engine import EngineConfig
+
+    v0 = EngineConfig()  # the engine's TCP assumptions: network_efficiency, network_latency_s
+    X, y_eff, y_lat = link_dataset(configs)
+    keys = [c.nic_gbps if by == "rate" else (c.hosts, c.ranks_per_host) for c in configs]
+    out: dict[str, list[float]] = {"learned": [], "v0": [], "alpha_beta_fit": []}
+    for test, em, lm, lo, hi in _held_out_fits(X, y_eff, y_lat, keys):
         for i in np.flatnonzero(test):
             c = configs[i]
             s, t = np.asarray(c.message_bytes), np.asarray(c.seconds)
             bw, lat = predict_link(em, lm, lo, hi, c.nominal_bytes_s, c.ranks_per_host)
             fb, fl = fit_link(c)
-            for name, (b, a) in (("learned", (bw, lat)), ("v0", (c.nominal_bytes_s * v0.network_efficiency, v0.network_latency_s)),
+            for name, (b, a) in (("learned", (bw, lat)),
+                                 ("v0", (c.nominal_bytes_s * v0.network_efficiency, v0.network_latency_s)),
                                  ("alpha_beta_fit", (fb, fl))):
                 out[name].extend(np.abs(ring_allreduce_s(s, c.ranks, b, a) / t - 1) * 100)
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-def held_out_residuals(configs: list[LinkConfig], y: np.ndarray) -> np.ndarray:
-    """y - prediction with each configuration's NIC rate held out (for p10/p90)."""
-    import warnings
-
-    X, _, _ = link_dataset(configs)
-    keys = np.array([c.nic_gbps for c in configs])
-    r = np.full(len(y), np.nan)
-    for g in sorted(set(keys)):
-        test = keys == g
-        if test.all():
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            m = make_linear().fit(X[~test], y[~test])
-        lo, hi = X[~test].min(axis=0), X[~test].max(axis=0)
-        r[test] = y[test] - m.predict(clamp(X[test], lo, hi))
-    return r[~np.isnan(r)]
+def held_out_residuals(configs: list[LinkConfig]) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals (target - prediction) of the efficiency and the latency model with each
+    configuration's NIC rate held out (for their p10/p90)."""
+    X, y_eff, y_lat = link_dataset(configs)
+    r_eff, r_lat = np.full(len(configs), np.nan), np.full(len(configs), np.nan)
+    for test, em, lm, lo, hi in _held_out_fits(X, y_eff, y_lat, [c.nic_gbps for c in configs]):
+        x = clamp(X[test], lo, hi)
+        r_eff[test] = y_eff[test] - em.predict(x)
+        r_lat[test] = y_lat[test] - lm.predict(x)
+    return r_eff[~np.isnan(r_eff)], r_lat[~np.isnan(r_lat)]

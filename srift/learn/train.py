@@ -226,12 +226,13 @@ def train_links(out_dir: Path | None = MODELS_DIR, verbose: bool = True,
               "feature_range": {"min": [float(v) for v in X.min(axis=0)], "max": [float(v) for v in X.max(axis=0)]},
               "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     out = {}
-    for name, y, target in (("link_tcp_efficiency", y_eff, "log(achieved / nominal bandwidth) of a TCP network link"),
-                            ("link_tcp_latency", y_lat, "log(seconds per ring step) of a TCP network link")):
+    r_eff, r_lat = held_out_residuals(configs)
+    for name, y, r, target in (
+            ("link_tcp_efficiency", y_eff, r_eff, "log(achieved / nominal bandwidth) of a TCP network link"),
+            ("link_tcp_latency", y_lat, r_lat, "log(seconds per ring step) of a TCP network link")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est = make_linear().fit(X, y)
-        r = held_out_residuals(configs, y)
         d = export_estimator(est, name, LINK_FEATURES, target=target, training=record,
                              residuals={"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
                                         "p90": float(np.quantile(r, 0.9)), "n": int(r.size),
