@@ -4,6 +4,10 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_leave_one_gpu_out   single-GPU compute, anchored on another GPU's measurement
   compute_absolute_logo       single-GPU compute with no measurement at all
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
+  compute_*_with_cpu_rows     the same, with the CPU rows measured here (srift.learn.cpu_sweep)
+                              in the training folds; errors on GPU targets only
+  compute_cpu_thread_pairs_gpu_trained  the ratio model trained on GPU pairs only, predicting
+                              this CPU at 1 thread from 2 threads and back (unseen device family)
   multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps
   multi_node_instance_anchored     Sia multi-node steps, given the test cluster's 1-GPU and
                                    single-node steps (a whole instance profiled; nothing learned
@@ -12,6 +16,8 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    TCP links (srift/data/measurements), a NIC rate or host shape
                                    held out: the learned link model vs v0 (80% of nominal, 30 us)
   nccl_reported_sanity             public NCCL bus bandwidths on EC2 beside v0's (anecdotal)
+  measurement_noise/lambda_single_gpu  the data's own floor: a repeated Lambda 1-GPU
+                                   measurement against the median of its other repeats
 beside "linear" (perfect linear scaling / peak-FLOPs ratio) and "v0" (roofline / nominal
 links). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp]
 """
@@ -45,22 +51,7 @@ def main() -> None:
     header = {"machine": platform.node(), "threads": os.cpu_count(), "commit": git_commit()}
     print(json.dumps({"header": header}))
     w = load_workloads()
-    rows = compute_rows()
-    X, y, base, truth, meta = ratio_dataset(rows, w)
-    peak = np.array([f[1] for f in X])
-    for split in ("chip", "model"):
-        out = {"split": f"compute_leave_one_{'gpu' if split == 'chip' else 'model'}_out",
-               "linear_peak_ratio": stats(ape(-peak, truth)), "v0_roofline": stats(ape(base, truth))}
-        for k in kinds:
-            pred, mask, _ = loco_errors(X, y, meta, candidates()[k], split)
-            out[k] = stats(ape(pred[mask] + base[mask], truth[mask]))
-        print(json.dumps(out))
-    X, y, base, truth, meta = absolute_dataset(rows, w)
-    out = {"split": "compute_absolute_leave_one_gpu_out", "v0_roofline": stats(ape(base, truth))}
-    for k in kinds:
-        pred, mask, _ = loco_errors(X, y, meta, candidates()[k], "chip")
-        out[k] = stats(ape(pred[mask] + base[mask], truth[mask]))
-    print(json.dumps(out))
+    compute(w, kinds)
     rows = sia_rows()
     cases = build_cases(rows)
     X, y, base, truth = overhead_dataset(cases, w)
@@ -86,44 +77,62 @@ def main() -> None:
                 out[k] = stats(ape(preds[k][m], truth[m]))
             print(json.dumps(out))
     instance_anchored(cases, w, rows, base, truth, sites)
+    measurement_noise()
     links()
 
 
-def links() -> None:
-    import csv
+def compute(w, kinds: list[str]) -> None:
+    """Single-GPU compute splits, on the public data alone and with the CPU rows measured here
+    in the training folds (errors on GPU targets only, as `srift train` scores them), and the
+    GPU-trained ratio model on the CPU pairs (a device family it never saw)."""
+    for label, rows in (("", compute_rows()), ("_with_cpu_rows", compute_rows(cpu=True))):
+        for builder, splits in ((ratio_dataset, ("chip", "model")), (absolute_dataset, ("chip",))):
+            X, y, base, truth, meta = builder(rows, w)
+            gpu = np.array([b.source != "cpu" for _, b in meta])
+            for split in splits:
+                name = ("compute_absolute_leave_one_gpu_out" if builder is absolute_dataset else
+                        f"compute_leave_one_{'gpu' if split == 'chip' else 'model'}_out")
+                out = {"split": name + label}
+                if builder is ratio_dataset:
+                    out["linear_peak_ratio"] = stats(ape(-X[gpu, 1], truth[gpu]))
+                out["v0_roofline"] = stats(ape(base[gpu], truth[gpu]))
+                for k in kinds:
+                    pred, mask, _ = loco_errors(X, y, meta, candidates()[k], split)
+                    m = mask & gpu
+                    out[k] = stats(ape(pred[m] + base[m], truth[m]))
+                print(json.dumps(out))
+    X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
+    cpu = np.array([b.source == "cpu" for _, b in meta])
+    out = {"split": "compute_cpu_thread_pairs_gpu_trained", "linear_peak_ratio": stats(ape(-X[cpu, 1], truth[cpu])),
+           "v0_roofline": stats(ape(base[cpu], truth[cpu]))}
+    for k in kinds:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = candidates()[k]().fit(X[~cpu], y[~cpu])
+        out[k] = stats(ape(est.predict(X[cpu]) + base[cpu], truth[cpu]))
+    print(json.dumps(out))
 
-    from srift.catalog import Catalog
-    from srift.engine import EngineConfig
-    from srift.learn.datasets import data_dir
-    from srift.learn.links import configs_from_sweep, held_out_errors, load_sweep
 
-    configs = configs_from_sweep(load_sweep())
-    for by in ("rate", "shape"):
-        errs = held_out_errors(configs, by)
-        print(json.dumps({"split": f"allreduce_tcp_leave_one_{by}_out", **{k: stats(e) for k, e in errs.items()}}))
-    cat, cfg = Catalog.default(), EngineConfig()
-    with open(data_dir() / "nccl_ec2_reported.csv", newline="") as f:
-        for r in csv.DictReader(f):
-            if not (r["num_nodes"].isdigit() and r["busbw_GBps"]):
-                continue
-            it = cat.instance(r["instance_type"])
-            v0 = (it.intra_node_gbytes_s * cfg.nvlink_efficiency if int(r["num_nodes"]) == 1
-                  else it.network_gbps / 8 * (cfg.efa_network_efficiency if it.efa else cfg.network_efficiency))
-            print(json.dumps({"split": "nccl_reported_sanity", "instance": r["instance_type"], "nodes": int(r["num_nodes"]),
-                              "reported_busbw_gbytes_s": float(r["busbw_GBps"]), "v0_gbytes_s": round(v0, 2),
-                              "source": r["source_url"]}))
+def leave_one_repeat_out(groups: dict) -> np.ndarray:
+    """APE (%) of every repeat against the median of the other repeats of its group."""
+    out = []
+    for ts in groups.values():
+        if len(ts) < 2:
+            continue
+        for i, t in enumerate(ts):
+            out.append(abs(t / float(np.median(ts[:i] + ts[i + 1:])) - 1) * 100)
+    return np.asarray(out)
 
 
-def instance_anchored(cases, w, rows, base, truth, sites) -> None:
-    steps = instance_anchored_steps(cases, w, rows)
-    ok = ~np.isnan(steps)
-    pred = np.log(steps / np.array([c.one_gpu_time for c in cases]))
-    for g in [*sorted(set(sites[ok])), "ALL"]:
-        m = ok & ((sites == g) if g != "ALL" else True)
-        print(json.dumps({"split": f"multi_node_instance_anchored/{g}",
-                          "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])),
-                          "v0_simulator": stats(ape(base[m], truth[m])),
-                          "instance_anchored": stats(ape(pred[m], truth[m]))}))
+def measurement_noise() -> None:
+    """Lambda's 1-GPU throughputs are the data with real repeats (the same benchmark on several
+    hosts); Sia's multi-node placements were each measured once and its repeated 1-GPU rows
+    are exact copies, so they give no floor."""
+    from srift.learn.datasets import lambda_repeats
+
+    e = leave_one_repeat_out({k: [1 / x for x in v] for k, v in lambda_repeats().items()})
+    print(json.dumps({"split": "measurement_noise/lambda_single_gpu", "repeat_vs_others": stats(e)}))
+
 
 if __name__ == "__main__":
     main()

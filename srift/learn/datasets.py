@@ -4,21 +4,27 @@ Compute rows (single GPU): one per (source, model, GPU, precision, batch) with t
 per-sample iteration time. Lambda gives throughput at one batch per GPU (fp32 runs in NGC
 containers, where TF32 is on: recorded as "tf32"); Gavel gives steps/s at several batches
 (fp32 on K80/P100/V100); Sia's 1-GPU placements give step_time at many batches (mixed
-precision, says the data README). Multi-GPU rows: Sia's placements with ranks > 1.
+precision, says the data README). Multi-GPU rows: Sia's placements with ranks > 1. CPU rows (source "cpu"): the same models
+profiled here on this machine's CPU at 1 and 2 threads (srift.learn.cpu_sweep, shipped in
+srift/data/measurements/compute_cpu.json), with that CPU's measured peaks as the device.
 """
 from __future__ import annotations
 
 import csv
+import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
-from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS
+from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import DATA_MODELS
 
-__all__ = ["ComputeRow", "SiaRow", "data_dir", "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS"]
+__all__ = ["ComputeRow", "SiaRow", "data_dir", "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP",
+           "load_cpu_sweep", "cpu_peaks", "cpu_rows", "device_peaks"]
+
+CPU_SWEEP = Path(__file__).resolve().parent.parent / "data" / "measurements" / "compute_cpu.json"
 
 
 def data_dir() -> Path:
@@ -46,7 +52,7 @@ def chip_of(gpu_key: str) -> str:
 class ComputeRow:
     source: str       # lambda | gavel | sia
     workload: str     # key into workloads.json
-    gpu: str          # key into gpus.TRAINING_GPUS
+    gpu: str          # key into device_peaks(): gpus.TRAINING_GPUS or a measured CPU
     precision: str    # fp32 | tf32 | amp
     batch: float      # local batch (samples of the data's unit)
     per_sample_s: float
@@ -63,7 +69,13 @@ _LAMBDA_UNITS_OK = {"resnet50": True, "bert_base_squad": True, "bert_large_squad
                     "ssd": True, "transformerxlbase": False, "transformerxllarge": False}
 
 
-def _lambda_rows(d: Path) -> list[ComputeRow]:
+def lambda_repeats(d: Path | None = None) -> dict[tuple, list[float]]:
+    """(GPU, model, precision, batch) -> the throughputs Lambda reports for it (1 GPU): the
+    same benchmark run on several hosts or dates, whose spread is the data's own noise."""
+    return _lambda_throughputs(d or data_dir())
+
+
+def _lambda_throughputs(d: Path) -> dict[tuple, list[float]]:
     acc: dict[tuple, list[float]] = defaultdict(list)
     with open(d / "lambda_pytorch_train.csv", newline="") as f:
         for r in csv.DictReader(f):
@@ -78,6 +90,11 @@ def _lambda_rows(d: Path) -> list[ComputeRow]:
             prec = "amp" if r["precision"] == "fp16" else "tf32"
             key = (DATA_GPU_NAMES[name], r["model"], prec, float(r["global_batch_size"]))
             acc[key].append(float(r["throughput"]))
+    return acc
+
+
+def _lambda_rows(d: Path) -> list[ComputeRow]:
+    acc = _lambda_throughputs(d)
     rows = []
     for (gpu, model, prec, batch), thr in acc.items():
         wl = DATA_MODELS[("lambda", model)][0]
@@ -165,6 +182,52 @@ def _merge_repeats(rows: list[ComputeRow]) -> list[ComputeRow]:
     return out
 
 
-def compute_rows(d: Path | None = None) -> list[ComputeRow]:
+def load_cpu_sweep(path: str | Path = CPU_SWEEP) -> dict:
+    from srift.learn.cpu_sweep import validate_sweep
+
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{p}: not valid JSON: {exc}") from None
+    return validate_sweep(doc, str(p))
+
+
+def cpu_peaks(doc: dict | None = None) -> dict[str, GpuPeaks]:
+    """The measured CPU devices of a compute sweep as GpuPeaks (fp32 only: no tensor units)."""
+    doc = load_cpu_sweep() if doc is None else doc
+    return {k: GpuPeaks(k, d["fp32_flops"] / 1e12, None, None, d["memory_bytes_s"] / 1e9,
+                        float(d.get("memory_gib", 0.0)))
+            for k, d in doc["devices"].items()}
+
+
+def cpu_rows(doc: dict | None = None) -> list[ComputeRow]:
+    """One ComputeRow per (workload, device, batch) of a compute sweep; rows at the same
+    workload and batch anchor each other across thread counts."""
+    from srift.learn.workloads import load_workloads
+
+    doc = load_cpu_sweep() if doc is None else doc
+    known = load_workloads()
+    rows = []
+    for r in doc["rows"]:
+        if r["workload"] not in known:
+            raise ValueError(f"compute sweep: rows.workload: {r['workload']!r} has no cached profile "
+                             "(srift/data/models/workloads.json)")
+        for b, t in zip(r["batches"], r["iteration_s"]):
+            rows.append(ComputeRow("cpu", r["workload"], r["device"], "fp32", float(b), t / b, True,
+                                   f"cpu/{r['workload']}/b{int(b)}"))
+    return rows
+
+
+def device_peaks() -> dict[str, GpuPeaks]:
+    """Peaks of every device a ComputeRow may name: the data's GPUs and the measured CPUs."""
+    out = dict(TRAINING_GPUS)
+    if CPU_SWEEP.exists():
+        out.update(cpu_peaks())
+    return out
+
+
+def compute_rows(d: Path | None = None, cpu: bool = False) -> list[ComputeRow]:
+    """The public single-GPU rows; with `cpu`, also the CPU rows measured here."""
     d = d or data_dir()
-    return _merge_repeats(_lambda_rows(d) + _gavel_rows(d) + _sia_compute_rows(d))
+    return _merge_repeats(_lambda_rows(d) + _gavel_rows(d) + _sia_compute_rows(d) + (cpu_rows() if cpu else []))

@@ -16,9 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from srift.learn.datasets import ComputeRow, compute_rows, data_dir
+from srift.learn.datasets import ComputeRow, compute_rows, data_dir, device_peaks
 from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
-from srift.learn.gpus import TRAINING_GPUS
 from srift.learn.workloads import WorkloadInfo, load_workloads
 
 __all__ = ["train_all", "train_overhead", "train_links", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "train_compute",
@@ -61,13 +60,14 @@ def ratio_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo]):
     groups: dict[str, list[ComputeRow]] = defaultdict(list)
     for r in rows:
         groups[r.group].append(r)
+    peaks = device_peaks()
     X, y, base, truth, meta = [], [], [], [], []
     for rs in groups.values():
         for a in rs:
             for b in rs:
                 if a.chip == b.chip:
                     continue
-                f = ratio_features(workloads[a.workload], TRAINING_GPUS[a.gpu], a.batch, TRAINING_GPUS[b.gpu],
+                f = ratio_features(workloads[a.workload], peaks[a.gpu], a.batch, peaks[b.gpu],
                                    b.batch, a.precision)
                 lt = math.log(b.per_sample_s / a.per_sample_s)
                 X.append(f)
@@ -79,11 +79,12 @@ def ratio_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo]):
 
 
 def absolute_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo]):
+    peaks = device_peaks()
     X, y, base, truth, meta = [], [], [], [], []
     for r in rows:
         if not r.units_match:
             continue
-        f = absolute_features(workloads[r.workload], TRAINING_GPUS[r.gpu], r.batch, r.precision)
+        f = absolute_features(workloads[r.workload], peaks[r.gpu], r.batch, r.precision)
         lt = math.log(r.per_sample_s)
         X.append(f)
         base.append(f[0])
@@ -256,39 +257,62 @@ def train_all(out_dir: Path | None = MODELS_DIR, verbose: bool = True, reprofile
 
 
 def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> dict[str, Any]:
-    """Select and fit the compute ratio and absolute models; write them to `out_dir`."""
+    """Select and fit the compute ratio and absolute models; write them to `out_dir`.
+
+    Note "CPU rows": the candidates are scored twice, on the public GPU data alone and with the
+    CPU rows measured here (srift.learn.cpu_sweep) added to the training folds; both scores are
+    the leave-one-GPU-chip-out error on GPU targets only (the product predicts GPUs), and the
+    best (model, data) pair is shipped. The residual quantiles come from GPU targets too."""
     import json
 
+    from srift.learn.datasets import CPU_SWEEP, load_cpu_sweep
+
     workloads = load_workloads()
-    rows = compute_rows()
+    variants = {"public": compute_rows()}
+    if CPU_SWEEP.exists():
+        variants["public+cpu"] = compute_rows(cpu=True)
     results: dict[str, Any] = {}
     for name, builder, features, target in (
         ("compute_ratio", ratio_dataset, RATIO_FEATURES,
          "log(t_target/t_anchor) - log(roofline_target/roofline_anchor), per-sample time"),
         ("compute_absolute", absolute_dataset, ABSOLUTE_FEATURES, "log(t / roofline), per-sample time"),
     ):
-        X, y, base, truth, meta = builder(rows, workloads)
-        scores = {}
-        resid_by = {}
-        for kind, make in candidates().items():
-            pred, mask, _ = loco_errors(X, y, meta, make, "chip")
-            e = ape(pred[mask] + base[mask], truth[mask])
-            scores[kind] = {"median_ape": float(np.median(e)), "p90_ape": float(np.quantile(e, 0.9)),
-                            "n": int(mask.sum())}
-            resid_by[kind] = (y - pred)[mask]
-        e0 = ape(base, truth)
-        scores["v0_roofline"] = {"median_ape": float(np.median(e0)), "p90_ape": float(np.quantile(e0, 0.9)),
-                                 "n": int(len(y))}
-        best = min(candidates(), key=lambda k: scores[k]["median_ape"] + 0.25 * scores[k]["p90_ape"])
+        scores: dict[str, Any] = {}
+        resid_by: dict[str, np.ndarray] = {}
+        data_by: dict[str, tuple] = {}
+        for label, rows in variants.items():
+            X, y, base, truth, meta = data_by[label] = builder(rows, workloads)
+            on_gpu = np.array([b.source != "cpu" for _, b in meta])
+            suffix = "" if label == "public" else "+cpu"
+            for kind, make in candidates().items():
+                pred, mask, _ = loco_errors(X, y, meta, make, "chip")
+                m = mask & on_gpu
+                e = ape(pred[m] + base[m], truth[m])
+                scores[kind + suffix] = {"median_ape": float(np.median(e)), "p90_ape": float(np.quantile(e, 0.9)),
+                                         "n": int(m.sum())}
+                resid_by[kind + suffix] = (y - pred)[m]
+            if label == "public":
+                e0 = ape(base, truth)
+                scores["v0_roofline"] = {"median_ape": float(np.median(e0)), "p90_ape": float(np.quantile(e0, 0.9)),
+                                         "n": int(len(y))}
+        chosen = [k for k in scores if k != "v0_roofline"]
+        best = min(chosen, key=lambda k: scores[k]["median_ape"] + 0.25 * scores[k]["p90_ape"])
+        kind, label = (best[:-4], "public+cpu") if best.endswith("+cpu") else (best, "public")
         if verbose:
             print(f"{name}: " + ", ".join(f"{k} {v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for k, v in scores.items())
                   + f" -> {best}")
-        record = {"data": {"dir": "../shared/data/measured", "sources": sorted({r.source for r in rows}),
-                           "rows": len(rows), "examples": int(len(y))},
-                  "workloads": "srift/data/models/workloads.json",
-                  "selection": {"split": "leave-one-GPU-chip-out", "scores": scores, "chosen": best},
+        rows = variants[label]
+        X, y, _, _, _ = data_by[label]
+        data: dict[str, Any] = {"dir": "../shared/data/measured", "sources": sorted({r.source for r in rows}),
+                                "rows": len(rows), "examples": int(len(y))}
+        if label == "public+cpu":
+            sweep = load_cpu_sweep()
+            data["cpu_rows"] = {"file": "srift/data/measurements/compute_cpu.json", "measured_at": sweep.get("measured_at"),
+                                "machine": sweep.get("machine"), "rows": sum(r.source == "cpu" for r in rows)}
+        record = {"data": data, "workloads": "srift/data/models/workloads.json",
+                  "selection": {"split": "leave-one-GPU-chip-out, GPU targets", "scores": scores, "chosen": best},
                   "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        doc = _fit_export(name, best, X, y, features, resid_by[best], record, target)
+        doc = _fit_export(name, kind, X, y, features, resid_by[best], record, target)
         results[name] = doc
         if out_dir is not None:
             (out_dir / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
