@@ -288,9 +288,9 @@ class Engine:
         elif self.config.compute_model == "learned":
             from srift.learn import default_models
 
-            model, p10, p90 = default_models().compute_model(self.profile, gpu_key, self.catalog,
-                                                             self.precision, anchor=self._anchor())
-            entry = (model, "learned", float(p10), float(p90))
+            model, p10, p90, source = default_models().compute_model(self.profile, gpu_key, self.catalog,
+                                                                     self.precision, anchor=self._anchor())
+            entry = (model, source, float(p10), float(p90))
         else:
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
             prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,

@@ -36,7 +36,7 @@ class GroupPrediction:
     memory_gib: float            # peak memory of its fullest GPU
     gpu_memory_gib: float
     max_local_batch: int         # largest local batch that fits one GPU
-    compute_source: str          # "measured", "learned" or "roofline"
+    compute_source: str          # "measured", "measured-instance", "learned", "anchored-roofline" or "roofline"
 
     @property
     def memory_headroom_gib(self) -> float:

@@ -35,6 +35,14 @@ class _Loaded:
     def p90(self) -> float:
         return float(self.doc["residuals"]["p90"])
 
+    def roofline_interval(self) -> tuple[float, float]:
+        """(p10, p90) log errors of the roofline itself on the training data (the model's
+        own interval when the document predates them)."""
+        r = self.doc.get("roofline_residuals")
+        if not isinstance(r, dict) or not all(isinstance(r.get(k), (int, float)) for k in ("p10", "p90")):
+            return self.p10, self.p90
+        return float(r["p10"]), float(r["p90"])
+
 
 class CostModels:
     """Learned compute and iteration models, evaluated by the C++ core."""
@@ -48,12 +56,14 @@ class CostModels:
         self.tcp_latency = _Loaded(*load_model(d / "link_tcp_latency.json"))
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
-                      anchor: tuple[str, list[Any]] | None = None) -> tuple[Any, float, float]:
-        """(ComputeModel, p10_factor, p90_factor) of `profile` on catalog GPU `gpu_key`.
+                      anchor: tuple[str, list[Any]] | None = None) -> tuple[Any, float, float, str]:
+        """(ComputeModel, p10_factor, p90_factor, source) of `profile` on catalog GPU `gpu_key`.
 
         anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU; when given
         the learned GPU-to-GPU ratio scales the anchored model, else the absolute model scales
-        the roofline. The factors multiply the predicted time for the p10/p90 interval."""
+        the roofline. The factors multiply the predicted time for the p10/p90 interval. source:
+        "learned", or "anchored-roofline" where the pair is one the ratio model never saw
+        (note "no fp16 path")."""
         from srift import _core
 
         w = workload_from_profile(profile)
@@ -64,15 +74,26 @@ class CostModels:
             batch = float(np.mean([m.local_batch for m in meas]))
             anchored = _core.anchor_to_measurements(roofline(w, source, precision), meas)
             f = ratio_features(w, source, batch, target, batch, precision)
+            if precision == "amp" and not (source.fp16_tflops and target.fp16_tflops):
+                # Note "no fp16 path": every AMP pair in the training data runs FP16 on tensor
+                # cores (or packed FP16) on both GPUs. On a GPU without an FP16 path (K80, M60)
+                # autocast runs at the FP32 peak, the roofline ratio jumps ~10x, and the linear
+                # correction reads that jump as the tensor-core overstatement it learned to
+                # shrink (V100 -> K80 at AMP: 4.1x predicted, where Gavel's FP32 K80/V100 5.6x
+                # and Lambda's V100 AMP/FP32 2.3x put it near 13x). The roofline ratio (10x)
+                # with the roofline's own error interval is the honest answer there.
+                lo, hi = self.ratio.roofline_interval()
+                return _scaled(anchored, math.exp(f[0])), math.exp(lo), math.exp(hi), "anchored-roofline"
             ratio = math.exp(f[0] + self.ratio.predict(f))
-            return _scaled(anchored, ratio), math.exp(self.ratio.p10), math.exp(self.ratio.p90)
+            return _scaled(anchored, ratio), math.exp(self.ratio.p10), math.exp(self.ratio.p90), "learned"
         prior = roofline(w, target, precision)
         # The absolute model's correction depends on the batch it is evaluated at; the profile's
         # example batch is whatever the user profiled with (often tiny on a CPU), so a fixed,
         # typical training batch per GPU keeps predictions independent of how one profiled.
         batch = ABSOLUTE_REFERENCE_BATCH
         f = absolute_features(w, target, batch, precision)
-        return _scaled(prior, math.exp(self.absolute.predict(f))), math.exp(self.absolute.p10), math.exp(self.absolute.p90)
+        return (_scaled(prior, math.exp(self.absolute.predict(f))), math.exp(self.absolute.p10),
+                math.exp(self.absolute.p90), "learned")
 
     def tcp_link(self, nominal_bytes_s: float, ranks_per_node: int) -> tuple[float, float]:
         """(achieved bandwidth bytes/s, latency s per ring step) of a TCP network link of

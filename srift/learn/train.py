@@ -313,6 +313,12 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
                   "selection": {"split": "leave-one-GPU-chip-out, GPU targets", "scores": scores, "chosen": best},
                   "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         doc = _fit_export(name, kind, X, y, features, resid_by[best], record, target)
+        # The target is the roofline's own log error, so its quantiles are the interval of a
+        # prediction that falls back to the roofline (srift.learn.models note "no fp16 path").
+        on_gpu = np.array([b.source != "cpu" for _, b in data_by[label][4]])
+        doc["roofline_residuals"] = {"p10": float(np.quantile(y[on_gpu], 0.1)), "p50": float(np.quantile(y[on_gpu], 0.5)),
+                                     "p90": float(np.quantile(y[on_gpu], 0.9)), "n": int(on_gpu.sum()),
+                                     "split": "all GPU targets (the roofline is not fitted)"}
         results[name] = doc
         if out_dir is not None:
             (out_dir / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")

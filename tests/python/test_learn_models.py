@@ -56,14 +56,46 @@ def test_compute_model_anchor_ratio_direction() -> None:
     prof = srift.profile(model, batch, loss, device="meta")
     cat = Catalog.default()
     m = default_models()
-    slow, lo, hi = m.compute_model(prof, "T4", cat, "amp", anchor=("A100-40GB", [_core.Measurement(128, 0.05)]))
-    fast, _, _ = m.compute_model(prof, "H100-80GB", cat, "amp", anchor=("A100-40GB", [_core.Measurement(128, 0.05)]))
+    slow, lo, hi, src = m.compute_model(prof, "T4", cat, "amp", anchor=("A100-40GB", [_core.Measurement(128, 0.05)]))
+    fast, _, _, _ = m.compute_model(prof, "H100-80GB", cat, "amp", anchor=("A100-40GB", [_core.Measurement(128, 0.05)]))
+    assert src == "learned"
     t_slow = slow.compute_s(128) + slow.optimizer_s
     t_fast = fast.compute_s(128) + fast.optimizer_s
     assert t_fast < 0.05 < t_slow
     assert 0 < lo < 1 < hi
-    absolute, _, _ = m.compute_model(prof, "A10G", cat, "fp32")
-    assert math.isfinite(absolute.compute_s(32)) and absolute.compute_s(32) > 0
+    absolute, _, _, src = m.compute_model(prof, "A10G", cat, "fp32")
+    assert math.isfinite(absolute.compute_s(32)) and absolute.compute_s(32) > 0 and src == "learned"
+
+
+def test_amp_on_a_gpu_without_fp16_falls_back_to_the_roofline_ratio() -> None:
+    """Note "no fp16 path": AMP anchored on a V100, asked about a K80 (no FP16 units), scales
+    the anchor by the roofline ratio exactly, with the roofline's own error interval; FP32
+    between the same GPUs (a pair the data has) stays learned."""
+    pytest.importorskip("torch")
+    import srift
+    from srift import _core, zoo
+    from srift.catalog import Catalog
+    from srift.learn import default_models
+    from srift.learn.features import ratio_features, roofline
+    from srift.learn.gpus import peaks_from_catalog
+    from srift.learn.workloads import workload_from_profile
+
+    model, batch, loss = zoo.build("resnet50", 2, device="meta")
+    prof = srift.profile(model, batch, loss, device="meta", precision="amp")
+    cat, m = Catalog.default(), default_models()
+    anchor = ("V100-16GB", [_core.Measurement(32, 0.04)])
+    k80, lo, hi, src = m.compute_model(prof, "K80", cat, "amp", anchor=anchor)
+    assert src == "anchored-roofline"
+    w = workload_from_profile(prof)
+    v100, kepler = peaks_from_catalog(cat, "V100-16GB"), peaks_from_catalog(cat, "K80")
+    ratio = math.exp(ratio_features(w, v100, 32, kepler, 32, "amp")[0])
+    anchored = _core.anchor_to_measurements(roofline(w, v100, "amp"), anchor[1])
+    assert k80.compute_s(32) == pytest.approx(anchored.compute_s(32) * ratio, rel=1e-12)
+    assert ratio > 8  # K80 runs autocast at its FP32 peak: ~10x a V100's tensor cores
+    r = m.ratio.doc["roofline_residuals"]
+    assert (lo, hi) == pytest.approx((math.exp(r["p10"]), math.exp(r["p90"])))
+    _, _, _, src32 = m.compute_model(prof, "K80", cat, "fp32", anchor=anchor)
+    assert src32 == "learned"
 
 
 def test_instance_anchored_sia_case_adds_only_the_network() -> None:
