@@ -6,6 +6,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
   compute_*_with_cpu_rows     the same, with the CPU rows measured here (srift.learn.cpu_sweep)
                               in the training folds; errors on GPU targets only
+  compute_absolute_leave_one_gpu_out_engine_path  the absolute model as the engine applies it
+                              (one affine model per GPU fitted on a batch grid) vs at each
+                              row's own batch vs the old reference-batch-32 scaling
   compute_cpu_thread_pairs_gpu_trained  the ratio model trained on GPU pairs only, predicting
                               this CPU at 1 thread from 2 threads and back (unseen device family)
   multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps
@@ -101,6 +104,7 @@ def compute(w, kinds: list[str]) -> None:
                     m = mask & gpu
                     out[k] = stats(ape(pred[m] + base[m], truth[m]))
                 print(json.dumps(out))
+    absolute_engine_path(w)
     X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
     cpu = np.array([b.source == "cpu" for _, b in meta])
     out = {"split": "compute_cpu_thread_pairs_gpu_trained", "linear_peak_ratio": stats(ape(-X[cpu, 1], truth[cpu])),
@@ -111,6 +115,51 @@ def compute(w, kinds: list[str]) -> None:
             est = candidates()[k]().fit(X[~cpu], y[~cpu])
         out[k] = stats(ape(est.predict(X[cpu]) + base[cpu], truth[cpu]))
     print(json.dumps(out))
+
+
+def absolute_engine_path(w) -> None:
+    """The absolute model as the engine applies it (srift.learn.models note "batch grid"): one
+    affine ComputeModel per GPU fitted on a batch grid up to the memory limit, which the
+    workload table does not know, so it stands at 4x and 64x each row's batch; beside the
+    model evaluated at each row's own batch (the split above) and the reference-batch-32
+    scaling the engine used before. Shipped training data (CPU rows in), GPU targets."""
+    import math
+
+    from srift.learn.datasets import device_peaks
+    from srift.learn.features import absolute_features, roofline
+    from srift.learn.models import absolute_on_grid
+    from srift.learn.train import _split_key
+
+    X, y, base, truth, meta = absolute_dataset(compute_rows(cpu=True), w)
+    peaks = device_peaks()
+    touched = [_split_key(m, "chip") for m in meta]
+    cols = ("at_row_batch", "grid_to_4x_batch", "grid_to_64x_batch", "reference_batch_32")
+    pred = {k: np.full(len(y), np.nan) for k in cols}
+    for g in sorted({t[1] for t in touched}):
+        test = np.array([t[1] == g for t in touched])
+        train = np.array([g not in t[0] for t in touched])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = candidates()["huber"]().fit(X[train], y[train])
+        for i in np.flatnonzero(test):
+            r = meta[i][1]
+            if r.source == "cpu":
+                continue
+            wl, gpu, b = w[r.workload], peaks[r.gpu], r.batch
+            prior = roofline(wl, gpu, r.precision)
+
+            def corr(batch: float) -> float:
+                return float(est.predict(np.asarray([absolute_features(wl, gpu, batch, r.precision)]))[0])
+
+            roof = (prior.compute_s(b) + prior.optimizer_s) / b
+            pred["at_row_batch"][i] = math.log(roof) + corr(b)
+            pred["reference_batch_32"][i] = math.log(roof) + corr(32.0)
+            for k, mult in (("grid_to_4x_batch", 4), ("grid_to_64x_batch", 64)):
+                m = absolute_on_grid(prior, corr, mult * b)
+                pred[k][i] = math.log((m.compute_s(b) + m.optimizer_s) / b)
+    ok = ~np.isnan(pred["at_row_batch"])
+    print(json.dumps({"split": "compute_absolute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
+                      **{k: stats(ape(v[ok], truth[ok])) for k, v in pred.items()}}))
 
 
 def leave_one_repeat_out(groups: dict) -> np.ndarray:

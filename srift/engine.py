@@ -245,6 +245,15 @@ class Engine:
         except ValueError:
             return [device]
 
+    def memory_max_batch(self, gpu_key: str) -> float:
+        """The largest local batch whose memory fits one GPU of `gpu_key` (samples; the
+        simulator's max_local_batch rule without the global-batch cap; at least 1)."""
+        w = self.workload
+        free = self.config.usable_memory_fraction * float(self.catalog.gpu(gpu_key).memory_gib) * GIB - w.fixed_memory_bytes
+        if w.activation_bytes_per_sample <= 0:
+            return 2.0**20 if free > 0 else 1.0
+        return max(1.0, math.floor(free / w.activation_bytes_per_sample))
+
     def _anchor(self) -> tuple[str, list[_core.Measurement]] | None:
         """The GPU type with the most measurements in the profile, to anchor learned ratios."""
         best: tuple[str, list[_core.Measurement]] | None = None
@@ -289,7 +298,8 @@ class Engine:
             from srift.learn import default_models
 
             model, p10, p90, source = default_models().compute_model(self.profile, gpu_key, self.catalog,
-                                                                     self.precision, anchor=self._anchor())
+                                                                     self.precision, anchor=self._anchor(),
+                                                                     max_batch=self.memory_max_batch(gpu_key))
             entry = (model, source, float(p10), float(p90))
         else:
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers

@@ -56,14 +56,16 @@ class CostModels:
         self.tcp_latency = _Loaded(*load_model(d / "link_tcp_latency.json"))
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
-                      anchor: tuple[str, list[Any]] | None = None) -> tuple[Any, float, float, str]:
+                      anchor: tuple[str, list[Any]] | None = None,
+                      max_batch: float | None = None) -> tuple[Any, float, float, str]:
         """(ComputeModel, p10_factor, p90_factor, source) of `profile` on catalog GPU `gpu_key`.
 
         anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU; when given
         the learned GPU-to-GPU ratio scales the anchored model, else the absolute model scales
         the roofline. The factors multiply the predicted time for the p10/p90 interval. source:
         "learned", or "anchored-roofline" where the pair is one the ratio model never saw
-        (note "no fp16 path")."""
+        (note "no fp16 path"). max_batch: the largest local batch that fits this GPU (samples;
+        the absolute model is fitted over 1..max_batch, note "batch grid"; default 1024)."""
         from srift import _core
 
         w = workload_from_profile(profile)
@@ -87,13 +89,8 @@ class CostModels:
             ratio = math.exp(f[0] + self.ratio.predict(f))
             return _scaled(anchored, ratio), math.exp(self.ratio.p10), math.exp(self.ratio.p90), "learned"
         prior = roofline(w, target, precision)
-        # The absolute model's correction depends on the batch it is evaluated at; the profile's
-        # example batch is whatever the user profiled with (often tiny on a CPU), so a fixed,
-        # typical training batch per GPU keeps predictions independent of how one profiled.
-        batch = ABSOLUTE_REFERENCE_BATCH
-        f = absolute_features(w, target, batch, precision)
-        return (_scaled(prior, math.exp(self.absolute.predict(f))), math.exp(self.absolute.p10),
-                math.exp(self.absolute.p90), "learned")
+        return (absolute_on_grid(prior, lambda b: self.absolute.predict(absolute_features(w, target, b, precision)),
+                                 max_batch), math.exp(self.absolute.p10), math.exp(self.absolute.p90), "learned")
 
     def tcp_link(self, nominal_bytes_s: float, ranks_per_node: int) -> tuple[float, float]:
         """(achieved bandwidth bytes/s, latency s per ring step) of a TCP network link of
@@ -132,7 +129,55 @@ class CostModels:
         return math.exp(self.overhead.predict(f)), math.exp(self.overhead.p10), math.exp(self.overhead.p90)
 
 
-ABSOLUTE_REFERENCE_BATCH = 32.0
+# Note "batch grid". The absolute model corrects the roofline by a factor that depends on the
+# batch (small iterations are launch- and host-bound), but the engine needs one ComputeModel
+# (fixed + per-sample seconds) per GPU for every local batch the search may try. Evaluating the
+# correction at one reference batch (32, before) and scaling the whole roofline by it scored
+# 69.6 / 391 on the held-out rows that the model itself, evaluated at each row's own batch,
+# predicts at 29.3 / 88: a large-batch row (Lambda's 256-10M) inherited the fixed overheads of
+# batch 32. So the corrected time is evaluated on a geometric grid over 1..max_batch (the
+# memory limit) and fitted by an affine line with relative-error least squares, every grid
+# point weighing the same: 26-30 / 82-90 when the memory limit is 4-16x the batch trained at,
+# 49 / 90 even at 4096x (plain least squares, which the large batches dominate: 518 / 947).
+GRID_POINTS_PER_DECADE = 4
+DEFAULT_MAX_BATCH = 1024.0
+
+
+def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray) -> tuple[float, float]:
+    """(fixed s, per-sample s) of t = fixed + per_sample * b minimising the squared relative
+    error over the points; both terms non-negative."""
+    b, t = np.asarray(batches, dtype=np.float64), np.asarray(seconds, dtype=np.float64)
+    if not (np.all(b > 0) and np.all(t > 0) and np.all(np.isfinite(t))):
+        raise ValueError(f"batches and seconds: expected positive values, got seconds {t.tolist()!r}")
+    A = np.column_stack([np.ones_like(b), b]) / t[:, None]
+    (fixed, per_sample), *_ = np.linalg.lstsq(A, np.ones_like(b), rcond=None)
+    if per_sample <= 0:
+        return 0.0, float(np.mean(t / b))
+    if fixed < 0:
+        x = b / t
+        return 0.0, float(np.sum(x) / np.sum(x * x))
+    return float(fixed), float(per_sample)
+
+
+def batch_grid(max_batch: float | None) -> np.ndarray:
+    hi = max(float(max_batch) if max_batch and math.isfinite(max_batch) else DEFAULT_MAX_BATCH, 2.0)
+    n = max(3, int(math.ceil(math.log10(hi) * GRID_POINTS_PER_DECADE)) + 1)
+    return np.unique(np.maximum(1.0, np.round(np.geomspace(1.0, hi, n))))
+
+
+def absolute_on_grid(prior: Any, log_correction: Any, max_batch: float | None) -> Any:
+    """The roofline `prior` (a _core.ComputeModel) anchored to its corrected iteration times
+    on batch_grid(max_batch); log_correction(batch) -> log(t / roofline)."""
+    from srift import _core
+
+    grid = batch_grid(max_batch)
+    t = np.array([(prior.compute_s(b) + prior.optimizer_s) * math.exp(log_correction(float(b))) for b in grid])
+    fixed, per_sample = affine_relative_fit(grid, t)
+    lo, hi = float(grid[0]), float(grid[-1])
+    # Two points on the fitted line: the core's anchoring reproduces it exactly and splits it
+    # into forward, backward and optimizer as the roofline does.
+    return _core.anchor_to_measurements(prior, [_core.Measurement(lo, fixed + per_sample * lo),
+                                                _core.Measurement(hi, fixed + per_sample * hi)])
 
 
 def _scaled(m: Any, k: float) -> Any:

@@ -115,3 +115,53 @@ def test_instance_anchored_sia_case_adds_only_the_network() -> None:
     # a node size that was never measured is not guessed
     assert instance_anchored_sim(ClusterCase("dgx", "imagenet", "resnet50", "88", 48.0, 0.3, 0.25, 0.01, 0.005),
                                  w, nodes) is None
+
+
+def test_affine_relative_fit_recovers_a_line_and_keeps_terms_non_negative() -> None:
+    from srift.learn.models import affine_relative_fit, batch_grid
+
+    b = batch_grid(4096)
+    assert b[0] == 1 and b[-1] == 4096 and np.all(np.diff(b) > 0)
+    fixed, per = affine_relative_fit(b, 0.02 + 0.003 * b)
+    assert fixed == pytest.approx(0.02, rel=1e-9) and per == pytest.approx(0.003, rel=1e-9)
+    fixed, per = affine_relative_fit(b, 0.003 * b - 0.001)  # the best line has a negative intercept
+    assert fixed == 0.0 and 0.002 < per < 0.003
+    with pytest.raises(ValueError, match="seconds"):
+        affine_relative_fit(b, -b)
+
+
+def test_absolute_on_grid_is_exact_for_a_batch_independent_correction() -> None:
+    """Note "batch grid": with a correction that does not depend on the batch the grid fit
+    must give back the roofline scaled by it, at every batch."""
+    pytest.importorskip("torch")
+    import srift
+    from srift import zoo
+    from srift.catalog import Catalog
+    from srift.learn.features import roofline
+    from srift.learn.gpus import peaks_from_catalog
+    from srift.learn.models import absolute_on_grid
+    from srift.learn.workloads import workload_from_profile
+
+    model, batch, loss = zoo.build("resnet18_cifar", 2, device="meta")
+    w = workload_from_profile(srift.profile(model, batch, loss, device="meta"))
+    prior = roofline(w, peaks_from_catalog(Catalog.default(), "T4"), "amp")
+    m = absolute_on_grid(prior, lambda b: math.log(1.7), 5000)
+    for b in (1.0, 7.0, 300.0, 5000.0):
+        assert m.compute_s(b) + m.optimizer_s == pytest.approx(1.7 * (prior.compute_s(b) + prior.optimizer_s), rel=1e-9)
+
+
+def test_memory_max_batch_is_the_simulators_limit() -> None:
+    pytest.importorskip("torch")
+    import srift
+    from srift import zoo
+    from srift.engine import Engine
+
+    model, batch, loss = zoo.build("resnet50", 2, device="meta")
+    prof = srift.profile(model, batch, loss, device="meta", precision="amp")
+    from srift.catalog import Catalog
+
+    limit = int(Engine(prof, Catalog.default()).memory_max_batch("T4"))
+    assert 16 < limit < 4096
+    assert srift.predict(prof, "1x g4dn.xlarge", global_batch=limit).feasible
+    over = srift.predict(prof, "1x g4dn.xlarge", global_batch=limit + 1)
+    assert not over.feasible and f"at most {limit} samples" in over.why_infeasible
