@@ -6,6 +6,8 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
   compute_*_with_cpu_rows     the same, with the CPU rows measured here (srift.learn.cpu_sweep)
                               in the training folds; errors on GPU targets only
+  compute_leave_one_gpu_out_engine_path  the anchored model as the engine applies it (the
+                              ratio at the anchor's batch, the anchored affine model at the target's)
   compute_absolute_leave_one_gpu_out_engine_path  the absolute model as the engine applies it
                               (one affine model per GPU fitted on a batch grid) vs at each
                               row's own batch vs the old reference-batch-32 scaling
@@ -104,6 +106,7 @@ def compute(w, kinds: list[str]) -> None:
                     m = mask & gpu
                     out[k] = stats(ape(pred[m] + base[m], truth[m]))
                 print(json.dumps(out))
+    ratio_engine_path(w)
     absolute_engine_path(w)
     X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
     cpu = np.array([b.source == "cpu" for _, b in meta])
@@ -115,6 +118,41 @@ def compute(w, kinds: list[str]) -> None:
             est = candidates()[k]().fit(X[~cpu], y[~cpu])
         out[k] = stats(ape(est.predict(X[cpu]) + base[cpu], truth[cpu]))
     print(json.dumps(out))
+
+
+def ratio_engine_path(w) -> None:
+    """The ratio model as the engine applies it: the anchor GPU's measurement scales its
+    roofline (one measurement), the ratio is evaluated at the anchor's batch and the result at
+    the target's batch; beside the pair features of the split above."""
+    import math
+
+    from srift import _core
+    from srift.learn.datasets import device_peaks
+    from srift.learn.features import ratio_features, roofline
+    from srift.learn.train import _split_key
+
+    X, y, base, truth, meta = ratio_dataset(compute_rows(), w)
+    peaks = device_peaks()
+    touched = [_split_key(m, "chip") for m in meta]
+    pair, engine = np.full(len(y), np.nan), np.full(len(y), np.nan)
+    for g in sorted({t[1] for t in touched}):
+        test = np.array([t[1] == g for t in touched])
+        train = np.array([g not in t[0] for t in touched])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = candidates()["huber"]().fit(X[train], y[train])
+        for i in np.flatnonzero(test):
+            a, b = meta[i]
+            wl, pa, pb = w[a.workload], peaks[a.gpu], peaks[b.gpu]
+            pair[i] = base[i] + est.predict(X[i:i + 1])[0]
+            anchored = _core.anchor_to_measurements(roofline(wl, pa, a.precision),
+                                                    [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
+            f = ratio_features(wl, pa, a.batch, pb, a.batch, a.precision)
+            t_b = (anchored.compute_s(b.batch) + anchored.optimizer_s) * math.exp(f[0] + est.predict(np.asarray([f]))[0])
+            engine[i] = math.log(t_b / b.batch / a.per_sample_s)
+    ok = ~np.isnan(pair)
+    print(json.dumps({"split": "compute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
+                      "pair_features": stats(ape(pair[ok], truth[ok])), "engine_path": stats(ape(engine[ok], truth[ok]))}))
 
 
 def absolute_engine_path(w) -> None:
