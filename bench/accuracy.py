@@ -221,5 +221,42 @@ def measurement_noise() -> None:
     print(json.dumps({"split": "measurement_noise/lambda_single_gpu", "repeat_vs_others": stats(e)}))
 
 
+def links() -> None:
+    import csv
+
+    from srift.catalog import Catalog
+    from srift.engine import EngineConfig
+    from srift.learn.datasets import data_dir
+    from srift.learn.links import configs_from_sweep, held_out_errors, load_sweep
+
+    configs = configs_from_sweep(load_sweep())
+    for by in ("rate", "shape"):
+        errs = held_out_errors(configs, by)
+        print(json.dumps({"split": f"allreduce_tcp_leave_one_{by}_out", **{k: stats(e) for k, e in errs.items()}}))
+    cat, cfg = Catalog.default(), EngineConfig()
+    with open(data_dir() / "nccl_ec2_reported.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            if not (r["num_nodes"].isdigit() and r["busbw_GBps"]):
+                continue
+            it = cat.instance(r["instance_type"])
+            v0 = (it.intra_node_gbytes_s * cfg.nvlink_efficiency if int(r["num_nodes"]) == 1
+                  else it.network_gbps / 8 * (cfg.efa_network_efficiency if it.efa else cfg.network_efficiency))
+            print(json.dumps({"split": "nccl_reported_sanity", "instance": r["instance_type"], "nodes": int(r["num_nodes"]),
+                              "reported_busbw_gbytes_s": float(r["busbw_GBps"]), "v0_gbytes_s": round(v0, 2),
+                              "source": r["source_url"]}))
+
+
+def instance_anchored(cases, w, rows, base, truth, sites) -> None:
+    steps = instance_anchored_steps(cases, w, rows)
+    ok = ~np.isnan(steps)
+    pred = np.log(steps / np.array([c.one_gpu_time for c in cases]))
+    for g in [*sorted(set(sites[ok])), "ALL"]:
+        m = ok & ((sites == g) if g != "ALL" else True)
+        print(json.dumps({"split": f"multi_node_instance_anchored/{g}",
+                          "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])),
+                          "v0_simulator": stats(ape(base[m], truth[m])),
+                          "instance_anchored": stats(ape(pred[m], truth[m]))}))
+
+
 if __name__ == "__main__":
     main()
