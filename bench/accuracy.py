@@ -124,8 +124,6 @@ def ratio_engine_path(w) -> None:
     """The ratio model as the engine applies it: the anchor GPU's measurement scales its
     roofline (one measurement), the ratio is evaluated at the anchor's batch and the result at
     the target's batch; beside the pair features of the split above."""
-    import math
-
     from srift import _core
     from srift.learn.datasets import device_peaks
     from srift.learn.features import ratio_features, roofline
@@ -161,8 +159,6 @@ def absolute_engine_path(w) -> None:
     workload table does not know, so it stands at 4x and 64x each row's batch; beside the
     model evaluated at each row's own batch (the split above) and the reference-batch-32
     scaling the engine used before. Shipped training data (CPU rows in), GPU targets."""
-    import math
-
     from srift.learn.datasets import device_peaks
     from srift.learn.features import absolute_features, roofline
     from srift.learn.models import absolute_on_grid

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from srift.learn.features import absolute_features, ratio_features, roofline
-from srift.learn.gpus import GpuPeaks, peaks_from_catalog
+from srift.learn.gpus import peaks_from_catalog
 from srift.learn.loader import load_model
-from srift.learn.workloads import WorkloadInfo, workload_from_profile
+from srift.learn.workloads import workload_from_profile
 
 __all__ = ["CostModels", "default_models"]
 

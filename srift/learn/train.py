@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from srift.learn.datasets import ComputeRow, compute_rows, data_dir, device_peaks
+from srift.learn.datasets import ComputeRow, compute_rows, device_peaks
 from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
 from srift.learn.workloads import WorkloadInfo, load_workloads
 
