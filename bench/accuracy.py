@@ -120,19 +120,11 @@ def compute(w, kinds: list[str]) -> None:
     print(json.dumps(out))
 
 
-def ratio_engine_path(w) -> None:
-    """The ratio model as the engine applies it: the anchor GPU's measurement scales its
-    roofline (one measurement), the ratio is evaluated at the anchor's batch and the result at
-    the target's batch; beside the pair features of the split above."""
-    from srift import _core
-    from srift.learn.datasets import device_peaks
-    from srift.learn.features import ratio_features, roofline
+def held_out_huber(X, y, meta):
+    """(row, Huber model fitted without the row's GPU chip) for every row, chip by chip."""
     from srift.learn.train import _split_key
 
-    X, y, base, truth, meta = ratio_dataset(compute_rows(), w)
-    peaks = device_peaks()
     touched = [_split_key(m, "chip") for m in meta]
-    pair, engine = np.full(len(y), np.nan), np.full(len(y), np.nan)
     for g in sorted({t[1] for t in touched}):
         test = np.array([t[1] == g for t in touched])
         train = np.array([g not in t[0] for t in touched])
@@ -140,14 +132,29 @@ def ratio_engine_path(w) -> None:
             warnings.simplefilter("ignore")
             est = candidates()["huber"]().fit(X[train], y[train])
         for i in np.flatnonzero(test):
-            a, b = meta[i]
-            wl, pa, pb = w[a.workload], peaks[a.gpu], peaks[b.gpu]
-            pair[i] = base[i] + est.predict(X[i:i + 1])[0]
-            anchored = _core.anchor_to_measurements(roofline(wl, pa, a.precision),
-                                                    [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
-            f = ratio_features(wl, pa, a.batch, pb, a.batch, a.precision)
-            t_b = (anchored.compute_s(b.batch) + anchored.optimizer_s) * math.exp(f[0] + est.predict(np.asarray([f]))[0])
-            engine[i] = math.log(t_b / b.batch / a.per_sample_s)
+            yield i, est
+
+
+def ratio_engine_path(w) -> None:
+    """The ratio model as the engine applies it: the anchor GPU's measurement scales its
+    roofline (one measurement), the ratio is evaluated at the anchor's batch and the result at
+    the target's batch; beside the pair features of the split above."""
+    from srift import _core
+    from srift.learn.datasets import device_peaks
+    from srift.learn.features import ratio_features, roofline
+
+    X, y, base, truth, meta = ratio_dataset(compute_rows(), w)
+    peaks = device_peaks()
+    pair, engine = np.full(len(y), np.nan), np.full(len(y), np.nan)
+    for i, est in held_out_huber(X, y, meta):
+        a, b = meta[i]
+        wl, pa, pb = w[a.workload], peaks[a.gpu], peaks[b.gpu]
+        pair[i] = base[i] + est.predict(X[i:i + 1])[0]
+        anchored = _core.anchor_to_measurements(roofline(wl, pa, a.precision),
+                                                [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
+        f = ratio_features(wl, pa, a.batch, pb, a.batch, a.precision)
+        t_b = (anchored.compute_s(b.batch) + anchored.optimizer_s) * math.exp(f[0] + est.predict(np.asarray([f]))[0])
+        engine[i] = math.log(t_b / b.batch / a.per_sample_s)
     ok = ~np.isnan(pair)
     print(json.dumps({"split": "compute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
                       "pair_features": stats(ape(pair[ok], truth[ok])), "engine_path": stats(ape(engine[ok], truth[ok]))}))
@@ -162,35 +169,27 @@ def absolute_engine_path(w) -> None:
     from srift.learn.datasets import device_peaks
     from srift.learn.features import absolute_features, roofline
     from srift.learn.models import absolute_on_grid
-    from srift.learn.train import _split_key
 
     X, y, base, truth, meta = absolute_dataset(compute_rows(cpu=True), w)
     peaks = device_peaks()
-    touched = [_split_key(m, "chip") for m in meta]
     cols = ("at_row_batch", "grid_to_4x_batch", "grid_to_64x_batch", "reference_batch_32")
     pred = {k: np.full(len(y), np.nan) for k in cols}
-    for g in sorted({t[1] for t in touched}):
-        test = np.array([t[1] == g for t in touched])
-        train = np.array([g not in t[0] for t in touched])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            est = candidates()["huber"]().fit(X[train], y[train])
-        for i in np.flatnonzero(test):
-            r = meta[i][1]
-            if r.source == "cpu":
-                continue
-            wl, gpu, b = w[r.workload], peaks[r.gpu], r.batch
-            prior = roofline(wl, gpu, r.precision)
+    for i, est in held_out_huber(X, y, meta):
+        r = meta[i][1]
+        if r.source == "cpu":
+            continue
+        wl, gpu, b = w[r.workload], peaks[r.gpu], r.batch
+        prior = roofline(wl, gpu, r.precision)
 
-            def corr(batch: float) -> float:
-                return float(est.predict(np.asarray([absolute_features(wl, gpu, batch, r.precision)]))[0])
+        def corr(batch: float) -> float:
+            return float(est.predict(np.asarray([absolute_features(wl, gpu, batch, r.precision)]))[0])
 
-            roof = (prior.compute_s(b) + prior.optimizer_s) / b
-            pred["at_row_batch"][i] = math.log(roof) + corr(b)
-            pred["reference_batch_32"][i] = math.log(roof) + corr(32.0)
-            for k, mult in (("grid_to_4x_batch", 4), ("grid_to_64x_batch", 64)):
-                m = absolute_on_grid(prior, corr, mult * b)
-                pred[k][i] = math.log((m.compute_s(b) + m.optimizer_s) / b)
+        roof = (prior.compute_s(b) + prior.optimizer_s) / b
+        pred["at_row_batch"][i] = math.log(roof) + corr(b)
+        pred["reference_batch_32"][i] = math.log(roof) + corr(32.0)
+        for k, mult in (("grid_to_4x_batch", 4), ("grid_to_64x_batch", 64)):
+            m = absolute_on_grid(prior, corr, mult * b)
+            pred[k][i] = math.log((m.compute_s(b) + m.optimizer_s) / b)
     ok = ~np.isnan(pred["at_row_batch"])
     print(json.dumps({"split": "compute_absolute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
                       **{k: stats(ape(v[ok], truth[ok])) for k, v in pred.items()}}))

@@ -11,7 +11,6 @@ srift/data/measurements/compute_cpu.json), with that CPU's measured peaks as the
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass
@@ -184,13 +183,9 @@ def _merge_repeats(rows: list[ComputeRow]) -> list[ComputeRow]:
 
 def load_cpu_sweep(path: str | Path = CPU_SWEEP) -> dict:
     from srift.learn.cpu_sweep import validate_sweep
+    from srift.learn.loader import read_json
 
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{p}: not valid JSON: {exc}") from None
-    return validate_sweep(doc, str(p))
+    return validate_sweep(read_json(path), str(path))
 
 
 def cpu_peaks(doc: dict | None = None) -> dict[str, GpuPeaks]:

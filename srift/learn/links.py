@@ -23,7 +23,6 @@ disagree with each other; bench/accuracy.py prints them beside v0).
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,13 +58,9 @@ class LinkConfig:
 
 def load_sweep(path: str | Path = MEASUREMENTS) -> dict[str, Any]:
     from srift.learn.allreduce_sweep import validate_sweep
+    from srift.learn.loader import read_json
 
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{p}: not valid JSON: {exc}") from None
-    return validate_sweep(doc, str(p))
+    return validate_sweep(read_json(path), str(path))
 
 
 def configs_from_sweep(doc: dict[str, Any]) -> list[LinkConfig]:

@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["validate_model_dict", "load_model", "model_from_dict", "model_schema"]
+__all__ = ["validate_model_dict", "load_model", "model_from_dict", "model_schema", "read_json"]
 
 
 @lru_cache(maxsize=1)
@@ -41,11 +41,16 @@ def model_from_dict(doc: dict[str, Any], origin: str = "learned model"):  # -> _
         raise ValueError(f"{origin}: {exc}") from None
 
 
-def load_model(path: str | Path):  # -> (_core.LearnedModel, dict)
-    """(core model, document) from a JSON file; never unpickles anything."""
+def read_json(path: str | Path) -> Any:
+    """The parsed JSON document at `path` (ValueError naming the file when it is not JSON)."""
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        return json.loads(p.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{p}: not valid JSON: {exc}") from None
-    return model_from_dict(doc, str(p)), doc
+
+
+def load_model(path: str | Path):  # -> (_core.LearnedModel, dict)
+    """(core model, document) from a JSON file; never unpickles anything."""
+    doc = read_json(path)
+    return model_from_dict(doc, str(path)), doc
