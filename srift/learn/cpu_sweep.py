@@ -119,12 +119,14 @@ def measure_sweep(plan: dict[str, tuple[int, int]] | None = None, threads: Seque
                   repeats: int = 5, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     import torch
 
+    from srift.hostinfo import cpu_name, memory_gib
+
     plan = DEFAULT_PLAN if plan is None else plan
     devices = {}
     for th in threads:
         if progress:
             progress(f"peaks at {th} thread(s)")
-        devices[device_key(th)] = {"threads": th, **measure_peaks(th), "memory_gib": _memory_gib()}
+        devices[device_key(th)] = {"threads": th, **measure_peaks(th), "memory_gib": memory_gib()}
     rows = []
     for key, batches in plan.items():
         for th in threads:
@@ -132,29 +134,9 @@ def measure_sweep(plan: dict[str, tuple[int, int]] | None = None, threads: Seque
                 progress(f"{key} at batches {list(batches)}, {th} thread(s)")
             rows.append(measure_workload(key, th, batches, repeats=repeats))
     return {"schema": SCHEMA, "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "machine": {"node": platform.node(), "cpus": os.cpu_count(), "processor": _cpu_model()},
+            "machine": {"node": platform.node(), "cpus": os.cpu_count(), "processor": cpu_name()},
             "torch": torch.__version__, "precision": "fp32", "optimizer": "adam", "repeats": repeats,
             "devices": devices, "rows": rows}
-
-
-def _memory_gib() -> float:
-    """Physical memory (MemTotal), the CPU's counterpart of a GPU's memory."""
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024 / 2**30
-    raise OSError("/proc/meminfo has no MemTotal")
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _positive(v: Any) -> bool:

@@ -23,11 +23,11 @@ import copy
 import datetime as _dt
 import math
 import os
-import platform
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from srift.hostinfo import cpu_name, memory_gib
 from srift.validate import launcher as _launcher
 from srift.validate import netemu
 from srift.validate.report import ValidationReport, ValidationRun, ape, append_measurements, percentile
@@ -104,20 +104,9 @@ def resolve_mode(mode: str) -> tuple[str, str | None]:
     return "loopback", f"emulated hosts unavailable ({reason}); ran on loopback, NIC rates not emulated"
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "CPU"
-
-
 def _mem_gib() -> float:
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        return memory_gib()
     except (ValueError, OSError, AttributeError):
         return 16.0
 
@@ -193,7 +182,7 @@ def _gpu_entry(key: str, w: WorkerSpec, cal: list[dict[str, Any]], flops_per_sam
     rates = [flops_per_sample * c["local_batch"] / max(c["forward_s"] + c["backward_s"], 1e-9) for c in pts]
     tflops = max(1e-4, statistics.median(rates) / 1e12) if rates else 0.05
     q = "" if w.cpu_quota is None else f", CPU quota {w.cpu_quota:g} core"
-    return {"name": f"emulated worker ({_cpu_name()}, {w.threads} thread(s){q})", "chip": "CPU",
+    return {"name": f"emulated worker ({cpu_name()}, {w.threads} thread(s){q})", "chip": "CPU",
             "memory_gib": round(max(1.0, _mem_gib()), 1), "fp32_tflops": tflops, "tf32_tflops": None,
             "fp16_tflops": None, "bf16_tflops": None, "memory_bandwidth_gbytes_s": 10.0,
             "source": f"srift validate emulation, measured {_dt.date.today().isoformat()}"}
@@ -474,11 +463,11 @@ def validate(
             if id(points) not in written:  # a cached calibration is recorded once
                 written.add(id(points))
                 records.extend({"kind": "compute", "model": model, "options": options, "device": p["key"],
-                                "cpu": _cpu_name(), **p} for p in points)
+                                "cpu": cpu_name(), **p} for p in points)
             records.append({"kind": "ddp", "model": model, "options": options, "optimizer": optimizer,
                             "param_bytes": base_profile.param_bytes, "gradient_bytes": base_profile.gradient_bytes(),
                             "flops_per_sample": flops, "bucket_cap_mb": base_profile.bucket_cap_mb,
-                            "cpu": _cpu_name(), "cpus": os.cpu_count(), **vr.to_dict()})
+                            "cpu": cpu_name(), "cpus": os.cpu_count(), **vr.to_dict()})
         except (_launcher.LaunchError, RuntimeError, ValueError, netemu.EmulationUnavailable) as exc:
             if raise_on_failure:
                 raise
