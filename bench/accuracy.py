@@ -162,8 +162,8 @@ def ratio_engine_path(w) -> None:
 
 def absolute_engine_path(w) -> None:
     """The absolute model as the engine applies it (srift.learn.models note "batch grid"): one
-    affine ComputeModel per GPU fitted on a batch grid up to the memory limit, which the
-    workload table does not know, so it stands at 4x and 64x each row's batch; beside the
+    affine ComputeModel per GPU fitted on a batch grid up to the memory limit (at least 1024),
+    which the workload table does not know, so it stands at 4x and 64x each row's batch; beside the
     model evaluated at each row's own batch (the split above) and the reference-batch-32
     scaling the engine used before. Shipped training data (CPU rows in), GPU targets."""
     from srift.learn.datasets import device_peaks

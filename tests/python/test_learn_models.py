@@ -122,6 +122,7 @@ def test_affine_relative_fit_recovers_a_line_and_keeps_terms_non_negative() -> N
 
     b = batch_grid(4096)
     assert b[0] == 1 and b[-1] == 4096 and np.all(np.diff(b) > 0)
+    assert batch_grid(100)[-1] == 1024  # the grid never spans less than 1..1024
     fixed, per = affine_relative_fit(b, 0.02 + 0.003 * b)
     assert fixed == pytest.approx(0.02, rel=1e-9) and per == pytest.approx(0.003, rel=1e-9)
     fixed, per = affine_relative_fit(b, 0.003 * b - 0.001)  # the best line has a negative intercept
@@ -165,3 +166,22 @@ def test_memory_max_batch_is_the_simulators_limit() -> None:
     assert srift.predict(prof, "1x g4dn.xlarge", global_batch=limit).feasible
     over = srift.predict(prof, "1x g4dn.xlarge", global_batch=limit + 1)
     assert not over.feasible and f"at most {limit} samples" in over.why_infeasible
+
+
+def test_no_measurement_speed_does_not_depend_on_gpu_memory() -> None:
+    """Note "batch grid": two GPUs with the same peaks and different memory (V100-16GB and
+    V100-32GB) get the same learned compute model when both memory limits are under the grid's
+    floor; with the limit alone they differed by 8% for ResNet-50 at AMP."""
+    pytest.importorskip("torch")
+    import srift
+    from srift import zoo
+    from srift.catalog import Catalog
+    from srift.engine import Engine
+
+    model, batch, loss = zoo.build("resnet50", 2, device="meta")
+    eng = Engine(srift.profile(model, batch, loss, device="meta", precision="amp"), Catalog.default())
+    assert eng.memory_max_batch("V100-16GB") < eng.memory_max_batch("V100-32GB") < 1024
+    (small, src16), (large, src32) = eng.compute_model("V100-16GB"), eng.compute_model("V100-32GB")
+    assert src16 == src32 == "learned"
+    for b in (1.0, 32.0, 256.0):
+        assert small.compute_s(b) + small.optimizer_s == pytest.approx(large.compute_s(b) + large.optimizer_s, rel=1e-12)
