@@ -142,7 +142,10 @@ class CostModels:
 # The grid spans at least 1..GRID_MIN_SPAN whatever the memory limit: with the limit alone, two
 # GPUs with the same peaks and different memory (V100-16GB / V100-32GB) got different speeds
 # (ResNet-50 AMP: 517 vs 560 img/s), and the held-out rows score better with the floor
-# (26.2 / 78 against 26.6 / 89 when the limit is 4x the batch; unchanged at 64x).
+# (26.2 / 78 against 26.6 / 89 when the limit is 4x the batch; unchanged at 64x). It trades
+# sources: Lambda's large-batch rows 18.7 -> 16.6 median, Gavel's batch-16-128 FP32 rows
+# 26.6 -> 35.1. A floor of 512 scores the same overall and keeps Gavel at 26.6 (Lambda 17.7),
+# but leaves ResNet-50 AMP's V100-16GB/32GB limits (341/721) on different grids; 256: 26.6 / 79.
 GRID_POINTS_PER_DECADE = 4
 DEFAULT_MAX_BATCH = 1024.0
 GRID_MIN_SPAN = 1024.0
