@@ -84,8 +84,9 @@ def main() -> None:
             for k in kinds:
                 out[k] = stats(ape(preds[k][m], truth[m]))
             print(json.dumps(out))
-    instance_anchored(cases, w, rows, base, truth, sites)
-    interval_coverage(w, cases, rows)
+    steps = instance_anchored_steps(cases, w, rows)
+    instance_anchored(steps, cases, base, truth, sites)
+    interval_coverage(w, cases, steps, sites)
     measurement_noise()
     links()
 
@@ -210,7 +211,7 @@ def leave_one_repeat_out(groups: dict) -> np.ndarray:
     return np.asarray(out)
 
 
-def interval_coverage(w, cases, rows) -> None:
+def interval_coverage(w, cases, steps, sites) -> None:
     """Do the p10-p90 bands hold on data nobody saw? Nested leave-one-out: for every held-out
     GPU chip (Sia cluster), the band comes from the held-out residuals of the *other* chips
     (clusters) only, as `srift train` builds the shipped band, and is checked on the held-out
@@ -257,8 +258,6 @@ def interval_coverage(w, cases, rows) -> None:
             lo[test], hi[test] = np.quantile(r, 0.1), np.quantile(r, 0.9)
         report(label, resid, lo, hi, held)
 
-    steps = instance_anchored_steps(cases, w, rows)
-    sites = np.array([site(c.cluster) for c in cases])
     ok = ~np.isnan(steps)
     r_all = np.log(np.array([c.step_time for c in cases]) / steps)
     lo, hi = np.full(len(cases), np.nan), np.full(len(cases), np.nan)
@@ -304,8 +303,7 @@ def links() -> None:
                               "source": r["source_url"]}))
 
 
-def instance_anchored(cases, w, rows, base, truth, sites) -> None:
-    steps = instance_anchored_steps(cases, w, rows)
+def instance_anchored(steps, cases, base, truth, sites) -> None:
     ok = ~np.isnan(steps)
     pred = np.log(steps / np.array([c.one_gpu_time for c in cases]))
     for g in [*sorted(set(sites[ok])), "ALL"]:

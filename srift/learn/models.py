@@ -147,7 +147,6 @@ class CostModels:
 # 26.6 -> 35.1. A floor of 512 scores the same overall and keeps Gavel at 26.6 (Lambda 17.7),
 # but leaves ResNet-50 AMP's V100-16GB/32GB limits (341/721) on different grids; 256: 26.6 / 79.
 GRID_POINTS_PER_DECADE = 4
-DEFAULT_MAX_BATCH = 1024.0
 GRID_MIN_SPAN = 1024.0
 
 
@@ -169,7 +168,7 @@ def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray) -> tuple[float
 
 def batch_grid(max_batch: float | None) -> np.ndarray:
     """Geometric grid of local batches from 1 to max(max_batch, GRID_MIN_SPAN)."""
-    hi = max(float(max_batch) if max_batch and math.isfinite(max_batch) else DEFAULT_MAX_BATCH, GRID_MIN_SPAN)
+    hi = max(float(max_batch), GRID_MIN_SPAN) if max_batch and math.isfinite(max_batch) else GRID_MIN_SPAN
     n = max(3, int(math.ceil(math.log10(hi) * GRID_POINTS_PER_DECADE)) + 1)
     return np.unique(np.maximum(1.0, np.round(np.geomspace(1.0, hi, n))))
 
