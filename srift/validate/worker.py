@@ -137,6 +137,21 @@ def _interference_probe(model: Any, opt: Any, loss_fn: Any, inputs: Any, targets
             "interference_probe": {"bytes": nbytes, "alone_s": alone, "shared_s": shared, "overlap": overlap}}
 
 
+def _timed_allreduce(tensor: Any, cuda: bool) -> float:
+    """Seconds of one allreduce of `tensor`, the GPU queue drained before and after (on its
+    own device) so the wall clock holds exactly the collective."""
+    import torch
+    import torch.distributed as dist
+
+    if cuda:
+        torch.cuda.synchronize(tensor.device)
+    t0 = time.perf_counter()
+    dist.all_reduce(tensor)
+    if cuda:
+        torch.cuda.synchronize(tensor.device)
+    return time.perf_counter() - t0
+
+
 def _allreduce_sweep(cfg: dict[str, Any], rank: int, world: int, local_rank: int, device: Any,
                      cuda: bool) -> dict[str, Any]:
     """Median seconds of one allreduce per message size, every rank starting together."""
@@ -154,13 +169,7 @@ def _allreduce_sweep(cfg: dict[str, Any], rank: int, world: int, local_rank: int
         ts = []
         for _ in range(repeats):
             dist.barrier()
-            if cuda:
-                torch.cuda.synchronize(device)
-            t0 = time.perf_counter()
-            dist.all_reduce(x)
-            if cuda:
-                torch.cuda.synchronize(device)
-            ts.append(time.perf_counter() - t0)
+            ts.append(_timed_allreduce(x, cuda))
         medians.append(statistics.median(ts))
         spreads.append([_pct(ts, 0.1), _pct(ts, 0.9)])
     dist.barrier()
@@ -227,13 +236,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             t = torch.zeros(1, device=device)
             lat = []
             for _ in range(30):
-                if cuda:
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                dist.all_reduce(t)
-                if cuda:
-                    torch.cuda.synchronize()
-                lat.append(time.perf_counter() - t0)
+                lat.append(_timed_allreduce(t, cuda))
             info["allreduce_latency_s"] = statistics.median(lat[5:])
             # bandwidth from the slope of time over message size (several sizes up to
             # probe_bytes), so per-call start-up costs do not pass for a slow link
@@ -245,13 +248,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
                 reps = []
                 for _ in range(4):
                     dist.barrier()
-                    if cuda:
-                        torch.cuda.synchronize()
-                    t0 = time.perf_counter()
-                    dist.all_reduce(big)
-                    if cuda:
-                        torch.cuda.synchronize()
-                    reps.append(time.perf_counter() - t0)
+                    reps.append(_timed_allreduce(big, cuda))
                 # ring allreduce moves 2(n-1)/n * S through each rank
                 xs.append(2 * (world - 1) / world * nbytes)
                 ts.append(statistics.median(reps[1:]))
