@@ -187,7 +187,8 @@ def absolute_engine_path(w) -> None:
         prior = roofline(wl, gpu, r.precision)
 
         def corr(batch: float) -> float:
-            return float(est.predict(np.asarray([absolute_features(wl, gpu, batch, r.precision)]))[0])
+            f = absolute_features(wl, gpu, batch, r.precision, sia_harness=r.source == "sia")
+            return float(est.predict(np.asarray([f]))[0])
 
         roof = (prior.compute_s(b) + prior.optimizer_s) / b
         pred["at_row_batch"][i] = math.log(roof) + corr(b)

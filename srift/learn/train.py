@@ -84,7 +84,8 @@ def absolute_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo])
     for r in rows:
         if not r.units_match:
             continue
-        f = absolute_features(workloads[r.workload], peaks[r.gpu], r.batch, r.precision)
+        f = absolute_features(workloads[r.workload], peaks[r.gpu], r.batch, r.precision,
+                              sia_harness=r.source == "sia")  # features.py note "harness"
         lt = math.log(r.per_sample_s)
         X.append(f)
         base.append(f[0])
