@@ -22,7 +22,7 @@ measured here, and 0 on every prediction: srift's profiler times the model on a 
 in memory, as Lambda's and Gavel's harnesses do. Leave-one-GPU-chip-out, GPU targets, median /
 p90 APE (bench/accuracy.py): at each row's own batch 29.3 / 87.5 -> 28.8 / 78.5; as the engine
 applies it (batch grid to 4x / 64x the row's batch) 26.2 / 77.6 -> 24.7 / 78.3 and 35.4 / 85.3
--> 25.9 / 80.3; on Gavel's rows 35.1 -> 20.9 and Lambda's 36.0 -> 24.8 at 64x. The ratio model
+-> 25.9 / 80.3 (at 64x, Gavel's rows 42.5 -> 20.7 median, Lambda's 36.0 -> 24.8). The ratio model
 does not need it (anchor and target share a harness; the same feature there changes nothing).
 """
 from __future__ import annotations
