@@ -42,10 +42,24 @@ _MATMUL, _CONV, _ATTN, _EMB, _REC = 0, 1, 2, 5, 7
 # v0 roofline efficiencies (compute.hpp RooflineParams defaults); used for the shares only.
 _TENSOR_EFF, _CUDA_EFF, _MEM_EFF = 0.45, 0.60, 0.70
 
+# Note "interactions". The ratio data hold every pair both ways round (a->b and b->a), so the
+# target is antisymmetric and a linear model gives zero weight to every feature the two
+# directions share (the FLOP shares, the precision, the intensity): the fitted correction could
+# not depend on *what* runs, only on the two GPUs. Products of those shared features with the
+# antisymmetric peak and bandwidth ratios let it: how much of an A100's tensor-core advantage a
+# conv-heavy FP32 model sees is not what a matmul-heavy AMP model sees. Leave-one-GPU-chip-out,
+# median / p90 APE: 19.9 / 63.9 -> 18.8 / 59.6 (Lambda 17.8 -> 16.7, Gavel 30.4 -> 26.6, Sia p90
+# 187 -> 148); leave-one-model-out 19.1 / 63.8 -> 19.2 / 60.9. Tried and not shipped: the same
+# products with the FP32 ratio or the intensity too (19.3-19.7 / 60-64), or with every shared
+# feature and the roofline ratio (21.5 / 91: the Sia pairs blow up).
+_RATIO_SHARED = ["share_matmul", "share_conv", "share_attention", "share_recurrent", "share_embedding",
+                 "prec_amp", "prec_tf32"]
+_RATIO_SPEC = ["log_peak_ratio", "log_bw_ratio"]
 RATIO_FEATURES = ["log_roof_ratio", "log_peak_ratio", "log_fp32_ratio", "log_bw_ratio", "log_batch_ratio",
                   "membound_a", "membound_b", "share_matmul", "share_conv", "share_attention",
                   "share_recurrent", "share_embedding", "log_intensity", "prec_amp", "prec_tf32",
-                  "log_work", "fixed_share_a", "fixed_share_b"]
+                  "log_work", "fixed_share_a", "fixed_share_b",
+                  *(f"{s}_x_{r}" for s in _RATIO_SHARED for r in _RATIO_SPEC)]
 ABSOLUTE_FEATURES = ["log_roof", "log_peak", "log_fp32", "log_bw", "log_batch", "membound",
                      "share_matmul", "share_conv", "share_attention", "share_recurrent",
                      "share_embedding", "log_intensity", "prec_amp", "prec_tf32", "log_work", "fixed_share",
@@ -150,12 +164,15 @@ def ratio_features(w: WorkloadInfo | WorkloadStats, a: GpuPeaks, batch_a: float,
     s = _stats(w)
     ra = roofline_per_sample(s, a, precision, batch_a)
     rb = roofline_per_sample(s, b, precision, batch_b)
-    return [math.log(rb / ra), math.log(b.peak_tflops(precision) / a.peak_tflops(precision)),
-            math.log(b.fp32_tflops / a.fp32_tflops), math.log(b.memory_gbytes_s / a.memory_gbytes_s),
+    peak = math.log(b.peak_tflops(precision) / a.peak_tflops(precision))
+    bw = math.log(b.memory_gbytes_s / a.memory_gbytes_s)
+    shared = [s.shares["matmul"], s.shares["conv"], s.shares["attention"], s.shares["recurrent"],
+              s.shares["embedding"], *_prec(precision)]
+    return [math.log(rb / ra), peak, math.log(b.fp32_tflops / a.fp32_tflops), bw,
             math.log(batch_b / batch_a), s.membound_share(a, precision), s.membound_share(b, precision),
-            s.shares["matmul"], s.shares["conv"], s.shares["attention"], s.shares["recurrent"],
-            s.shares["embedding"], s.log_intensity, *_prec(precision), s.log_work(batch_b),
-            fixed_share(s, a, precision, batch_a), fixed_share(s, b, precision, batch_b)]
+            *shared[:5], s.log_intensity, *shared[5:], s.log_work(batch_b),
+            fixed_share(s, a, precision, batch_a), fixed_share(s, b, precision, batch_b),
+            *(v * r for v in shared for r in (peak, bw))]  # note "interactions"
 
 
 def absolute_features(w: WorkloadInfo | WorkloadStats, g: GpuPeaks, batch: float, precision: str,
