@@ -216,9 +216,9 @@ def interval_coverage(w, cases, steps, sites) -> None:
     """Do the p10-p90 bands hold on data nobody saw? Nested leave-one-out: for every held-out
     GPU chip (Sia cluster), the band comes from the held-out residuals of the *other* chips
     (clusters) only, as `srift train` builds the shipped band, and is checked on the held-out
-    chip's rows. A calibrated band holds 80% of them, 10% below and 10% above. The absolute
-    model's band uses and is checked on the rows timed without the Sia harness, as shipped
-    (srift.learn.train note "absolute band"); "_all_gpu_rows" is the all-rows rule beside it."""
+    chip's rows. A calibrated band holds 80% of them, 10% below and 10% above. The compute
+    bands use and are checked on the rows timed without the Sia harness, as shipped
+    (srift.learn.train note "band rows"); "_all_gpu_rows" is the all-rows rule beside them."""
     from srift.learn.train import _split_key
 
     def report(name: str, resid: np.ndarray, lo: np.ndarray, hi: np.ndarray, n_groups: int) -> None:
@@ -229,7 +229,8 @@ def interval_coverage(w, cases, steps, sites) -> None:
                           "n": int(r.size), "held_out_groups": n_groups}))
 
     for label, builder, rows_c, no_sia in (
-            ("compute_anchored_leave_one_gpu_out", ratio_dataset, compute_rows(), False),
+            ("compute_anchored_leave_one_gpu_out", ratio_dataset, compute_rows(cpu=True), True),
+            ("compute_anchored_leave_one_gpu_out_all_gpu_rows", ratio_dataset, compute_rows(cpu=True), False),
             ("compute_absolute_leave_one_gpu_out", absolute_dataset, compute_rows(cpu=True), True),
             ("compute_absolute_leave_one_gpu_out_all_gpu_rows", absolute_dataset, compute_rows(cpu=True), False)):
         X, y, base, truth, meta = builder(rows_c, w)
@@ -248,7 +249,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
             test = np.array([t[1] == g for t in touched]) & gpu
             clean = np.array([g not in t[0] for t in touched])
             if not test.any():
-                continue  # a CPU (or, for the shipped absolute band, a Sia chip): trained on, never scored
+                continue  # a CPU (or, for the shipped band rule, a Sia-only chip): trained on, never scored
             held += 1
             resid[test] = y[test] - fit(clean).predict(X[test])
             inner = []
