@@ -231,3 +231,24 @@ def test_no_measurement_resnet50_on_v100_near_public_measurements(precision: str
     speed = local_batch / (m.compute_s(local_batch) + m.optimizer_s)
     for value in measured:
         assert speed == pytest.approx(value, rel=0.2)
+
+
+def test_ratio_interactions_flip_sign_with_the_pair() -> None:
+    """features.py note "interactions": swapping anchor and target negates every ratio and every
+    product of a shared feature with a ratio, and leaves the shared features alone."""
+    from srift.learn.features import RATIO_FEATURES, ratio_features
+    from srift.learn.gpus import TRAINING_GPUS
+    from srift.learn.workloads import load_workloads
+
+    w = load_workloads()["resnet50"]
+    a, b = TRAINING_GPUS["V100-16GB"], TRAINING_GPUS["A100-80GB"]
+    ab = dict(zip(RATIO_FEATURES, ratio_features(w, a, 64.0, b, 64.0, "amp")))
+    ba = dict(zip(RATIO_FEATURES, ratio_features(w, b, 64.0, a, 64.0, "amp")))
+    products = [f for f in RATIO_FEATURES if "_x_" in f]
+    assert len(products) == 14
+    for f in products + ["log_peak_ratio", "log_bw_ratio", "log_roof_ratio"]:
+        assert ab[f] == pytest.approx(-ba[f], abs=1e-12), f
+    for f in ("share_conv", "share_matmul", "prec_amp", "log_intensity"):
+        assert ab[f] == ba[f]
+    assert ab["share_conv_x_log_peak_ratio"] == pytest.approx(ab["share_conv"] * ab["log_peak_ratio"])
+    assert ab["prec_amp_x_log_bw_ratio"] == pytest.approx(ab["log_bw_ratio"])
