@@ -16,14 +16,16 @@ Sia/Pollux agent with its input pipeline in the loop: their throughput keeps ris
 batch long after a GPU saturates (ResNet-50 AMP on a V100-32GB: 127 img/s at batch 20, 376 at
 81, where Lambda measures 833 at 256 on a V100-16GB). Without knowing which rows came from that
 harness, the absolute model gave every GPU that host-bound batch slope and extrapolated it: with
-no measurement, ResNet-50 FP32 on a K80 came out at 168 img/s, where Gavel measures 43-44 at
-batch 32-128. `sia_harness` is 1 on those rows and 0 on Lambda's, Gavel's and the CPU rows
+no measurement, ResNet-50 FP32 came out at 511 img/s on a V100 at batch 128 (Gavel measures
+322, Lambda 369; 352 with the feature) and 168 on a K80 (Gavel 43-44 at batch 32-128; 114 with
+the feature, still too fast: Lambda's large-batch rows keep a batch slope, README). `sia_harness` is 1 on those rows and 0 on Lambda's, Gavel's and the CPU rows
 measured here, and 0 on every prediction: srift's profiler times the model on a batch already
 in memory, as Lambda's and Gavel's harnesses do. Leave-one-GPU-chip-out, GPU targets, median /
 p90 APE (bench/accuracy.py): at each row's own batch 29.3 / 87.5 -> 28.8 / 78.5; as the engine
 applies it (batch grid to 4x / 64x the row's batch) 26.2 / 77.6 -> 24.7 / 78.3 and 35.4 / 85.3
 -> 25.9 / 80.3 (at 64x, Gavel's rows 42.5 -> 20.7 median, Lambda's 36.0 -> 24.8). The ratio model
-does not need it (anchor and target share a harness; the same feature there changes nothing).
+does not have it: anchor and target share a harness, and a flag both directions of a pair share
+gets no weight in a linear ratio model (note "interactions"; measured: nothing changed).
 """
 from __future__ import annotations
 
