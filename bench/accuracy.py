@@ -2,7 +2,9 @@
 
 Prints JSON lines: median and p90 absolute percentage error of per-sample / iteration time for
   compute_leave_one_gpu_out   single-GPU compute, anchored on another GPU's measurement
-  compute_absolute_logo       single-GPU compute with no measurement at all
+  compute_absolute_leave_one_{gpu,model}_out  single-GPU compute with no measurement at all, a
+                              GPU chip or a whole model held out (Lambda's and Gavel's rows:
+                              srift.learn.features note "new models")
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
   compute_*_with_cpu_rows     the same, with the CPU rows measured here (srift.learn.cpu_sweep)
                               in the training folds; errors on GPU targets only
@@ -96,12 +98,13 @@ def compute(w, kinds: list[str]) -> None:
     in the training folds (errors on GPU targets only, as `srift train` scores them), and the
     GPU-trained ratio model on the CPU pairs (a device family it never saw)."""
     for label, rows in (("", compute_rows()), ("_with_cpu_rows", compute_rows(cpu=True))):
-        for builder, splits in ((ratio_dataset, ("chip", "model")), (absolute_dataset, ("chip",))):
+        for builder, splits in ((ratio_dataset, ("chip", "model")), (absolute_dataset, ("chip", "model"))):
             X, y, base, truth, meta = builder(rows, w)
             gpu = np.array([b.source != "cpu" for _, b in meta])
             for split in splits:
-                name = ("compute_absolute_leave_one_gpu_out" if builder is absolute_dataset else
-                        f"compute_leave_one_{'gpu' if split == 'chip' else 'model'}_out")
+                held_out = "gpu" if split == "chip" else "model"
+                name = (f"compute_absolute_leave_one_{held_out}_out" if builder is absolute_dataset else
+                        f"compute_leave_one_{held_out}_out")
                 out = {"split": name + label}
                 if builder is ratio_dataset:
                     out["linear_peak_ratio"] = stats(ape(-X[gpu, 1], truth[gpu]))
@@ -187,7 +190,7 @@ def absolute_engine_path(w) -> None:
         prior = roofline(wl, gpu, r.precision)
 
         def corr(batch: float) -> float:
-            f = absolute_features(wl, gpu, batch, r.precision, sia_harness=r.source == "sia")
+            f = absolute_features(wl, gpu, batch, r.precision)
             return float(est.predict(np.asarray([f]))[0])
 
         roof = (prior.compute_s(b) + prior.optimizer_s) / b
@@ -214,9 +217,9 @@ def leave_one_repeat_out(groups: dict) -> np.ndarray:
 
 def interval_coverage(w, cases, steps, sites) -> None:
     """Do the p10-p90 bands hold on data nobody saw? Nested leave-one-out: for every held-out
-    GPU chip (Sia cluster), the band comes from the held-out residuals of the *other* chips
-    (clusters) only, as `srift train` builds the shipped band, and is checked on the held-out
-    chip's rows. A calibrated band holds 80% of them, 10% below and 10% above. The compute
+    GPU chip (Sia cluster; model), the band comes from the held-out residuals of the *other*
+    chips (clusters; models) only, as `srift train` builds the shipped band, and is checked on
+    the held-out group's rows. A calibrated band holds 80% of them, 10% below and 10% above. The compute
     bands use and are checked on the rows timed without the Sia harness, as shipped
     (srift.learn.train note "band rows"); "_all_gpu_rows" is the all-rows rule beside them."""
     from srift.learn.train import _split_key
@@ -229,10 +232,13 @@ def interval_coverage(w, cases, steps, sites) -> None:
                           "n": int(r.size), "held_out_groups": n_groups}))
 
     rows_c = compute_rows(cpu=True)
-    for label, builder in (("compute_anchored_leave_one_gpu_out", ratio_dataset),
-                           ("compute_absolute_leave_one_gpu_out", absolute_dataset)):
+    # The absolute model has no Sia rows (srift.learn.features note "new models"): one rule.
+    for label, builder, by, rules in (
+            ("compute_anchored_leave_one_gpu_out", ratio_dataset, "chip", ("", "_all_gpu_rows")),
+            ("compute_absolute_leave_one_gpu_out", absolute_dataset, "chip", ("",)),
+            ("compute_absolute_leave_one_model_out", absolute_dataset, "model", ("",))):
         X, y, base, truth, meta = builder(rows_c, w)
-        touched = [_split_key(m, "chip") for m in meta]
+        touched = [_split_key(m, by) for m in meta]
         chips = sorted({t[1] for t in touched if t[1] is not None})
 
         fits: dict[tuple, object] = {}  # the folds do not depend on the band rule: fit each once
@@ -244,7 +250,8 @@ def interval_coverage(w, cases, steps, sites) -> None:
                     fits[key] = candidates()["huber"]().fit(X[train], y[train])
             return fits[key]
 
-        for suffix, no_sia in (("", True), ("_all_gpu_rows", False)):
+        for suffix in rules:
+            no_sia = suffix == ""
             gpu = np.array([b.source != "cpu" and not (no_sia and b.source == "sia") for _, b in meta])
             resid, lo, hi = np.full(len(y), np.nan), np.full(len(y), np.nan), np.full(len(y), np.nan)
             held = 0

@@ -7,25 +7,30 @@ log of what the roofline gets wrong:
   absolute model y = log(t_b / roof_b)                      (no measurement anywhere)
 from features that say *why* a roofline misses: how memory-bound the model is on each GPU,
 its FLOP mix by op kind, arithmetic intensity, the peak/bandwidth ratios between the GPUs,
-the precision and the batch. Every feature is computable from a Profile and a catalog GPU,
-except the absolute model's `sia_harness`, which says where a training row was timed and is 0
-on every prediction (note "harness").
+the precision and the batch. Every feature is computable from a Profile and a catalog GPU.
 
-Note "harness". Sia's 1-GPU rows (272 of the absolute model's 419 examples) were timed by the
-Sia/Pollux agent with its input pipeline in the loop: their throughput keeps rising with the
-batch long after a GPU saturates (ResNet-50 AMP on a V100-32GB: 127 img/s at batch 20, 376 at
-81, where Lambda measures 833 at 256 on a V100-16GB). Without knowing which rows came from that
-harness, the absolute model gave every GPU that host-bound batch slope and extrapolated it: with
-no measurement, ResNet-50 FP32 came out at 511 img/s on a V100 at batch 128 (Gavel measures
-322, Lambda 369; 352 with the feature) and 168 on a K80 (Gavel 43-44 at batch 32-128; 114 with
-the feature, still too fast: Lambda's large-batch rows keep a batch slope, README). `sia_harness` is 1 on those rows and 0 on Lambda's, Gavel's and the CPU rows
-measured here, and 0 on every prediction: srift's profiler times the model on a batch already
-in memory, as Lambda's and Gavel's harnesses do. Leave-one-GPU-chip-out, GPU targets, median /
-p90 APE (bench/accuracy.py): at each row's own batch 29.3 / 87.5 -> 28.8 / 78.5; as the engine
-applies it (batch grid to 4x / 64x the row's batch) 26.2 / 77.6 -> 24.7 / 78.3 and 35.4 / 85.3
--> 25.9 / 80.3 (at 64x, Gavel's rows 42.5 -> 20.7 median, Lambda's 36.0 -> 24.8). The ratio model
-does not have it: anchor and target share a harness, and a flag both directions of a pair share
-gets no weight in a linear ratio model (note "interactions"; measured: nothing changed).
+Note "new models". The absolute model (no measurement anywhere) sees only the roofline and the
+GPU: the roofline's own time, the peaks and bandwidth, how memory-bound and how fixed-cost the
+roofline says the iteration is, the precision and the batch. It does not see the FLOP mix by op
+kind, the arithmetic intensity or the size of an iteration, and it learns only from rows timed
+the way srift's profiler times a model (a batch already in memory: Lambda's, Gavel's and the CPU
+rows measured here), not from Sia's 1-GPU rows. Both choices come from leaving a whole *model*
+out, the split a user with a new model is in. With 13 workloads, the workload descriptors act
+as a workload's name: the model learned each workload's correction and applied it to whatever
+resembled it, so on an unseen model it did worse than no correction at all. Sia's rows were
+timed with Sia's input pipeline in the loop (throughput still rising with the batch long after a
+GPU saturates: ResNet-50 AMP on a V100, 127 img/s at batch 20 and 376 at 81, where Lambda
+measures 833 at 256); a flag saying which rows came from that harness (shipped before) kept
+their batch slope out of predictions on the seen models but not out of the fit. Median / p90
+APE on Lambda's and Gavel's rows (147; bench/accuracy.py, Huber, CPU rows in training):
+  features and rows                      leave one model out   leave one GPU chip out
+  v0 roofline (nothing learned)               20.3 / 47             20.3 / 47
+  all 17, Sia rows in, harness flag           40.6 / 109            18.6 / 48
+  roofline and GPU only, Sia rows in          22.4 / 54             19.9 / 52
+  roofline and GPU only, Sia rows out         14.5 / 39             13.5 / 43   (shipped)
+Adding the FLOP shares back: 21.4 / 46 and 14.9 / 43; the intensity: 16.9 / 40 and 13.9 / 43.
+The ratio model keeps its workload features: anchor and target run the same model, so they
+describe the pair, not the model's speed, and its two splits agree (19.0 / 61 and 18.6 / 60).
 """
 from __future__ import annotations
 
@@ -62,10 +67,9 @@ RATIO_FEATURES = ["log_roof_ratio", "log_peak_ratio", "log_fp32_ratio", "log_bw_
                   "share_recurrent", "share_embedding", "log_intensity", "prec_amp", "prec_tf32",
                   "log_work", "fixed_share_a", "fixed_share_b",
                   *(f"{s}_x_{r}" for s in _RATIO_SHARED for r in _RATIO_SPEC)]
-ABSOLUTE_FEATURES = ["log_roof", "log_peak", "log_fp32", "log_bw", "log_batch", "membound",
-                     "share_matmul", "share_conv", "share_attention", "share_recurrent",
-                     "share_embedding", "log_intensity", "prec_amp", "prec_tf32", "log_work", "fixed_share",
-                     "sia_harness"]
+# Note "new models": the roofline and the GPU only.
+ABSOLUTE_FEATURES = ["log_roof", "log_peak", "log_fp32", "log_bw", "log_batch", "membound", "prec_amp",
+                     "prec_tf32", "fixed_share"]
 
 
 def gpu_spec(p: GpuPeaks):  # -> _core.GpuSpec
@@ -177,13 +181,10 @@ def ratio_features(w: WorkloadInfo | WorkloadStats, a: GpuPeaks, batch_a: float,
             *(v * r for v in shared for r in (peak, bw))]  # note "interactions"
 
 
-def absolute_features(w: WorkloadInfo | WorkloadStats, g: GpuPeaks, batch: float, precision: str,
-                      sia_harness: bool = False) -> list[float]:
-    """Features of the absolute model; `sia_harness` only for training rows (note "harness")."""
+def absolute_features(w: WorkloadInfo | WorkloadStats, g: GpuPeaks, batch: float, precision: str) -> list[float]:
+    """Features of the absolute model (note "new models")."""
     s = _stats(w)
     r = roofline_per_sample(s, g, precision, batch)
     return [math.log(r), math.log(g.peak_tflops(precision)), math.log(g.fp32_tflops),
             math.log(g.memory_gbytes_s), math.log(batch), s.membound_share(g, precision),
-            s.shares["matmul"], s.shares["conv"], s.shares["attention"], s.shares["recurrent"],
-            s.shares["embedding"], s.log_intensity, *_prec(precision), s.log_work(batch),
-            fixed_share(s, g, precision, batch), 1.0 if sia_harness else 0.0]
+            *_prec(precision), fixed_share(s, g, precision, batch)]

@@ -146,8 +146,8 @@ class CostModels:
 # sources: Lambda's large-batch rows 18.7 -> 16.6 median, Gavel's batch-16-128 FP32 rows
 # 26.6 -> 35.1. A floor of 512 scores the same overall and keeps Gavel at 26.6 (Lambda 17.7),
 # but leaves ResNet-50 AMP's V100-16GB/32GB limits (341/721) on different grids; 256: 26.6 / 79.
-# (Those figures predate the absolute model's sia_harness feature, srift.learn.features note
-# "harness"; with it, 24.7 / 78 at 4x and 25.9 / 80 at 64x.)
+# (Those figures predate srift.learn.features note "new models"; bench/accuracy.py prints the
+# current ones as compute_absolute_leave_one_gpu_out_engine_path.)
 GRID_POINTS_PER_DECADE = 4
 GRID_MIN_SPAN = 1024.0
 
