@@ -182,12 +182,15 @@ def ratio_features(w: WorkloadInfo | WorkloadStats, a: GpuPeaks, batch_a: float,
 
 
 def absolute_features(w: WorkloadInfo | WorkloadStats, g: GpuPeaks, batch: float, precision: str) -> list[float]:
-    """Features of the absolute model (note "new models"). TF32 mode on a GPU without TF32
-    units (V100, Turing) runs FP32, and says so: Lambda times every FP32 model with TF32 on,
-    and its V100 and Quadro rows would otherwise teach a TF32 speed-up those GPUs do not have."""
+    """Features of the absolute model (note "new models"). The precision flags say what the
+    GPU runs: TF32 mode without TF32 units (V100, Turing) runs FP32 (Lambda times every FP32
+    model with TF32 on, and its V100 and Quadro rows would otherwise teach a TF32 speed-up those
+    GPUs do not have), and so does autocast without an FP16 path (K80, M60: the catalog lists no
+    FP16 peak), where the AMP flag would grant the tensor-core speed-up of every AMP row."""
     s = _stats(w)
     r = roofline_per_sample(s, g, precision, batch)
-    flags = _prec("fp32" if precision == "tf32" and not g.tf32_tflops else precision)
+    runs_fp32 = (precision == "tf32" and not g.tf32_tflops) or (precision == "amp" and not g.fp16_tflops)
+    flags = _prec("fp32" if runs_fp32 else precision)
     return [math.log(r), math.log(g.peak_tflops(precision)), math.log(g.fp32_tflops),
             math.log(g.memory_gbytes_s), math.log(batch), s.membound_share(g, precision),
             *flags, fixed_share(s, g, precision, batch)]
