@@ -28,6 +28,8 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    residuals only (nested leave-one-out; calibrated: 0.8)
   measurement_noise/lambda_single_gpu  the data's own floor: a repeated Lambda 1-GPU
                                    measurement against the median of its other repeats
+  measurement_noise/sia_multi_node_own_batches  the same for Sia's multi-node steps: each
+                                   predicted from its own placement's other batches
 beside "linear" (perfect linear scaling / peak-FLOPs ratio) and "v0" (roofline / nominal
 links). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp]
 """
@@ -89,7 +91,7 @@ def main() -> None:
     steps = instance_anchored_steps(cases, w, rows)
     instance_anchored(steps, cases, base, truth, sites)
     interval_coverage(w, cases, steps, sites)
-    measurement_noise()
+    measurement_noise(cases)
     links()
 
 
@@ -284,14 +286,37 @@ def interval_coverage(w, cases, steps, sites) -> None:
            len(set(sites[ok])))
 
 
-def measurement_noise() -> None:
+def measurement_noise(cases) -> None:
     """Lambda's 1-GPU throughputs are the data with real repeats (the same benchmark on several
-    hosts); Sia's multi-node placements were each measured once and its repeated 1-GPU rows
-    are exact copies, so they give no floor."""
+    hosts). Sia's multi-node placements were each measured once and its repeated 1-GPU rows
+    are exact copies, so the floor there is how well a placement's *own* other batches predict
+    a held-out batch of it: an affine fit in the batch (the form the engine's compute takes)
+    and the log-log interpolation between the two neighbouring batches. No model of another
+    cluster can be expected to beat either."""
+    from srift.learn.comm import affine_fit
     from srift.learn.datasets import lambda_repeats
 
     e = leave_one_repeat_out({k: [1 / x for x in v] for k, v in lambda_repeats().items()})
     print(json.dumps({"split": "measurement_noise/lambda_single_gpu", "repeat_vs_others": stats(e)}))
+    placements: dict[tuple, list[tuple[float, float]]] = {}
+    for c in cases:
+        if len(c.placement) > 1:
+            placements.setdefault((c.cluster, c.model, c.placement), []).append((c.local_bsz, c.step_time))
+    affine, neighbours = [], []
+    for pts in placements.values():
+        pts.sort()
+        if len(pts) < 3:
+            continue
+        b, t = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+        for i, (bi, ti) in enumerate(pts):
+            fixed, slope = affine_fit(pts[:i] + pts[i + 1:])
+            affine.append(abs((fixed + slope * bi) / ti - 1) * 100)
+            if 0 < i < len(pts) - 1:
+                guess = t[i - 1] + (t[i + 1] - t[i - 1]) * (b[i] - b[i - 1]) / (b[i + 1] - b[i - 1])
+                neighbours.append(abs(math.exp(guess - t[i]) - 1) * 100)
+    print(json.dumps({"split": "measurement_noise/sia_multi_node_own_batches",
+                      "affine_in_batch_leave_one_batch_out": stats(np.asarray(affine)),
+                      "neighbour_batches_interpolated": stats(np.asarray(neighbours))}))
 
 
 def links() -> None:
