@@ -15,8 +15,8 @@ roofline says the iteration is, the precision and the batch. It does not see the
 kind, the arithmetic intensity or the size of an iteration, and it learns only from rows timed
 the way srift's profiler times a model (a batch already in memory: Lambda's, Gavel's and the CPU
 rows measured here), not from Sia's 1-GPU rows. Both choices come from leaving a whole *model*
-out, the split a user with a new model is in. With 13 workloads, the workload descriptors act
-as a workload's name: the model learned each workload's correction and applied it to whatever
+out, the split a user with a new model is in. With 11 workloads (6 of them timed on GPUs),
+the workload descriptors act as a workload's name: the model learned each workload's correction and applied it to whatever
 resembled it, so on an unseen model it did worse than no correction at all. Sia's rows were
 timed with Sia's input pipeline in the loop (throughput still rising with the batch long after a
 GPU saturates: ResNet-50 AMP on a V100, 127 img/s at batch 20 and 376 at 81, where Lambda
@@ -27,7 +27,9 @@ APE on Lambda's and Gavel's rows (147; bench/accuracy.py, Huber, CPU rows in tra
   v0 roofline (nothing learned)               20.3 / 47             20.3 / 47
   all 17, Sia rows in, harness flag           40.6 / 109            18.6 / 48
   roofline and GPU only, Sia rows in          22.4 / 54             19.9 / 52
-  roofline and GPU only, Sia rows out         14.5 / 39             13.5 / 43   (shipped)
+  roofline and GPU only, Sia rows out         14.5 / 39             13.5 / 43
+  the same, precision flags as run (*)        13.7 / 35             13.0 / 38   (shipped)
+(*) absolute_features: TF32 mode without TF32 units, and autocast without an FP16 path, run FP32.
 Adding the FLOP shares back: 21.4 / 46 and 14.9 / 43; the intensity: 16.9 / 40 and 13.9 / 43.
 The ratio model keeps its workload features: anchor and target run the same model, so they
 describe the pair, not the model's speed, and its two splits agree (19.0 / 61 and 18.6 / 60).
