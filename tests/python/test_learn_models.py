@@ -209,6 +209,26 @@ def test_absolute_model_was_chosen_on_new_models_too() -> None:
     assert "sia" not in doc["training"]["data"]["sources"]
 
 
+def test_absolute_precision_flags_say_what_the_gpu_runs() -> None:
+    """absolute_features: TF32 mode on a GPU without TF32 units, and autocast on one without an
+    FP16 path, get the FP32 flags; on an A100 both keep their own."""
+    from srift.learn.features import ABSOLUTE_FEATURES, absolute_features
+    from srift.learn.gpus import TRAINING_GPUS
+    from srift.learn.workloads import load_workloads
+
+    w = load_workloads()["resnet50"]
+    amp, tf32 = ABSOLUTE_FEATURES.index("prec_amp"), ABSOLUTE_FEATURES.index("prec_tf32")
+
+    def flags(gpu: str, precision: str) -> tuple[float, float]:
+        f = absolute_features(w, TRAINING_GPUS[gpu], 64.0, precision)
+        return f[amp], f[tf32]
+
+    assert flags("V100-16GB", "tf32") == flags("V100-16GB", "fp32") == (0.0, 0.0)
+    assert flags("K80", "amp") == (0.0, 0.0)
+    assert flags("V100-16GB", "amp") == (1.0, 0.0)
+    assert flags("A100-40GB", "tf32") == (0.0, 1.0) and flags("A100-40GB", "amp") == (1.0, 0.0)
+
+
 @pytest.mark.parametrize("precision, local_batch, measured", [
     ("amp", 256, (833.0,)),          # Lambda, V100 16GB, ResNet-50 FP16
     ("fp32", 128, (322.0, 369.0)),   # Gavel (V100, batch 128) and Lambda (V100 16GB, FP32)
