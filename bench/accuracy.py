@@ -241,7 +241,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
             ("compute_absolute_leave_one_model_out", absolute_dataset, "model", ("",))):
         X, y, base, truth, meta = builder(rows_c, w)
         touched = [_split_key(m, by) for m in meta]
-        chips = sorted({t[1] for t in touched if t[1] is not None})
+        groups = sorted({t[1] for t in touched if t[1] is not None})  # GPU chips or models
 
         fits: dict[tuple, object] = {}  # the folds do not depend on the band rule: fit each once
 
@@ -257,7 +257,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
             gpu = np.array([b.source != "cpu" and not (no_sia and b.source == "sia") for _, b in meta])
             resid, lo, hi = np.full(len(y), np.nan), np.full(len(y), np.nan), np.full(len(y), np.nan)
             held = 0
-            for g in chips:
+            for g in groups:
                 test = np.array([t[1] == g for t in touched]) & gpu
                 clean = np.array([g not in t[0] for t in touched])
                 if not test.any():
@@ -265,7 +265,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
                 held += 1
                 resid[test] = y[test] - fit((g,), clean).predict(X[test])
                 inner = []
-                for h in chips:
+                for h in groups:
                     if h == g:
                         continue
                     t_h = clean & gpu & np.array([t[1] == h for t in touched])
