@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from srift.learn.blend import blended
 from srift.learn.features import absolute_features, ratio_features, roofline
 from srift.learn.gpus import peaks_from_catalog
 from srift.learn.loader import load_model
@@ -61,7 +62,8 @@ class CostModels:
         """(ComputeModel, p10_factor, p90_factor, source) of `profile` on catalog GPU `gpu_key`.
 
         anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU; when given
-        the learned GPU-to-GPU ratio scales the anchored model, else the absolute model scales
+        the learned GPU-to-GPU ratio (the ratio model blended with the absolute model's
+        differenced correction: srift.learn.blend note "blend") scales the anchored model, else the absolute model scales
         the roofline. The factors multiply the predicted time for the p10/p90 interval. source:
         "learned", or "anchored-roofline" where the pair is one the ratio model never saw
         (note "no fp16 path"). max_batch: the largest local batch that fits this GPU (samples;
@@ -86,8 +88,14 @@ class CostModels:
                 # with the roofline's own error interval is the honest answer there.
                 lo, hi = self.ratio.roofline_interval()
                 return _scaled(anchored, math.exp(f[0])), math.exp(lo), math.exp(hi), "anchored-roofline"
-            ratio = math.exp(f[0] + self.ratio.predict(f))
-            return _scaled(anchored, ratio), math.exp(self.ratio.p10), math.exp(self.ratio.p90), "learned"
+            corr, (lo, hi) = self.ratio.predict(f), (self.ratio.p10, self.ratio.p90)
+            blend = self.ratio.doc.get("absolute_blend")
+            if blend is not None:  # srift.learn.blend note "blend"
+                differenced = (self.absolute.predict(absolute_features(w, target, batch, precision)) -
+                               self.absolute.predict(absolute_features(w, source, batch, precision)))
+                corr = blended(corr, differenced, float(blend["weight"]))
+                lo, hi = float(blend["residuals"]["p10"]), float(blend["residuals"]["p90"])
+            return _scaled(anchored, math.exp(f[0] + corr)), math.exp(lo), math.exp(hi), "learned"
         prior = roofline(w, target, precision)
         return (absolute_on_grid(prior, lambda b: self.absolute.predict(absolute_features(w, target, b, precision)),
                                  max_batch), math.exp(self.absolute.p10), math.exp(self.absolute.p90), "learned")

@@ -3,6 +3,7 @@
 Compute: candidates (ridge on the roofline features, gradient-boosted trees, a small MLP)
 are scored by leave-one-GPU-chip-out error of the predicted time on the held-out chip; the
 best is refit on everything and exported with the held-out residual quantiles (p10/p90).
+The anchored ratio then blends the two chosen compute models (select_blend).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_fea
 from srift.learn.workloads import WorkloadInfo, load_workloads
 
 __all__ = ["train_all", "train_overhead", "train_links", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "train_compute",
-           "git_commit", "MODELS_DIR"]
+           "select_blend", "git_commit", "MODELS_DIR"]
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
 
@@ -288,7 +289,11 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
     batch already in memory), so the p10/p90 come from the held-out (GPU chip out) residuals of
     the rows timed that way, Lambda's and Gavel's, not Sia's host-bound harness; the absolute
     model has no others (features.py note "new models"). Both bands stay calibrated out of
-    sample (bench/accuracy.py interval_coverage, a band built from the other chips' rows)."""
+    sample (bench/accuracy.py interval_coverage, a band built from the other chips' rows).
+
+    The anchored ratio the engine applies blends the two chosen models (select_blend,
+    srift.learn.blend note "blend"); the weight, its scores and its band are recorded in
+    compute_ratio.json as "absolute_blend"."""
     import json
 
     from srift.learn.datasets import CPU_SWEEP, load_cpu_sweep
@@ -298,6 +303,7 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
     if CPU_SWEEP.exists():
         variants["public+cpu"] = compute_rows(cpu=True)
     results: dict[str, Any] = {}
+    chosen_by: dict[str, tuple[str, tuple]] = {}
     for name, builder, features, target in (
         ("compute_ratio", ratio_dataset, RATIO_FEATURES,
          "log(t_target/t_anchor) - log(roofline_target/roofline_anchor), per-sample time"),
@@ -351,6 +357,47 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
                                      "p90": float(np.quantile(y[on_gpu], 0.9)), "n": int(on_gpu.sum()),
                                      "split": "all GPU targets (the roofline is not fitted)"}
         results[name] = doc
-        if out_dir is not None:
+        chosen_by[name] = (kind, data_by[label])
+    results["compute_ratio"]["absolute_blend"] = select_blend(chosen_by["compute_ratio"], chosen_by["compute_absolute"],
+                                                              workloads, verbose)
+    if out_dir is not None:
+        for name, doc in results.items():
             (out_dir / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
     return results
+
+
+def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workloads: dict[str, WorkloadInfo],
+                 verbose: bool = True) -> dict[str, Any]:
+    """The weight of the absolute model's differenced correction in the anchored ratio
+    (srift.learn.blend note "blend"), chosen from BLEND_WEIGHTS by the two held-out splits and
+    the score of the candidates (note "two splits"), with the band of the chosen blend from
+    the GPU-chip-out residuals of the rows timed without the Sia harness (note "band rows").
+    ratio / absolute: (chosen kind, the dataset it was chosen on)."""
+    from srift.learn.blend import BLEND_WEIGHTS, blended, held_out_absolute_correction
+
+    (ratio_kind, (X, y, base, truth, meta)), (abs_kind, (Xa, ya, _, _, meta_a)) = ratio, absolute
+    on_gpu = np.array([b.source != "cpu" for _, b in meta])
+    in_band = on_gpu & np.array([b.source != "sia" for _, b in meta])
+    scores: dict[str, dict[str, Any]] = {str(wt): {} for wt in BLEND_WEIGHTS}
+    band: dict[float, np.ndarray] = {}
+    for split, by in SELECTION_SPLITS.items():
+        pred, mask, _ = loco_errors(X, y, meta, candidates()[ratio_kind], by)
+        corr = held_out_absolute_correction(meta, workloads, Xa, ya, meta_a, candidates()[abs_kind], by)
+        ok = mask & ~np.isnan(corr)
+        for wt in BLEND_WEIGHTS:
+            p = blended(pred, corr, wt)
+            scores[str(wt)][split] = _ape_stats(ape(p[ok & on_gpu] + base[ok & on_gpu], truth[ok & on_gpu]))
+            if by == "chip":
+                band[wt] = (y - p)[ok & in_band]
+    best = min(BLEND_WEIGHTS, key=lambda wt: selection_score(scores[str(wt)]))
+    if verbose:
+        print("compute_ratio blend weight: " + ", ".join(
+            f"{wt} " + " | ".join(f"{v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for v in scores[str(wt)].values())
+            for wt in BLEND_WEIGHTS) + f" -> {best}  (leave a GPU chip out | leave a model out)")
+    r = band[best]
+    return {"weight": best, "absolute_model": "compute_absolute",
+            "residuals": {"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
+                          "p90": float(np.quantile(r, 0.9)), "n": int(r.size),
+                          "split": "leave-one-GPU-chip-out, rows timed without the Sia harness (note \"band rows\")"},
+            "selection": {"split": "leave-one-GPU-chip-out and leave-one-model-out, GPU targets; "
+                                   "score: mean over both of median + p90/4", "scores": scores, "chosen": str(best)}}
