@@ -6,10 +6,14 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               GPU chip or a whole model held out (Lambda's and Gavel's rows:
                               srift.learn.features note "new models")
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
+  compute_leave_one_{gpu,model}_out_blended  the anchored ratio as shipped: the ratio model
+                              blended with the absolute model differenced (srift.learn.blend
+                              note "blend"), overall and by source
   compute_*_with_cpu_rows     the same, with the CPU rows measured here (srift.learn.cpu_sweep)
                               in the training folds; errors on GPU targets only
   compute_leave_one_gpu_out_engine_path  the anchored model as the engine applies it (the
-                              ratio at the anchor's batch, the anchored affine model at the target's)
+                              blended ratio at the anchor's batch, the anchored affine model at
+                              the target's)
   compute_absolute_leave_one_gpu_out_engine_path  the absolute model as the engine applies it
                               (one affine model per GPU fitted on a batch grid) vs at each
                               row's own batch vs the old reference-batch-32 scaling
@@ -23,7 +27,8 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    TCP links (srift/data/measurements), a NIC rate or host shape
                                    held out: the learned link model vs v0 (80% of nominal, 30 us)
   nccl_reported_sanity             public NCCL bus bandwidths on EC2 beside v0's (anecdotal)
-  interval_coverage/*              share of held-out truths inside the p10-p90 band, the band
+  interval_coverage/*              share of held-out truths inside the p10-p90 band (the anchored
+                                   band as shipped: compute_anchored_blend_*), the band
                                    built from the other GPU chips' (clusters') held-out
                                    residuals only (nested leave-one-out; calibrated: 0.8)
   measurement_noise/lambda_single_gpu  the data's own floor: a repeated Lambda 1-GPU
@@ -116,6 +121,7 @@ def compute(w, kinds: list[str]) -> None:
                     m = mask & gpu
                     out[k] = stats(ape(pred[m] + base[m], truth[m]))
                 print(json.dumps(out))
+    blended_anchor(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
     X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
@@ -128,6 +134,37 @@ def compute(w, kinds: list[str]) -> None:
             est = candidates()[k]().fit(X[~cpu], y[~cpu])
         out[k] = stats(ape(est.predict(X[cpu]) + base[cpu], truth[cpu]))
     print(json.dumps(out))
+
+
+def shipped_blend_weight() -> float:
+    from srift.learn.models import default_models
+
+    return float(default_models().ratio.doc["absolute_blend"]["weight"])
+
+
+def blended_anchor(w) -> None:
+    """Anchored cross-GPU compute as the engine predicts it (srift.learn.blend note "blend"):
+    the ratio model, the absolute model differenced, and their blend at the shipped weight
+    (chosen by `srift train` on these same two splits: one number fitted), both models held
+    out together; the shipped training data (CPU rows in), GPU targets, overall and by source."""
+    from srift.learn.blend import blended, held_out_absolute_correction
+
+    rows = compute_rows(cpu=True)
+    X, y, base, truth, meta = ratio_dataset(rows, w)
+    Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
+    weight = shipped_blend_weight()
+    src = np.array([b.source for _, b in meta])
+    for split, held_out in (("chip", "gpu"), ("model", "model")):
+        pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], split)
+        corr = held_out_absolute_correction(meta, w, Xa, ya, meta_a, candidates()["huber"], split)
+        ok = mask & ~np.isnan(corr) & (src != "cpu")
+        for s in ("ALL", "lambda", "gavel", "sia"):
+            m = ok & ((src == s) if s != "ALL" else True)
+            print(json.dumps({"split": f"compute_leave_one_{held_out}_out_blended" + ("" if s == "ALL" else f"/{s}"),
+                              "v0_roofline": stats(ape(base[m], truth[m])),
+                              "ratio_model": stats(ape(pred[m] + base[m], truth[m])),
+                              "absolute_differenced": stats(ape(corr[m] + base[m], truth[m])),
+                              f"blend_{weight}": stats(ape(blended(pred[m], corr[m], weight) + base[m], truth[m]))}))
 
 
 def held_out_huber(X, y, meta):
@@ -146,28 +183,47 @@ def held_out_huber(X, y, meta):
 
 
 def ratio_engine_path(w) -> None:
-    """The ratio model as the engine applies it: the anchor GPU's measurement scales its
-    roofline (one measurement), the ratio is evaluated at the anchor's batch and the result at
-    the target's batch; beside the pair features of the split above."""
+    """The anchored model as the engine applies it: the anchor GPU's measurement scales its
+    roofline (one measurement), the ratio (blended, srift.learn.blend note "blend") is evaluated
+    at the anchor's batch and the result at the target's batch; beside the pair features of the
+    split above. Shipped training data (CPU rows in), GPU targets."""
     from srift import _core
+    from srift.learn.blend import blended
     from srift.learn.datasets import device_peaks
-    from srift.learn.features import ratio_features, roofline
+    from srift.learn.features import absolute_features, ratio_features, roofline
 
-    X, y, base, truth, meta = ratio_dataset(compute_rows(), w)
-    peaks = device_peaks()
-    pair, engine = np.full(len(y), np.nan), np.full(len(y), np.nan)
+    rows = compute_rows(cpu=True)
+    X, y, base, truth, meta = ratio_dataset(rows, w)
+    Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
+    chips_a = np.array([r.chip for _, r in meta_a])
+    peaks, weight = device_peaks(), shipped_blend_weight()
+    absolute: dict[str, object] = {}
+    pair, engine, ratio_only = (np.full(len(y), np.nan) for _ in range(3))
     for i, est in held_out_huber(X, y, meta):
         a, b = meta[i]
+        if b.source == "cpu":
+            continue
+        if b.chip not in absolute:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                absolute[b.chip] = candidates()["huber"]().fit(Xa[chips_a != b.chip], ya[chips_a != b.chip])
+        est_a = absolute[b.chip]
         wl, pa, pb = w[a.workload], peaks[a.gpu], peaks[b.gpu]
         pair[i] = base[i] + est.predict(X[i:i + 1])[0]
         anchored = _core.anchor_to_measurements(roofline(wl, pa, a.precision),
                                                 [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
         f = ratio_features(wl, pa, a.batch, pb, a.batch, a.precision)
-        t_b = (anchored.compute_s(b.batch) + anchored.optimizer_s) * math.exp(f[0] + est.predict(np.asarray([f]))[0])
-        engine[i] = math.log(t_b / b.batch / a.per_sample_s)
-    ok = ~np.isnan(pair)
+        fa, fb = absolute_features(wl, pa, a.batch, a.precision), absolute_features(wl, pb, a.batch, a.precision)
+        corr = est.predict(np.asarray([f]))[0]
+        differenced = est_a.predict(np.asarray([fb]))[0] - est_a.predict(np.asarray([fa]))[0]
+        t_anchor = anchored.compute_s(b.batch) + anchored.optimizer_s
+        for out, c in ((ratio_only, corr), (engine, blended(corr, differenced, weight))):
+            out[i] = math.log(t_anchor * math.exp(f[0] + c) / b.batch / a.per_sample_s)
+    ok = ~np.isnan(engine)
     print(json.dumps({"split": "compute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
-                      "pair_features": stats(ape(pair[ok], truth[ok])), "engine_path": stats(ape(engine[ok], truth[ok]))}))
+                      "pair_features": stats(ape(pair[ok], truth[ok])),
+                      "engine_path_ratio_model": stats(ape(ratio_only[ok], truth[ok])),
+                      f"engine_path_blend_{weight}": stats(ape(engine[ok], truth[ok]))}))
 
 
 def absolute_engine_path(w) -> None:
@@ -276,6 +332,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
                 lo[test], hi[test] = np.quantile(r, 0.1), np.quantile(r, 0.9)
             report(label + suffix, resid, lo, hi, held)
 
+    blended_band_coverage(w, rows_c, report)
     ok = ~np.isnan(steps)
     r_all = np.log(np.array([c.step_time for c in cases]) / steps)
     lo, hi = np.full(len(cases), np.nan), np.full(len(cases), np.nan)
@@ -284,6 +341,47 @@ def interval_coverage(w, cases, steps, sites) -> None:
         lo[ok & (sites == g)], hi[ok & (sites == g)] = np.quantile(r_all[others], 0.1), np.quantile(r_all[others], 0.9)
     report("multi_node_instance_anchored_leave_one_cluster_out", np.where(ok, r_all, np.nan), lo, hi,
            len(set(sites[ok])))
+
+
+def blended_band_coverage(w, rows, report) -> None:
+    """interval_coverage of the shipped anchored band (srift.learn.blend note "blend"): for
+    every held-out GPU chip g, the band is the 10th-90th percentile of the blended held-out
+    residuals of the other chips h (both models fitted without g and h), checked on g's rows
+    timed without the Sia harness."""
+    from srift.learn.blend import blended, pair_absolute_correction
+    from srift.learn.train import _split_key
+
+    X, y, _, _, meta = ratio_dataset(rows, w)
+    Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
+    weight = shipped_blend_weight()
+    touched = [_split_key(m, "chip") for m in meta]
+    chips_a = np.array([r.chip for _, r in meta_a])
+    band_rows = np.array([b.source not in ("cpu", "sia") for _, b in meta])
+    groups = sorted({t[1] for t in touched})
+
+    def held_out(test: np.ndarray, out: set[str]) -> np.ndarray:
+        train = np.array([not (t[0] & out) for t in touched])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ratio = candidates()["huber"]().fit(X[train], y[train])
+            absolute = candidates()["huber"]().fit(Xa[~np.isin(chips_a, list(out))], ya[~np.isin(chips_a, list(out))])
+        idx = np.flatnonzero(test)
+        corr = pair_absolute_correction(absolute.predict, [meta[i] for i in idx], w)
+        return y[idx] - blended(ratio.predict(X[idx]), corr, weight)
+
+    resid, lo, hi = (np.full(len(y), np.nan) for _ in range(3))
+    held = 0
+    for g in groups:
+        test = band_rows & np.array([t[1] == g for t in touched])
+        if not test.any():
+            continue
+        held += 1
+        resid[test] = held_out(test, {g})
+        inner = [held_out(t_h, {g, h}) for h in groups if h != g
+                 for t_h in [band_rows & np.array([t[1] == h and g not in t[0] for t in touched])] if t_h.any()]
+        r = np.concatenate(inner)
+        lo[test], hi[test] = np.quantile(r, 0.1), np.quantile(r, 0.9)
+    report(f"compute_anchored_blend_{weight}_leave_one_gpu_out", resid, lo, hi, held)
 
 
 def measurement_noise(cases) -> None:

@@ -12,13 +12,16 @@ on both held-out splits (train.py note "two splits") from BLEND_WEIGHTS. Median 
 anchored cross-GPU compute, GPU targets (bench/accuracy.py compute_leave_one_*_out_blended):
   weight                          leave one GPU chip out          leave one model out
   0 (ratio model alone)               18.6 / 60                       19.0 / 61
-  0.4                                 15.9 / 59                       17.3 / 58
+  0.4 (shipped)                       15.9 / 59                       17.3 / 58
   0.5                                 16.0 / 59                       17.0 / 61
   1 (absolute model differenced)      19.8 / 79                       19.3 / 80
 Lambda's pairs gain most (16.7 -> 12.9 median leaving a chip out); Gavel's a little (24.0 ->
 24.0 / 69 -> 64); Sia's host-bound pairs lose a little (30.2 / 148 -> 31.1 / 157): the absolute
 model never saw Sia's harness (features.py note "new models"), and a user's anchor is timed as
-srift's profiler times it, not through Sia's input pipeline.
+srift's profiler times it, not through Sia's input pipeline. As the engine applies it (the
+ratio at the anchor's batch, compute_leave_one_gpu_out_engine_path): 18.7 / 62 -> 16.7 / 61.
+The blend's band (p10-p90 of its held-out residuals, x0.77-x1.31 against the ratio model's
+x0.73-x1.38) holds 81.2% of held-out chips' rows (interval_coverage/compute_anchored_blend_*).
 """
 from __future__ import annotations
 

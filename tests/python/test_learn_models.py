@@ -272,3 +272,111 @@ def test_ratio_interactions_flip_sign_with_the_pair() -> None:
         assert ab[f] == ba[f]
     assert ab["share_conv_x_log_peak_ratio"] == pytest.approx(ab["share_conv"] * ab["log_peak_ratio"])
     assert ab["prec_amp_x_log_bw_ratio"] == pytest.approx(ab["log_bw_ratio"])
+
+
+def test_anchored_ratio_is_the_shipped_blend_of_both_models() -> None:
+    """srift.learn.blend note "blend": the anchored time is the anchor's model scaled by
+    exp(roofline ratio + (1 - w) * ratio model + w * (absolute(target) - absolute(anchor))),
+    with the blend's own held-out band."""
+    pytest.importorskip("torch")
+    import srift
+    from srift import _core, zoo
+    from srift.catalog import Catalog
+    from srift.learn import default_models
+    from srift.learn.features import absolute_features, ratio_features, roofline
+    from srift.learn.gpus import peaks_from_catalog
+    from srift.learn.workloads import workload_from_profile
+
+    model, batch, loss = zoo.build("resnet50", 2, device="meta")
+    prof = srift.profile(model, batch, loss, device="meta", precision="amp")
+    cat, m = Catalog.default(), default_models()
+    anchor = ("V100-16GB", [_core.Measurement(64, 0.08)])
+    got, lo, hi, src = m.compute_model(prof, "A10G", cat, "amp", anchor=anchor)
+    assert src == "learned"
+    w = workload_from_profile(prof)
+    a, b = peaks_from_catalog(cat, "V100-16GB"), peaks_from_catalog(cat, "A10G")
+    blend = m.ratio.doc["absolute_blend"]
+    weight = blend["weight"]
+    assert 0 < weight < 1
+    f = ratio_features(w, a, 64, b, 64, "amp")
+    differenced = (m.absolute.predict(absolute_features(w, b, 64, "amp")) -
+                   m.absolute.predict(absolute_features(w, a, 64, "amp")))
+    ratio = math.exp(f[0] + (1 - weight) * m.ratio.predict(f) + weight * differenced)
+    anchored = _core.anchor_to_measurements(roofline(w, a, "amp"), anchor[1])
+    for local_batch in (16, 64, 256):
+        assert got.compute_s(local_batch) + got.optimizer_s == pytest.approx(
+            (anchored.compute_s(local_batch) + anchored.optimizer_s) * ratio, rel=1e-12)
+    assert (lo, hi) == pytest.approx((math.exp(blend["residuals"]["p10"]), math.exp(blend["residuals"]["p90"])))
+
+
+def test_shipped_blend_beats_either_model_alone_on_both_splits() -> None:
+    """train.py select_blend: the recorded held-out scores of the chosen weight are at least as
+    good as the ratio model alone (weight 0) and the absolute model alone (weight 1) on both
+    splits, and the chosen weight is the best recorded."""
+    from srift.learn.train import selection_score
+
+    _, doc = load_model(MODELS / "compute_ratio.json")
+    sel = doc["absolute_blend"]["selection"]
+    scores = sel["scores"]
+    chosen = scores[sel["chosen"]]
+    assert float(sel["chosen"]) == doc["absolute_blend"]["weight"]
+    assert set(chosen) == {"leave_one_gpu_chip_out", "leave_one_model_out"}
+    for alone in ("0.0", "1.0"):
+        for split, stats in chosen.items():
+            assert stats["median_ape"] <= scores[alone][split]["median_ape"], (alone, split)
+    assert selection_score(chosen) == min(selection_score(s) for s in scores.values())
+
+
+def test_blend_weight_outside_unit_interval_is_rejected(tmp_path: Path) -> None:
+    from srift.learn.blend import blended
+
+    doc = json.loads((MODELS / "compute_ratio.json").read_text())
+    doc["absolute_blend"]["weight"] = 1.5
+    p = tmp_path / "compute_ratio.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"absolute_blend\.weight"):
+        load_model(p)
+    with pytest.raises(ValueError, match="weight"):
+        blended(0.1, 0.2, -0.1)
+
+
+def test_select_blend_scores_each_weight_on_the_held_out_predictions_of_both_models() -> None:
+    """train.py select_blend on synthetic rows: weight 0 scores exactly the ratio model's own
+    leave-one-group-out predictions, weight 1 the absolute model differenced with the same
+    groups held out, and the chosen weight has the best score."""
+    from srift.learn.blend import BLEND_WEIGHTS, held_out_absolute_correction
+    from srift.learn.datasets import ComputeRow, device_peaks
+    from srift.learn.features import absolute_features, roofline_per_sample
+    from srift.learn.train import (SELECTION_SPLITS, absolute_dataset, ape, candidates, loco_errors, ratio_dataset,
+                                   select_blend, selection_score)
+    from srift.learn.workloads import load_workloads
+
+    workloads, peaks = load_workloads(), device_peaks()
+    rng = np.random.default_rng(7)
+    rows = []
+    for wl in ("resnet50", "bert_base", "gpt2_512", "yolov3"):
+        for gpu in ("V100-16GB", "RTX2080Ti", "A10", "A100-40GB", "RTX4090", "H100-80GB"):
+            for b in (16.0, 64.0):
+                roof = roofline_per_sample(workloads[wl], peaks[gpu], "amp", b)
+                f = absolute_features(workloads[wl], peaks[gpu], b, "amp")
+                rows.append(ComputeRow("lambda", wl, gpu, "amp", b, roof * math.exp(0.2 * f[1] - 0.3 * f[3] +
+                                                                                     rng.normal(0, 0.05)),
+                                       True, f"{wl}/amp"))
+    ratio, absolute = ratio_dataset(rows, workloads), absolute_dataset(rows, workloads)
+    out = select_blend(("huber", ratio), ("huber", absolute), workloads, verbose=False)
+    scores = out["selection"]["scores"]
+    assert set(scores) == {str(w) for w in BLEND_WEIGHTS}
+    assert out["weight"] in BLEND_WEIGHTS and out["selection"]["chosen"] == str(out["weight"])
+    assert selection_score(scores[str(out["weight"])]) == min(selection_score(s) for s in scores.values())
+    X, y, base, truth, meta = ratio
+    Xa, ya, _, _, meta_a = absolute
+    for split, by in SELECTION_SPLITS.items():
+        pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], by)
+        corr = held_out_absolute_correction(meta, workloads, Xa, ya, meta_a, candidates()["huber"], by)
+        assert mask.all() and not np.isnan(corr).any()
+        for weight, p in (("0.0", pred), ("1.0", corr)):
+            e = ape(p + base, truth)
+            assert scores[weight][split]["median_ape"] == pytest.approx(float(np.median(e)), rel=1e-12)
+            assert scores[weight][split]["n"] == len(y)
+    r = out["residuals"]
+    assert r["p10"] < r["p50"] < r["p90"] and r["n"] == len(y)
