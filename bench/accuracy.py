@@ -20,6 +20,10 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_cpu_thread_pairs_gpu_trained  the ratio model trained on GPU pairs only, predicting
                               this CPU at 1 thread from 2 threads and back (unseen device family)
   multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps
+  multi_gpu_link_calibrated        Sia multi-GPU steps, given the test model's 1-GPU steps and
+                                   its cluster's links calibrated on the other models, as
+                                   `srift probe-network` would measure them (srift.learn.comm
+                                   note "probe calibration")
   multi_node_instance_anchored     Sia multi-node steps, given the test cluster's 1-GPU and
                                    single-node steps (a whole instance profiled; nothing learned
                                    from other clusters: srift.learn.comm note "instance anchor")
@@ -95,6 +99,7 @@ def main() -> None:
             print(json.dumps(out))
     steps = instance_anchored_steps(cases, w, rows)
     instance_anchored(steps, cases, base, truth, sites)
+    link_calibrated(cases, w, base, truth, sites)
     interval_coverage(w, cases, steps, sites)
     measurement_noise(cases)
     links()
@@ -440,6 +445,29 @@ def links() -> None:
             print(json.dumps({"split": "nccl_reported_sanity", "instance": r["instance_type"], "nodes": int(r["num_nodes"]),
                               "reported_busbw_gbytes_s": float(r["busbw_GBps"]), "v0_gbytes_s": round(v0, 2),
                               "source": r["source_url"]}))
+
+
+def link_calibrated(cases, w, base, truth, sites) -> None:
+    """Sia multi-GPU steps given the test model's 1-GPU steps and its cluster's links as a probe
+    would measure them, emulated from the other models' steps (srift.learn.comm note "probe
+    calibration"): the intra-node probe on every GPU of a node or on two; one whole node, two
+    whole nodes, every multi-node placement."""
+    from srift.learn.comm import probe_calibrated_steps
+
+    one = np.array([c.one_gpu_time for c in cases])
+    full = np.log(probe_calibrated_steps(cases, w)[0] / one)
+    two = np.log(probe_calibrated_steps(cases, w, 2)[0] / one)
+    node = {g: max(int(ch) for c, s in zip(cases, sites) if s == g for ch in c.placement) for g in set(sites)}
+    selections = {"one_whole_node": np.array([c.placement == str(node[s]) for c, s in zip(cases, sites)]),
+                  "two_whole_nodes": np.array([c.placement == str(node[s]) * 2 for c, s in zip(cases, sites)]),
+                  "multi_node": np.array([len(c.placement) > 1 for c in cases])}
+    for label, sel in selections.items():
+        sel = sel & ~np.isnan(full)
+        for g in [*sorted(set(sites[sel])), "ALL"]:
+            m = sel & ((sites == g) if g != "ALL" else True)
+            print(json.dumps({"split": f"multi_gpu_link_calibrated/{label}/{g}", "v0_simulator": stats(ape(base[m], truth[m])),
+                              "probe_on_every_gpu": stats(ape(full[m], truth[m])),
+                              "probe_on_two_gpus": stats(ape(two[m], truth[m]))}))
 
 
 def instance_anchored(steps, cases, base, truth, sites) -> None:

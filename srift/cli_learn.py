@@ -8,7 +8,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["register", "probe_network", "fit_alpha_beta"]
+__all__ = ["register", "probe_network", "default_probe_ranks", "fit_alpha_beta"]
 
 
 def register(subparsers: Any) -> None:
@@ -21,7 +21,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--instance-type", required=True)
     p.add_argument("--min-bytes", type=int, default=1024)
     p.add_argument("--max-bytes", type=int, default=1 << 30)
-    p.add_argument("--ranks", type=int, default=2, help="local processes (single-host probe)")
+    p.add_argument("--ranks", type=int, default=None,
+                   help="local processes (single-host probe; default: every visible GPU, as srift plans whole "
+                        "instances, or 2 gloo processes without GPUs)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default="-", help="overrides file to write ('-': stdout)")
     p.add_argument("--json", action="store_true")
@@ -48,13 +50,29 @@ def fit_alpha_beta(sizes: list[float], times: list[float], ranks: int) -> tuple[
     return (1.0 / inv_bw if inv_bw > 0 else math.inf), lat
 
 
-def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 << 30, ranks: int = 2,
+def default_probe_ranks() -> int:
+    """Every visible GPU (at least 2): srift plans whole instances, and the bandwidth a ring
+    achieves inside a node depends on how many ranks share it (srift.learn.comm note "probe
+    calibration": on Sia's whole single nodes a probe on all GPUs predicts 10.7 / 38, one on
+    two GPUs 14.4 / 47). Without GPUs, 2 gloo processes."""
+    import torch
+
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return n if n >= 2 else 2
+
+
+def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 << 30, ranks: int | None = None,
                   repeats: int = 5) -> dict[str, Any]:
-    """Allreduce sweep among `ranks` local processes; a catalog-overrides document."""
+    """Allreduce sweep among `ranks` local processes (default_probe_ranks() when None); a
+    catalog-overrides document."""
     import torch
 
     from srift.validate.launcher import run_ranks
 
+    if ranks is None:
+        ranks = default_probe_ranks()
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 2:
+        raise ValueError(f"ranks: expected an integer >= 2 (an allreduce needs two processes), got {ranks!r}")
     backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= ranks else "gloo"
     sizes, s = [], min_bytes
     while s <= max_bytes:

@@ -117,6 +117,33 @@ def test_instance_anchored_sia_case_adds_only_the_network() -> None:
                                  w, nodes) is None
 
 
+def test_probe_calibration_recovers_the_links_the_steps_were_simulated_with() -> None:
+    """srift.learn.comm note "probe calibration": steps simulated with known achieved
+    bandwidths (on the grid) give back those bandwidths from the other models, and the held-out
+    model's steps exactly; a cluster with no two-node placement is not guessed."""
+    from srift.learn.comm import PROBE_EFFICIENCY_GRID, SIA_LINKS, ClusterCase, probe_calibrated_steps, simulate_case
+    from srift.learn.workloads import load_workloads
+
+    w = load_workloads()
+    intra, net = math.log(PROBE_EFFICIENCY_GRID[20]), math.log(PROBE_EFFICIENCY_GRID[30])
+    cases = []
+    for model, wl in (("bert", "bert_base"), ("imagenet", "resnet50"), ("gpt", "gpt2_512")):
+        for placement in ("8", "88", "4", "44"):
+            for bsz in (8.0, 16.0):
+                c = ClusterCase("rtx", model, wl, placement, bsz, 0.0, 0.05 + 0.01 * bsz, 0.05, 0.01)
+                c.step_time = simulate_case(c, w[wl], lambda f: intra, lambda f: net)
+                cases.append(c)
+    steps, links = probe_calibrated_steps(cases, w)
+    np.testing.assert_allclose(steps, [c.step_time for c in cases], rtol=1e-9)
+    link = SIA_LINKS["rtx"]
+    for got in links.values():
+        assert got == pytest.approx((link.intra_gbytes_s * 1e9 * math.exp(intra),
+                                     link.network_gbps / 8 * 1e9 * math.exp(net)), rel=1e-9)
+    assert set(links) == {("rtx", m) for m in ("bert", "imagenet", "gpt")}
+    single = [c for c in cases if len(c.placement) == 1]
+    assert np.isnan(probe_calibrated_steps(single, w)[0]).all()
+
+
 def test_affine_relative_fit_recovers_a_line_and_keeps_terms_non_negative() -> None:
     from srift.learn.models import affine_relative_fit, batch_grid
 
