@@ -63,8 +63,8 @@ class CostModels:
 
         anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU; when given
         the learned GPU-to-GPU ratio (the ratio model blended with the absolute model's
-        differenced correction: srift.learn.blend note "blend") scales the anchored model, else the absolute model scales
-        the roofline. The factors multiply the predicted time for the p10/p90 interval. source:
+        differenced correction: srift.learn.blend note "blend") scales the anchored model,
+        else the absolute model scales the roofline. The factors multiply the predicted time for the p10/p90 interval. source:
         "learned", or "anchored-roofline" where the pair is one the ratio model never saw
         (note "no fp16 path"). max_batch: the largest local batch that fits this GPU (samples;
         the absolute model is fitted over 1..max(max_batch, 1024), note "batch grid")."""

@@ -67,26 +67,34 @@ def test_compute_model_anchor_ratio_direction() -> None:
     assert math.isfinite(absolute.compute_s(32)) and absolute.compute_s(32) > 0 and src == "learned"
 
 
-def test_amp_on_a_gpu_without_fp16_falls_back_to_the_roofline_ratio() -> None:
-    """Note "no fp16 path": AMP anchored on a V100, asked about a K80 (no FP16 units), scales
-    the anchor by the roofline ratio exactly, with the roofline's own error interval; FP32
-    between the same GPUs (a pair the data has) stays learned."""
+@pytest.fixture(scope="module")
+def resnet50_amp():
+    """(profile, its workload, the default catalog, the shipped models) of ResNet-50 profiled
+    at AMP on the meta device."""
     pytest.importorskip("torch")
     import srift
-    from srift import _core, zoo
+    from srift import zoo
     from srift.catalog import Catalog
     from srift.learn import default_models
-    from srift.learn.features import ratio_features, roofline
-    from srift.learn.gpus import peaks_from_catalog
     from srift.learn.workloads import workload_from_profile
 
     model, batch, loss = zoo.build("resnet50", 2, device="meta")
     prof = srift.profile(model, batch, loss, device="meta", precision="amp")
-    cat, m = Catalog.default(), default_models()
+    return prof, workload_from_profile(prof), Catalog.default(), default_models()
+
+
+def test_amp_on_a_gpu_without_fp16_falls_back_to_the_roofline_ratio(resnet50_amp) -> None:
+    """Note "no fp16 path": AMP anchored on a V100, asked about a K80 (no FP16 units), scales
+    the anchor by the roofline ratio exactly, with the roofline's own error interval; FP32
+    between the same GPUs (a pair the data has) stays learned."""
+    from srift import _core
+    from srift.learn.features import ratio_features, roofline
+    from srift.learn.gpus import peaks_from_catalog
+
+    prof, w, cat, m = resnet50_amp
     anchor = ("V100-16GB", [_core.Measurement(32, 0.04)])
     k80, lo, hi, src = m.compute_model(prof, "K80", cat, "amp", anchor=anchor)
     assert src == "anchored-roofline"
-    w = workload_from_profile(prof)
     v100, kepler = peaks_from_catalog(cat, "V100-16GB"), peaks_from_catalog(cat, "K80")
     ratio = math.exp(ratio_features(w, v100, 32, kepler, 32, "amp")[0])
     anchored = _core.anchor_to_measurements(roofline(w, v100, "amp"), anchor[1])
@@ -301,26 +309,18 @@ def test_ratio_interactions_flip_sign_with_the_pair() -> None:
     assert ab["prec_amp_x_log_bw_ratio"] == pytest.approx(ab["log_bw_ratio"])
 
 
-def test_anchored_ratio_is_the_shipped_blend_of_both_models() -> None:
+def test_anchored_ratio_is_the_shipped_blend_of_both_models(resnet50_amp) -> None:
     """srift.learn.blend note "blend": the anchored time is the anchor's model scaled by
     exp(roofline ratio + (1 - w) * ratio model + w * (absolute(target) - absolute(anchor))),
     with the blend's own held-out band."""
-    pytest.importorskip("torch")
-    import srift
-    from srift import _core, zoo
-    from srift.catalog import Catalog
-    from srift.learn import default_models
+    from srift import _core
     from srift.learn.features import absolute_features, ratio_features, roofline
     from srift.learn.gpus import peaks_from_catalog
-    from srift.learn.workloads import workload_from_profile
 
-    model, batch, loss = zoo.build("resnet50", 2, device="meta")
-    prof = srift.profile(model, batch, loss, device="meta", precision="amp")
-    cat, m = Catalog.default(), default_models()
+    prof, w, cat, m = resnet50_amp
     anchor = ("V100-16GB", [_core.Measurement(64, 0.08)])
     got, lo, hi, src = m.compute_model(prof, "A10G", cat, "amp", anchor=anchor)
     assert src == "learned"
-    w = workload_from_profile(prof)
     a, b = peaks_from_catalog(cat, "V100-16GB"), peaks_from_catalog(cat, "A10G")
     blend = m.ratio.doc["absolute_blend"]
     weight = blend["weight"]
