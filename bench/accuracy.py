@@ -7,13 +7,14 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               srift.learn.features note "new models")
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
   compute_leave_one_{gpu,model}_out_blended  the anchored ratio as shipped: the ratio model
-                              blended with the absolute model differenced (srift.learn.blend
-                              note "blend"), overall and by source
+                              blended with the absolute model differenced, then shrunk toward
+                              the absolute model's own prediction (srift.learn.blend notes
+                              "blend" and "shrink"), overall and by source
   compute_*_with_cpu_rows     the same, with the CPU rows measured here (srift.learn.cpu_sweep)
                               in the training folds; errors on GPU targets only
   compute_leave_one_gpu_out_engine_path  the anchored model as the engine applies it (the
-                              blended ratio at the anchor's batch, the anchored affine model at
-                              the target's)
+                              blended, shrunk ratio at the anchor's batch, the anchored affine
+                              model at the target's)
   compute_absolute_leave_one_gpu_out_engine_path  the absolute model as the engine applies it
                               (one affine model per GPU fitted on a batch grid) vs at each
                               row's own batch vs the old reference-batch-32 scaling
@@ -141,27 +142,34 @@ def compute(w, kinds: list[str]) -> None:
     print(json.dumps(out))
 
 
-def shipped_blend_weight() -> float:
+def shipped_blend() -> tuple[float, float]:
+    """(weight, shrink) of the shipped anchored ratio (srift.learn.blend)."""
     from srift.learn.models import default_models
 
-    return float(default_models().ratio.doc["absolute_blend"]["weight"])
+    doc = default_models().ratio.doc["absolute_blend"]
+    return float(doc["weight"]), float(doc.get("shrink", 0.0))
 
 
 def blended_anchor(w) -> None:
-    """Anchored cross-GPU compute as the engine predicts it (srift.learn.blend note "blend"):
-    the ratio model, the absolute model differenced, and their blend at the shipped weight
-    (chosen by `srift train` on these same two splits: one number fitted), both models held
-    out together; the shipped training data (CPU rows in), GPU targets, overall and by source."""
-    from srift.learn.blend import blended, held_out_absolute_correction
+    """Anchored cross-GPU compute as the engine predicts it (srift.learn.blend notes "blend" and
+    "shrink"): the ratio model, the absolute model differenced, their blend at the shipped
+    weight, and the blend shrunk toward the absolute model's own prediction of the target at the
+    shipped shrink (both chosen by `srift train` on these same two splits: two numbers fitted),
+    both models held out together; the shipped training data (CPU rows in), GPU targets,
+    overall and by source."""
+    from srift.learn.blend import anchored_correction, blended, held_out_absolute_terms, observed_anchor_error
 
     rows = compute_rows(cpu=True)
     X, y, base, truth, meta = ratio_dataset(rows, w)
     Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
-    weight = shipped_blend_weight()
+    weight, shrink = shipped_blend()
+    observed = observed_anchor_error(meta, w)
     src = np.array([b.source for _, b in meta])
     for split, held_out in (("chip", "gpu"), ("model", "model")):
         pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], split)
-        corr = held_out_absolute_correction(meta, w, Xa, ya, meta_a, candidates()["huber"], split)
+        corr_a, corr_b = held_out_absolute_terms(meta, w, Xa, ya, meta_a, candidates()["huber"], split)
+        corr = corr_b - corr_a
+        shipped = anchored_correction(pred, corr_a, corr_b, observed, weight, shrink)
         ok = mask & ~np.isnan(corr) & (src != "cpu")
         for s in ("ALL", "lambda", "gavel", "sia"):
             m = ok & ((src == s) if s != "ALL" else True)
@@ -169,7 +177,8 @@ def blended_anchor(w) -> None:
                               "v0_roofline": stats(ape(base[m], truth[m])),
                               "ratio_model": stats(ape(pred[m] + base[m], truth[m])),
                               "absolute_differenced": stats(ape(corr[m] + base[m], truth[m])),
-                              f"blend_{weight}": stats(ape(blended(pred[m], corr[m], weight) + base[m], truth[m]))}))
+                              f"blend_{weight}": stats(ape(blended(pred[m], corr[m], weight) + base[m], truth[m])),
+                              f"blend_{weight}_shrink_{shrink}": stats(ape(shipped[m] + base[m], truth[m]))}))
 
 
 def held_out_huber(X, y, meta):
@@ -189,11 +198,12 @@ def held_out_huber(X, y, meta):
 
 def ratio_engine_path(w) -> None:
     """The anchored model as the engine applies it: the anchor GPU's measurement scales its
-    roofline (one measurement), the ratio (blended, srift.learn.blend note "blend") is evaluated
+    roofline (one measurement), the ratio (blended and shrunk, srift.learn.blend notes "blend"
+    and "shrink") is evaluated
     at the anchor's batch and the result at the target's batch; beside the pair features of the
     split above. Shipped training data (CPU rows in), GPU targets."""
     from srift import _core
-    from srift.learn.blend import blended
+    from srift.learn.blend import anchored_correction, blended
     from srift.learn.datasets import device_peaks
     from srift.learn.features import absolute_features, ratio_features, roofline
 
@@ -201,9 +211,9 @@ def ratio_engine_path(w) -> None:
     X, y, base, truth, meta = ratio_dataset(rows, w)
     Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
     chips_a = np.array([r.chip for _, r in meta_a])
-    peaks, weight = device_peaks(), shipped_blend_weight()
+    peaks, (weight, shrink) = device_peaks(), shipped_blend()
     absolute: dict[str, object] = {}
-    pair, engine, ratio_only = (np.full(len(y), np.nan) for _ in range(3))
+    pair, engine, blend_only, ratio_only = (np.full(len(y), np.nan) for _ in range(4))
     for i, est in held_out_huber(X, y, meta):
         a, b = meta[i]
         if b.source == "cpu":
@@ -220,15 +230,20 @@ def ratio_engine_path(w) -> None:
         f = ratio_features(wl, pa, a.batch, pb, a.batch, a.precision)
         fa, fb = absolute_features(wl, pa, a.batch, a.precision), absolute_features(wl, pb, a.batch, a.precision)
         corr = est.predict(np.asarray([f]))[0]
-        differenced = est_a.predict(np.asarray([fb]))[0] - est_a.predict(np.asarray([fa]))[0]
+        corr_a, corr_b = est_a.predict(np.asarray([fa]))[0], est_a.predict(np.asarray([fb]))[0]
+        roof_a = roofline(wl, pa, a.precision)
+        observed = (math.log(a.per_sample_s * a.batch / (roof_a.compute_s(a.batch) + roof_a.optimizer_s))
+                    if a.units_match and b.units_match else math.nan)
         t_anchor = anchored.compute_s(b.batch) + anchored.optimizer_s
-        for out, c in ((ratio_only, corr), (engine, blended(corr, differenced, weight))):
+        for out, c in ((ratio_only, corr), (blend_only, blended(corr, corr_b - corr_a, weight)),
+                       (engine, anchored_correction(corr, corr_a, corr_b, observed, weight, shrink))):
             out[i] = math.log(t_anchor * math.exp(f[0] + c) / b.batch / a.per_sample_s)
     ok = ~np.isnan(engine)
     print(json.dumps({"split": "compute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
                       "pair_features": stats(ape(pair[ok], truth[ok])),
                       "engine_path_ratio_model": stats(ape(ratio_only[ok], truth[ok])),
-                      f"engine_path_blend_{weight}": stats(ape(engine[ok], truth[ok]))}))
+                      f"engine_path_blend_{weight}": stats(ape(blend_only[ok], truth[ok])),
+                      f"engine_path_blend_{weight}_shrink_{shrink}": stats(ape(engine[ok], truth[ok]))}))
 
 
 def absolute_engine_path(w) -> None:
@@ -349,16 +364,17 @@ def interval_coverage(w, cases, steps, sites) -> None:
 
 
 def blended_band_coverage(w, rows, report) -> None:
-    """interval_coverage of the shipped anchored band (srift.learn.blend note "blend"): for
-    every held-out GPU chip g, the band is the 10th-90th percentile of the blended held-out
+    """interval_coverage of the shipped anchored band (srift.learn.blend notes "blend" and
+    "shrink"): for every held-out GPU chip g, the band is the 10th-90th percentile of the held-out
     residuals of the other chips h (both models fitted without g and h), checked on g's rows
     timed without the Sia harness."""
-    from srift.learn.blend import blended, pair_absolute_correction
+    from srift.learn.blend import anchored_correction, observed_anchor_error, pair_absolute_terms
     from srift.learn.train import _split_key
 
     X, y, _, _, meta = ratio_dataset(rows, w)
     Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
-    weight = shipped_blend_weight()
+    weight, shrink = shipped_blend()
+    observed = observed_anchor_error(meta, w)
     touched = [_split_key(m, "chip") for m in meta]
     chips_a = np.array([r.chip for _, r in meta_a])
     band_rows = np.array([b.source not in ("cpu", "sia") for _, b in meta])
@@ -371,8 +387,8 @@ def blended_band_coverage(w, rows, report) -> None:
             ratio = candidates()["huber"]().fit(X[train], y[train])
             absolute = candidates()["huber"]().fit(Xa[~np.isin(chips_a, list(out))], ya[~np.isin(chips_a, list(out))])
         idx = np.flatnonzero(test)
-        corr = pair_absolute_correction(absolute.predict, [meta[i] for i in idx], w)
-        return y[idx] - blended(ratio.predict(X[idx]), corr, weight)
+        corr_a, corr_b = pair_absolute_terms(absolute.predict, [meta[i] for i in idx], w)
+        return y[idx] - anchored_correction(ratio.predict(X[idx]), corr_a, corr_b, observed[idx], weight, shrink)
 
     resid, lo, hi = (np.full(len(y), np.nan) for _ in range(3))
     held = 0
@@ -386,7 +402,7 @@ def blended_band_coverage(w, rows, report) -> None:
                  for t_h in [band_rows & np.array([t[1] == h and g not in t[0] for t in touched])] if t_h.any()]
         r = np.concatenate(inner)
         lo[test], hi[test] = np.quantile(r, 0.1), np.quantile(r, 0.9)
-    report(f"compute_anchored_blend_{weight}_leave_one_gpu_out", resid, lo, hi, held)
+    report(f"compute_anchored_blend_{weight}_shrink_{shrink}_leave_one_gpu_out", resid, lo, hi, held)
 
 
 def measurement_noise(cases) -> None:

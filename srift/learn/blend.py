@@ -25,24 +25,27 @@ x0.73-x1.38) holds 81.2% of held-out chips' rows (interval_coverage/compute_anch
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from srift.learn.datasets import ComputeRow, device_peaks
-from srift.learn.features import absolute_features
+from srift.learn.features import absolute_features, roofline_per_sample
 from srift.learn.workloads import WorkloadInfo
 
-__all__ = ["BLEND_WEIGHTS", "pair_absolute_correction", "held_out_absolute_correction", "blended"]
+__all__ = ["BLEND_WEIGHTS", "SHRINK_WEIGHTS", "pair_absolute_terms", "held_out_absolute_terms",
+           "observed_anchor_error", "blended", "anchored_correction"]
 
 BLEND_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
+SHRINK_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 
 
-def pair_absolute_correction(predict: Callable[[np.ndarray], np.ndarray], meta: list[tuple[ComputeRow, ComputeRow]],
-                             workloads: dict[str, WorkloadInfo]) -> np.ndarray:
-    """corr(b) - corr(a) for every (anchor a, target b) pair: the absolute model's log
-    correction of each row's roofline at its own batch, differenced. predict: X -> corrections."""
+def pair_absolute_terms(predict: Callable[[np.ndarray], np.ndarray], meta: list[tuple[ComputeRow, ComputeRow]],
+                        workloads: dict[str, WorkloadInfo]) -> tuple[np.ndarray, np.ndarray]:
+    """(corr(a), corr(b)) for every (anchor a, target b) pair: the absolute model's log
+    correction of each row's roofline at its own batch. predict: X -> corrections."""
     peaks = device_peaks()
     cache: dict[tuple, list[float]] = {}
 
@@ -53,23 +56,23 @@ def pair_absolute_correction(predict: Callable[[np.ndarray], np.ndarray], meta: 
         return cache[key]
 
     if not meta:
-        return np.zeros(0)
+        return np.zeros(0), np.zeros(0)
     fa = np.asarray([features(a) for a, _ in meta])
     fb = np.asarray([features(b) for _, b in meta])
-    return predict(fb) - predict(fa)
+    return predict(fa), predict(fb)
 
 
-def held_out_absolute_correction(meta: list[tuple[ComputeRow, ComputeRow]], workloads: dict[str, WorkloadInfo],
-                                 X_abs: np.ndarray, y_abs: np.ndarray, meta_abs: list[tuple[Any, ComputeRow]],
-                                 make: Callable[[], Any], by: str) -> np.ndarray:
-    """pair_absolute_correction of every pair by an absolute model fitted without the pair's
+def held_out_absolute_terms(meta: list[tuple[ComputeRow, ComputeRow]], workloads: dict[str, WorkloadInfo],
+                            X_abs: np.ndarray, y_abs: np.ndarray, meta_abs: list[tuple[Any, ComputeRow]],
+                            make: Callable[[], Any], by: str) -> tuple[np.ndarray, np.ndarray]:
+    """pair_absolute_terms of every pair by an absolute model fitted without the pair's
     held-out group (its target's GPU chip, or its model: train.py _split_key), as loco_errors
     holds the ratio model out. NaN where fewer than 10 rows remain to train on."""
     from srift.learn.train import _split_key
 
     pair_group = [_split_key(m, by)[1] for m in meta]
     touched = [_split_key(m, by)[0] for m in meta_abs]
-    out = np.full(len(meta), np.nan)
+    corr_a, corr_b = np.full(len(meta), np.nan), np.full(len(meta), np.nan)
     for g in sorted(set(pair_group)):
         train = np.array([g not in t for t in touched])
         if train.sum() < 10:
@@ -78,12 +81,36 @@ def held_out_absolute_correction(meta: list[tuple[ComputeRow, ComputeRow]], work
             warnings.simplefilter("ignore")
             est = make().fit(X_abs[train], y_abs[train])
         idx = [i for i, h in enumerate(pair_group) if h == g]
-        out[idx] = pair_absolute_correction(est.predict, [meta[i] for i in idx], workloads)
-    return out
+        corr_a[idx], corr_b[idx] = pair_absolute_terms(est.predict, [meta[i] for i in idx], workloads)
+    return corr_a, corr_b
+
+
+def observed_anchor_error(meta: list[tuple[ComputeRow, ComputeRow]], workloads: dict[str, WorkloadInfo]) -> np.ndarray:
+    """log(t_a / roofline_a) of every pair's anchor: how far the measurement sits from its
+    roofline. NaN where the data's sample is not the profiled model's (absolute times are
+    not comparable there, and the shrink term does not apply)."""
+    peaks = device_peaks()
+    return np.asarray([math.log(a.per_sample_s / roofline_per_sample(workloads[a.workload], peaks[a.gpu],
+                                                                      a.precision, a.batch))
+                       if a.units_match and b.units_match else math.nan for a, b in meta])
 
 
 def blended(ratio_correction: np.ndarray | float, absolute_correction: np.ndarray | float, weight: float):
-    """The shipped log correction of the roofline ratio (note "blend")."""
+    """(1 - weight) * the ratio model + weight * the absolute model differenced (note "blend")."""
     if not 0.0 <= weight <= 1.0:
         raise ValueError(f"weight: expected a blend weight in [0, 1], got {weight!r}")
     return (1.0 - weight) * ratio_correction + weight * absolute_correction
+
+
+def anchored_correction(ratio_correction: Any, corr_anchor: Any, corr_target: Any, observed_anchor: Any,
+                        weight: float, shrink: float) -> Any:
+    """The shipped log correction of the roofline ratio (notes "blend" and "shrink"):
+    (1 - shrink) * blended(ratio, corr_target - corr_anchor, weight)
+      + shrink * (corr_target - observed_anchor).
+    Where observed_anchor is NaN (units that do not compare) the shrink term is left out."""
+    if not 0.0 <= shrink <= 1.0:
+        raise ValueError(f"shrink: expected a shrink weight in [0, 1], got {shrink!r}")
+    blend = blended(ratio_correction, np.subtract(corr_target, corr_anchor), weight)
+    toward = np.subtract(corr_target, observed_anchor)
+    out = np.where(np.isnan(toward), blend, (1.0 - shrink) * blend + shrink * np.nan_to_num(toward))
+    return float(out) if np.ndim(out) == 0 else out

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from srift.learn.blend import blended
+from srift.learn.blend import anchored_correction
 from srift.learn.features import absolute_features, ratio_features, roofline
 from srift.learn.gpus import peaks_from_catalog
 from srift.learn.loader import load_model
@@ -63,7 +63,8 @@ class CostModels:
 
         anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU; when given
         the learned GPU-to-GPU ratio (the ratio model blended with the absolute model's
-        differenced correction: srift.learn.blend note "blend") scales the anchored model,
+        differenced correction and shrunk toward the absolute model's own prediction:
+        srift.learn.blend notes "blend" and "shrink") scales the anchored model,
         else the absolute model scales the roofline. The factors multiply the predicted time for the p10/p90 interval. source:
         "learned", or "anchored-roofline" where the pair is one the ratio model never saw
         (note "no fp16 path"). max_batch: the largest local batch that fits this GPU (samples;
@@ -90,10 +91,13 @@ class CostModels:
                 return _scaled(anchored, math.exp(f[0])), math.exp(lo), math.exp(hi), "anchored-roofline"
             corr, (lo, hi) = self.ratio.predict(f), (self.ratio.p10, self.ratio.p90)
             blend = self.ratio.doc.get("absolute_blend")
-            if blend is not None:  # srift.learn.blend note "blend"
-                differenced = (self.absolute.predict(absolute_features(w, target, batch, precision)) -
-                               self.absolute.predict(absolute_features(w, source, batch, precision)))
-                corr = blended(corr, differenced, float(blend["weight"]))
+            if blend is not None:  # srift.learn.blend notes "blend" and "shrink"
+                source_roofline = roofline(w, source, precision)
+                observed = math.log((anchored.compute_s(batch) + anchored.optimizer_s) /
+                                    (source_roofline.compute_s(batch) + source_roofline.optimizer_s))
+                corr = anchored_correction(corr, self.absolute.predict(absolute_features(w, source, batch, precision)),
+                                           self.absolute.predict(absolute_features(w, target, batch, precision)),
+                                           observed, float(blend["weight"]), float(blend.get("shrink", 0.0)))
                 lo, hi = float(blend["residuals"]["p10"]), float(blend["residuals"]["p90"])
             return _scaled(anchored, math.exp(f[0] + corr)), math.exp(lo), math.exp(hi), "learned"
         prior = roofline(w, target, precision)

@@ -291,8 +291,9 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
     model has no others (features.py note "new models"). Both bands stay calibrated out of
     sample (bench/accuracy.py interval_coverage, a band built from the other chips' rows).
 
-    The anchored ratio the engine applies blends the two chosen models (select_blend,
-    srift.learn.blend note "blend"); the weight, its scores and its band are recorded in
+    The anchored ratio the engine applies blends the two chosen models and shrinks toward the
+    absolute model's own prediction (select_blend, srift.learn.blend notes "blend" and
+    "shrink"); the weight, the shrink, their scores and their band are recorded in
     compute_ratio.json as "absolute_blend"."""
     import json
 
@@ -368,36 +369,43 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
 
 def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workloads: dict[str, WorkloadInfo],
                  verbose: bool = True) -> dict[str, Any]:
-    """The weight of the absolute model's differenced correction in the anchored ratio
-    (srift.learn.blend note "blend"), chosen from BLEND_WEIGHTS by the two held-out splits and
-    the score of the candidates (note "two splits"), with the band of the chosen blend from
-    the GPU-chip-out residuals of the rows timed without the Sia harness (note "band rows").
-    ratio / absolute: (chosen kind, the dataset it was chosen on)."""
-    from srift.learn.blend import BLEND_WEIGHTS, blended, held_out_absolute_correction
+    """The weight of the absolute model's differenced correction in the anchored ratio and the
+    shrink toward the absolute model's own prediction of the target (srift.learn.blend notes
+    "blend" and "shrink"), chosen jointly from BLEND_WEIGHTS x SHRINK_WEIGHTS by the two
+    held-out splits and the score of the candidates (note "two splits"), with the band of the
+    chosen pair from the GPU-chip-out residuals of the rows timed without the Sia harness (note
+    "band rows"). ratio / absolute: (chosen kind, the dataset it was chosen on)."""
+    from srift.learn.blend import (BLEND_WEIGHTS, SHRINK_WEIGHTS, anchored_correction, held_out_absolute_terms,
+                                   observed_anchor_error)
 
     (ratio_kind, (X, y, base, truth, meta)), (abs_kind, (Xa, ya, _, _, meta_a)) = ratio, absolute
     on_gpu = np.array([b.source != "cpu" for _, b in meta])
     in_band = on_gpu & np.array([b.source != "sia" for _, b in meta])
-    scores: dict[str, dict[str, Any]] = {str(wt): {} for wt in BLEND_WEIGHTS}
-    band: dict[float, np.ndarray] = {}
+    observed = observed_anchor_error(meta, workloads)
+    grid = [(wt, sh) for wt in BLEND_WEIGHTS for sh in SHRINK_WEIGHTS]
+    scores: dict[tuple[float, float], dict[str, Any]] = {g: {} for g in grid}
+    band: dict[tuple[float, float], np.ndarray] = {}
     for split, by in SELECTION_SPLITS.items():
         pred, mask, _ = loco_errors(X, y, meta, candidates()[ratio_kind], by)
-        corr = held_out_absolute_correction(meta, workloads, Xa, ya, meta_a, candidates()[abs_kind], by)
-        ok = mask & ~np.isnan(corr)
-        for wt in BLEND_WEIGHTS:
-            p = blended(pred, corr, wt)
-            scores[str(wt)][split] = _ape_stats(ape(p[ok & on_gpu] + base[ok & on_gpu], truth[ok & on_gpu]))
+        corr_a, corr_b = held_out_absolute_terms(meta, workloads, Xa, ya, meta_a, candidates()[abs_kind], by)
+        ok = mask & ~np.isnan(corr_b) & on_gpu
+        for wt, sh in grid:
+            p = anchored_correction(pred, corr_a, corr_b, observed, wt, sh)
+            scores[(wt, sh)][split] = _ape_stats(ape(p[ok] + base[ok], truth[ok]))
             if by == "chip":
-                band[wt] = (y - p)[ok & in_band]
-    best = min(BLEND_WEIGHTS, key=lambda wt: selection_score(scores[str(wt)]))
+                band[(wt, sh)] = (y - p)[ok & in_band]
+    best = min(grid, key=lambda g: selection_score(scores[g]))
     if verbose:
-        print("compute_ratio blend weight: " + ", ".join(
-            f"{wt} " + " | ".join(f"{v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for v in scores[str(wt)].values())
-            for wt in BLEND_WEIGHTS) + f" -> {best}  (leave a GPU chip out | leave a model out)")
+        shown = sorted(grid, key=lambda g: selection_score(scores[g]))[:5] + [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0)]
+        print("compute_ratio blend weight, shrink: " + ", ".join(
+            f"{wt}, {sh} " + " | ".join(f"{v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for v in scores[(wt, sh)].values())
+            for wt, sh in shown) + f" -> {best}  (leave a GPU chip out | leave a model out)")
     r = band[best]
-    return {"weight": best, "absolute_model": "compute_absolute",
+    return {"weight": best[0], "shrink": best[1], "absolute_model": "compute_absolute",
             "residuals": {"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
                           "p90": float(np.quantile(r, 0.9)), "n": int(r.size),
                           "split": "leave-one-GPU-chip-out, rows timed without the Sia harness (note \"band rows\")"},
             "selection": {"split": "leave-one-GPU-chip-out and leave-one-model-out, GPU targets; "
-                                   "score: mean over both of median + p90/4", "scores": scores, "chosen": str(best)}}
+                                   "score: mean over both of median + p90/4",
+                          "scores": [{"weight": wt, "shrink": sh, **scores[(wt, sh)]} for wt, sh in grid],
+                          "chosen": {"weight": best[0], "shrink": best[1]}}}

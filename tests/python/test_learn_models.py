@@ -310,9 +310,10 @@ def test_ratio_interactions_flip_sign_with_the_pair() -> None:
 
 
 def test_anchored_ratio_is_the_shipped_blend_of_both_models(resnet50_amp) -> None:
-    """srift.learn.blend note "blend": the anchored time is the anchor's model scaled by
-    exp(roofline ratio + (1 - w) * ratio model + w * (absolute(target) - absolute(anchor))),
-    with the blend's own held-out band."""
+    """srift.learn.blend notes "blend" and "shrink": the anchored time is the anchor's model
+    scaled by exp(roofline ratio + (1 - s) * [(1 - w) * ratio model + w * (absolute(target) -
+    absolute(anchor))] + s * (absolute(target) - log(anchor time / anchor roofline))), with the
+    band of that correction's held-out residuals."""
     from srift import _core
     from srift.learn.features import absolute_features, ratio_features, roofline
     from srift.learn.gpus import peaks_from_catalog
@@ -323,39 +324,47 @@ def test_anchored_ratio_is_the_shipped_blend_of_both_models(resnet50_amp) -> Non
     assert src == "learned"
     a, b = peaks_from_catalog(cat, "V100-16GB"), peaks_from_catalog(cat, "A10G")
     blend = m.ratio.doc["absolute_blend"]
-    weight = blend["weight"]
-    assert 0 < weight < 1
+    weight, shrink = blend["weight"], blend["shrink"]
+    assert 0 < weight < 1 and 0 < shrink < 1
     f = ratio_features(w, a, 64, b, 64, "amp")
-    differenced = (m.absolute.predict(absolute_features(w, b, 64, "amp")) -
-                   m.absolute.predict(absolute_features(w, a, 64, "amp")))
-    ratio = math.exp(f[0] + (1 - weight) * m.ratio.predict(f) + weight * differenced)
-    anchored = _core.anchor_to_measurements(roofline(w, a, "amp"), anchor[1])
+    corr_a, corr_b = (m.absolute.predict(absolute_features(w, a, 64, "amp")),
+                      m.absolute.predict(absolute_features(w, b, 64, "amp")))
+    roof_a = roofline(w, a, "amp")
+    observed = math.log(0.08 / (roof_a.compute_s(64) + roof_a.optimizer_s))
+    blend_corr = (1 - weight) * m.ratio.predict(f) + weight * (corr_b - corr_a)
+    ratio = math.exp(f[0] + (1 - shrink) * blend_corr + shrink * (corr_b - observed))
+    anchored = _core.anchor_to_measurements(roof_a, anchor[1])
     for local_batch in (16, 64, 256):
         assert got.compute_s(local_batch) + got.optimizer_s == pytest.approx(
             (anchored.compute_s(local_batch) + anchored.optimizer_s) * ratio, rel=1e-12)
     assert (lo, hi) == pytest.approx((math.exp(blend["residuals"]["p10"]), math.exp(blend["residuals"]["p90"])))
+    # Shrink 1 is the absolute model's own prediction of the target at the anchor's batch.
+    roof_b = roofline(w, b, "amp")
+    full = math.exp(f[0] + corr_b - observed) * 0.08
+    assert full == pytest.approx((roof_b.compute_s(64) + roof_b.optimizer_s) * math.exp(corr_b), rel=1e-12)
 
 
 def test_shipped_blend_beats_either_model_alone_on_both_splits() -> None:
-    """train.py select_blend: the recorded held-out scores of the chosen weight are at least as
-    good as the ratio model alone (weight 0) and the absolute model alone (weight 1) on both
-    splits, and the chosen weight is the best recorded."""
-    from srift.learn.train import selection_score
+    """train.py select_blend: the recorded held-out scores of the chosen (weight, shrink) are at
+    least as good, on both splits, as the ratio model alone (0, 0), the absolute model
+    differenced (1, 0) and the absolute model's own prediction (0, 1), and the chosen pair is
+    the best recorded."""
+    from srift.learn.train import SELECTION_SPLITS, selection_score
 
     _, doc = load_model(MODELS / "compute_ratio.json")
     sel = doc["absolute_blend"]["selection"]
-    scores = sel["scores"]
-    chosen = scores[sel["chosen"]]
-    assert float(sel["chosen"]) == doc["absolute_blend"]["weight"]
-    assert set(chosen) == {"leave_one_gpu_chip_out", "leave_one_model_out"}
-    for alone in ("0.0", "1.0"):
+    scores = {(s["weight"], s["shrink"]): {k: s[k] for k in SELECTION_SPLITS} for s in sel["scores"]}
+    best = (sel["chosen"]["weight"], sel["chosen"]["shrink"])
+    assert best == (doc["absolute_blend"]["weight"], doc["absolute_blend"]["shrink"])
+    chosen = scores[best]
+    for alone in ((0.0, 0.0), (1.0, 0.0), (0.0, 1.0)):
         for split, stats in chosen.items():
             assert stats["median_ape"] <= scores[alone][split]["median_ape"], (alone, split)
     assert selection_score(chosen) == min(selection_score(s) for s in scores.values())
 
 
 def test_blend_weight_outside_unit_interval_is_rejected(tmp_path: Path) -> None:
-    from srift.learn.blend import blended
+    from srift.learn.blend import anchored_correction, blended
 
     doc = json.loads((MODELS / "compute_ratio.json").read_text())
     doc["absolute_blend"]["weight"] = 1.5
@@ -365,13 +374,32 @@ def test_blend_weight_outside_unit_interval_is_rejected(tmp_path: Path) -> None:
         load_model(p)
     with pytest.raises(ValueError, match="weight"):
         blended(0.1, 0.2, -0.1)
+    doc["absolute_blend"]["weight"] = 0.3
+    doc["absolute_blend"]["shrink"] = -0.2
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"absolute_blend\.shrink"):
+        load_model(p)
+    with pytest.raises(ValueError, match="shrink"):
+        anchored_correction(0.1, 0.0, 0.2, 0.1, 0.3, 1.5)
+
+
+def test_shrink_term_is_left_out_where_units_do_not_compare() -> None:
+    """srift.learn.blend anchored_correction: a NaN observed anchor error (the data's sample is
+    not the profiled model's) leaves the blend alone; otherwise the shrink interpolates."""
+    from srift.learn.blend import anchored_correction
+
+    assert anchored_correction(0.2, 0.1, 0.3, math.nan, 0.5, 0.4) == pytest.approx(0.5 * 0.2 + 0.5 * 0.2)
+    got = anchored_correction(np.array([0.2, 0.2]), np.array([0.1, 0.1]), np.array([0.3, 0.3]),
+                              np.array([math.nan, -0.5]), 0.5, 0.4)
+    assert got == pytest.approx([0.2, 0.6 * 0.2 + 0.4 * 0.8])
 
 
 def test_select_blend_scores_each_weight_on_the_held_out_predictions_of_both_models() -> None:
-    """train.py select_blend on synthetic rows: weight 0 scores exactly the ratio model's own
-    leave-one-group-out predictions, weight 1 the absolute model differenced with the same
-    groups held out, and the chosen weight has the best score."""
-    from srift.learn.blend import BLEND_WEIGHTS, held_out_absolute_correction
+    """train.py select_blend on synthetic rows: (weight 0, shrink 0) scores exactly the ratio
+    model's own leave-one-group-out predictions, (1, 0) the absolute model differenced with the
+    same groups held out, (0, 1) the absolute model's own held-out prediction of the target, and
+    the chosen pair has the best score."""
+    from srift.learn.blend import BLEND_WEIGHTS, SHRINK_WEIGHTS, held_out_absolute_terms
     from srift.learn.datasets import ComputeRow, device_peaks
     from srift.learn.features import absolute_features, roofline_per_sample
     from srift.learn.train import (SELECTION_SPLITS, absolute_dataset, ape, candidates, loco_errors, ratio_dataset,
@@ -391,19 +419,23 @@ def test_select_blend_scores_each_weight_on_the_held_out_predictions_of_both_mod
                                        True, f"{wl}/amp"))
     ratio, absolute = ratio_dataset(rows, workloads), absolute_dataset(rows, workloads)
     out = select_blend(("huber", ratio), ("huber", absolute), workloads, verbose=False)
-    scores = out["selection"]["scores"]
-    assert set(scores) == {str(w) for w in BLEND_WEIGHTS}
-    assert out["weight"] in BLEND_WEIGHTS and out["selection"]["chosen"] == str(out["weight"])
-    assert selection_score(scores[str(out["weight"])]) == min(selection_score(s) for s in scores.values())
+    scores = {(s["weight"], s["shrink"]): {k: s[k] for k in SELECTION_SPLITS} for s in out["selection"]["scores"]}
+    assert set(scores) == {(w, s) for w in BLEND_WEIGHTS for s in SHRINK_WEIGHTS}
+    best = (out["weight"], out["shrink"])
+    assert out["selection"]["chosen"] == {"weight": best[0], "shrink": best[1]}
+    assert selection_score(scores[best]) == min(selection_score(s) for s in scores.values())
     X, y, base, truth, meta = ratio
     Xa, ya, _, _, meta_a = absolute
+    log_t_a = np.log([a.per_sample_s for a, _ in meta])
+    log_roof_b = np.log([roofline_per_sample(workloads[b.workload], peaks[b.gpu], "amp", b.batch) for _, b in meta])
     for split, by in SELECTION_SPLITS.items():
         pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], by)
-        corr = held_out_absolute_correction(meta, workloads, Xa, ya, meta_a, candidates()["huber"], by)
-        assert mask.all() and not np.isnan(corr).any()
-        for weight, p in (("0.0", pred), ("1.0", corr)):
-            e = ape(p + base, truth)
-            assert scores[weight][split]["median_ape"] == pytest.approx(float(np.median(e)), rel=1e-12)
-            assert scores[weight][split]["n"] == len(y)
+        corr_a, corr_b = held_out_absolute_terms(meta, workloads, Xa, ya, meta_a, candidates()["huber"], by)
+        assert mask.all() and not np.isnan(corr_b).any()
+        for key, log_pred in (((0.0, 0.0), pred + base), ((1.0, 0.0), corr_b - corr_a + base),
+                              ((0.0, 1.0), log_roof_b + corr_b - log_t_a)):
+            e = ape(log_pred, truth)
+            assert scores[key][split]["median_ape"] == pytest.approx(float(np.median(e)), rel=1e-12)
+            assert scores[key][split]["n"] == len(y)
     r = out["residuals"]
     assert r["p10"] < r["p50"] < r["p90"] and r["n"] == len(y)
