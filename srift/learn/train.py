@@ -248,7 +248,13 @@ def train_links(out_dir: Path | None = MODELS_DIR, verbose: bool = True,
 
 
 def train_all(out_dir: Path | None = MODELS_DIR, verbose: bool = True, reprofile: bool = False) -> dict[str, Any]:
-    """Everything `srift train` rebuilds: workloads cache, compute and overhead models."""
+    """Everything `srift train` rebuilds: workloads cache, compute and overhead models.
+    out_dir is created when missing (before a minute of training, not after)."""
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise ValueError(f"out: expected a directory for the model JSON files, got the file {str(out_dir)!r}")
+        out_dir.mkdir(parents=True, exist_ok=True)
     if reprofile:
         from srift.learn.workloads import profile_workloads
 
@@ -313,6 +319,7 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
         scores: dict[str, Any] = {}
         resid_by: dict[str, np.ndarray] = {}
         data_by: dict[str, tuple] = {}
+        held_out_by: dict[str, dict[str, np.ndarray]] = {}  # candidate -> split -> held-out predictions
         for label, rows in variants.items():
             X, y, base, truth, meta = data_by[label] = builder(rows, workloads)
             on_gpu = np.array([b.source != "cpu" for _, b in meta])
@@ -322,6 +329,7 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
                 per_split = {}
                 for split, by in SELECTION_SPLITS.items():  # note "two splits"
                     pred, mask, _ = loco_errors(X, y, meta, make, by)
+                    held_out_by.setdefault(kind + suffix, {})[by] = pred
                     per_split[split] = _ape_stats(ape(pred[mask & on_gpu] + base[mask & on_gpu],
                                                       truth[mask & on_gpu]))
                     if by == "chip":
@@ -359,8 +367,10 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
                                      "split": "all GPU targets (the roofline is not fitted)"}
         results[name] = doc
         chosen_by[name] = (kind, data_by[label])
+        if name == "compute_ratio":
+            ratio_held_out = held_out_by[best]
     results["compute_ratio"]["absolute_blend"] = select_blend(chosen_by["compute_ratio"], chosen_by["compute_absolute"],
-                                                              workloads, verbose)
+                                                              workloads, verbose, ratio_held_out)
     if out_dir is not None:
         for name, doc in results.items():
             (out_dir / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
@@ -368,13 +378,15 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
 
 
 def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workloads: dict[str, WorkloadInfo],
-                 verbose: bool = True) -> dict[str, Any]:
+                 verbose: bool = True, ratio_held_out: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """The weight of the absolute model's differenced correction in the anchored ratio and the
     shrink toward the absolute model's own prediction of the target (srift.learn.blend notes
     "blend" and "shrink"), chosen jointly from BLEND_WEIGHTS x SHRINK_WEIGHTS by the two
     held-out splits and the score of the candidates (note "two splits"), with the band of the
     chosen pair from the GPU-chip-out residuals of the rows timed without the Sia harness (note
-    "band rows"). ratio / absolute: (chosen kind, the dataset it was chosen on)."""
+    "band rows"). ratio / absolute: (chosen kind, the dataset it was chosen on);
+    ratio_held_out: the ratio model's loco_errors predictions by split ("chip", "model") when
+    the caller has them already (train_compute), else they are computed here."""
     from srift.learn.blend import (BLEND_WEIGHTS, SHRINK_WEIGHTS, anchored_correction, held_out_absolute_terms,
                                    observed_anchor_error)
 
@@ -386,7 +398,11 @@ def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workload
     scores: dict[tuple[float, float], dict[str, Any]] = {g: {} for g in grid}
     band: dict[tuple[float, float], np.ndarray] = {}
     for split, by in SELECTION_SPLITS.items():
-        pred, mask, _ = loco_errors(X, y, meta, candidates()[ratio_kind], by)
+        if ratio_held_out is not None:
+            pred = ratio_held_out[by]
+            mask = ~np.isnan(pred)
+        else:
+            pred, mask, _ = loco_errors(X, y, meta, candidates()[ratio_kind], by)
         corr_a, corr_b = held_out_absolute_terms(meta, workloads, Xa, ya, meta_a, candidates()[abs_kind], by)
         ok = mask & ~np.isnan(corr_b) & on_gpu
         for wt, sh in grid:

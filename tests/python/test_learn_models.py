@@ -439,3 +439,22 @@ def test_select_blend_scores_each_weight_on_the_held_out_predictions_of_both_mod
             assert scores[key][split]["n"] == len(y)
     r = out["residuals"]
     assert r["p10"] < r["p50"] < r["p90"] and r["n"] == len(y)
+
+def test_train_out_that_is_a_file_fails_before_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`srift train --out FILE` says so before any training (it used to fail after a minute of
+    training when the directory did not exist; a missing directory is now created)."""
+    import srift.learn.train as train
+    from srift.cli import main
+
+    def no_training(*args: object, **kwargs: object) -> None:
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(train, "train_compute", no_training)
+    target = tmp_path / "models.json"
+    target.write_text("{}")
+    with pytest.raises(ValueError, match="out: expected a directory"):
+        train.train_all(target, verbose=False)
+    assert main(["train", "--out", str(target)]) != 0
+    with pytest.raises(AssertionError, match="training started"):
+        train.train_all(tmp_path / "new" / "models", verbose=False)
+    assert (tmp_path / "new" / "models").is_dir()
