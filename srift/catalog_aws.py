@@ -508,7 +508,7 @@ def _progress(total: int, enabled: bool) -> Any:
         from tqdm.auto import tqdm
 
         return tqdm(total=total, desc="srift catalog refresh", unit="call", disable=disable, leave=False)
-    except ImportError:  # pragma: no cover - tqdm is a dependency of the CLI extras only
+    except ImportError:  # pragma: no cover - tqdm is a dependency; an embedder may strip it
         class _Null:
             def update(self, n: int = 1) -> None: ...
             def set_postfix_str(self, s: str) -> None: ...

@@ -44,6 +44,7 @@ import json
 import math
 import os
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -152,7 +153,10 @@ def load_overrides(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[
         # No telling suffix: JSON documents start with "{".
         is_toml = not raw.lstrip().startswith(b"{")
     if is_toml:
-        import tomllib
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - Python 3.10
+            import tomli as tomllib
 
         try:
             data = tomllib.loads(raw.decode("utf-8"))
