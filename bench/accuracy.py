@@ -203,7 +203,7 @@ def ratio_engine_path(w) -> None:
     at the anchor's batch and the result at the target's batch; beside the pair features of the
     split above. Shipped training data (CPU rows in), GPU targets."""
     from srift import _core
-    from srift.learn.blend import anchored_correction, blended
+    from srift.learn.blend import anchored_correction, blended, observed_anchor_error
     from srift.learn.datasets import device_peaks
     from srift.learn.features import absolute_features, ratio_features, roofline
 
@@ -231,9 +231,7 @@ def ratio_engine_path(w) -> None:
         fa, fb = absolute_features(wl, pa, a.batch, a.precision), absolute_features(wl, pb, a.batch, a.precision)
         corr = est.predict(np.asarray([f]))[0]
         corr_a, corr_b = est_a.predict(np.asarray([fa]))[0], est_a.predict(np.asarray([fb]))[0]
-        roof_a = roofline(wl, pa, a.precision)
-        observed = (math.log(a.per_sample_s * a.batch / (roof_a.compute_s(a.batch) + roof_a.optimizer_s))
-                    if a.units_match and b.units_match else math.nan)
+        observed = observed_anchor_error([(a, b)], w)[0]
         t_anchor = anchored.compute_s(b.batch) + anchored.optimizer_s
         for out, c in ((ratio_only, corr), (blend_only, blended(corr, corr_b - corr_a, weight)),
                        (engine, anchored_correction(corr, corr_a, corr_b, observed, weight, shrink))):

@@ -77,7 +77,8 @@ class CostModels:
             src_key, meas = anchor
             source = peaks_from_catalog(catalog, src_key)
             batch = float(np.mean([m.local_batch for m in meas]))
-            anchored = _core.anchor_to_measurements(roofline(w, source, precision), meas)
+            source_roofline = roofline(w, source, precision)
+            anchored = _core.anchor_to_measurements(source_roofline, meas)
             f = ratio_features(w, source, batch, target, batch, precision)
             if precision == "amp" and not (source.fp16_tflops and target.fp16_tflops):
                 # Note "no fp16 path": every AMP pair in the training data runs FP16 on tensor
@@ -92,7 +93,6 @@ class CostModels:
             corr, (lo, hi) = self.ratio.predict(f), (self.ratio.p10, self.ratio.p90)
             blend = self.ratio.doc.get("absolute_blend")
             if blend is not None:  # srift.learn.blend notes "blend" and "shrink"
-                source_roofline = roofline(w, source, precision)
                 observed = math.log((anchored.compute_s(batch) + anchored.optimizer_s) /
                                     (source_roofline.compute_s(batch) + source_roofline.optimizer_s))
                 corr = anchored_correction(corr, self.absolute.predict(absolute_features(w, source, batch, precision)),
