@@ -20,7 +20,11 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               row's own batch vs the old reference-batch-32 scaling
   compute_cpu_thread_pairs_gpu_trained  the ratio model trained on GPU pairs only, predicting
                               this CPU at 1 thread from 2 threads and back (unseen device family)
-  multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps
+  multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps:
+                                   the learned iteration correction (ridge, huber, ...) and the
+                                   engine's path, learned_pcie_links (v0 links, but a PCIe
+                                   cluster's intra-node link from the line fitted on the other
+                                   PCIe cluster: srift.learn.pcie_link note "pcie class")
   multi_gpu_link_calibrated        Sia multi-GPU steps, given the test model's 1-GPU steps and
                                    its cluster's links calibrated on the other models, as
                                    `srift probe-network` would measure them (srift.learn.comm
@@ -56,6 +60,7 @@ import numpy as np
 
 from srift.learn.comm import build_cases, instance_anchored_steps, overhead_dataset, site
 from srift.learn.datasets import compute_rows, sia_rows
+from srift.learn.pcie_link import calibration_points, held_out_pcie_steps
 from srift.learn.train import absolute_dataset, ape, candidates, git_commit, loco_errors, ratio_dataset
 from srift.learn.workloads import load_workloads
 
@@ -88,13 +93,19 @@ def main() -> None:
                 est = candidates()[k]().fit(X[sites != g], y[sites != g])
             p[sites == g] = est.predict(X[sites == g])
         preds[k] = p + base
+    # The engine's path: v0 links but a PCIe link learned from the other PCIe cluster
+    # (srift.learn.pcie_link note "pcie class"); v0 where no other cluster shares the link class.
+    pcie = held_out_pcie_steps(cases, w, calibration_points(cases, w))
+    one_gpu = np.array([c.one_gpu_time for c in cases])
+    engine_path = np.where(np.isnan(pcie), base, np.log(np.where(np.isnan(pcie), 1.0, pcie) / one_gpu))
     for label, sel in (("all_multi_gpu", np.ones(len(y), bool)), ("multi_node", multinode)):
         for g in [*sorted(set(sites)), "ALL"]:
             m = sel & ((sites == g) if g != "ALL" else True)
             if m.sum() == 0:
                 continue
             out = {"split": f"multi_gpu_leave_one_cluster_out/{label}/{g}",
-                   "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])), "v0_simulator": stats(ape(base[m], truth[m]))}
+                   "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])), "v0_simulator": stats(ape(base[m], truth[m])),
+                   "learned_pcie_links": stats(ape(engine_path[m], truth[m]))}
             for k in kinds:
                 out[k] = stats(ape(preds[k][m], truth[m]))
             print(json.dumps(out))

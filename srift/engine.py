@@ -34,7 +34,8 @@ class EngineConfig:
 
     Achieved/nominal ratios: NCCL's ring reaches ~75% of NVLink/NVSwitch bandwidth (p4d: 231
     GB/s bus bandwidth of 300 GB/s, ../shared/data/measured/nccl_ec2_reported.csv), about half
-    of PCIe, and ~80% of a TCP NIC (90% with EFA's OS bypass).
+    of PCIe, and ~80% of a TCP NIC (90% with EFA's OS bypass). pcie_efficiency applies with
+    pcie_model="v0" only: by default a PCIe link's efficiency is learned (pcie_model).
     """
 
     precision: str | None = None  # None: the profile's precision
@@ -58,6 +59,11 @@ class EngineConfig:
     # srift.learn.links note "link model"). Not the default: gloo's per-step latency on CPU
     # ranks is ~20x NCCL's, so it describes gloo/CPU clusters, not NCCL on EC2 GPUs.
     comm_model: str = "v0"
+    # Where a PCIe link inside an instance without its own measurement gets its bandwidth
+    # from: "learned" (achieved / nominal as a function of the instance's GPU count, fitted to
+    # the Sia PCIe clusters through the simulator: srift.learn.pcie_link note "pcie class") or
+    # "v0" (nominal x pcie_efficiency).
+    pcie_model: str = "learned"
     # Spread of a GPU type's own measurements (p10/p90 factors) when the profile has no
     # repeated timings to read it from: run-to-run noise of the public repeated-host data.
     measured_p10: float = 0.97
@@ -93,6 +99,8 @@ class Engine:
             raise ValueError(f"compute_model must be 'learned' or 'roofline', got {self.config.compute_model!r}")
         if self.config.comm_model not in ("learned", "v0"):
             raise ValueError(f"comm_model must be 'learned' or 'v0', got {self.config.comm_model!r}")
+        if self.config.pcie_model not in ("learned", "v0"):
+            raise ValueError(f"pcie_model must be 'learned' or 'v0', got {self.config.pcie_model!r}")
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
@@ -183,6 +191,11 @@ class Engine:
         intra_eff = c.nvlink_efficiency if it.interconnect in ("nvlink", "nvswitch") else c.pcie_efficiency
         intra_bw = (float(it.measured_intra_gbytes_s) * 1e9 if it.measured_intra_gbytes_s
                     else float(it.intra_node_gbytes_s or 0.0) * 1e9 * intra_eff)
+        if (not it.measured_intra_gbytes_s and it.interconnect == "pcie" and c.pcie_model == "learned"
+                and it.gpu_count > 1 and (it.intra_node_gbytes_s or 0.0) > 0):
+            from srift.learn import default_models
+
+            intra_bw = default_models().pcie_link(float(it.intra_node_gbytes_s) * 1e9, int(it.gpu_count))
         intra_lat = (float(it.measured_intra_latency_us) * 1e-6 if it.measured_intra_latency_us is not None
                      else c.intra_latency_s)
         if it.name in self._instance_points:

@@ -55,6 +55,7 @@ class CostModels:
         self.overhead = _Loaded(*load_model(d / "iteration_overhead.json"))
         self.tcp_efficiency = _Loaded(*load_model(d / "link_tcp_efficiency.json"))
         self.tcp_latency = _Loaded(*load_model(d / "link_tcp_latency.json"))
+        self.pcie_efficiency = _Loaded(*load_model(d / "link_pcie_efficiency.json"))
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | None = None,
@@ -117,6 +118,16 @@ class CostModels:
         x = [min(max(v, lo), hi) for v, lo, hi in zip(x, rng["min"], rng["max"])]
         eff = min(self.tcp_efficiency.predict(x), 0.0)
         return nominal_bytes_s * math.exp(eff), math.exp(self.tcp_latency.predict(x))
+
+    def pcie_link(self, nominal_bytes_s: float, gpus: int) -> float:
+        """Achieved bandwidth (bytes/s) of the PCIe links inside an instance of `gpus` GPUs with
+        `nominal_bytes_s` per GPU (srift.learn.pcie_link note "pcie class"; at most nominal)."""
+        from srift.learn.pcie_link import pcie_log_efficiency
+
+        if not nominal_bytes_s > 0:
+            raise ValueError(f"nominal_bytes_s: expected a bandwidth > 0 bytes/s, got {nominal_bytes_s!r}")
+        log_eff = pcie_log_efficiency(lambda X: [self.pcie_efficiency.predict(list(X[0]))], gpus)
+        return nominal_bytes_s * math.exp(log_eff)
 
     def instance_anchor_interval(self) -> tuple[float, float]:
         """(p10, p90) factors of an iteration over several instances of a type anchored to a

@@ -21,7 +21,7 @@ from srift.learn.datasets import ComputeRow, compute_rows, device_peaks
 from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
 from srift.learn.workloads import WorkloadInfo, load_workloads
 
-__all__ = ["train_all", "train_overhead", "train_links", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "train_compute",
+__all__ = ["train_all", "train_overhead", "train_links", "train_pcie_link", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "train_compute",
            "select_blend", "git_commit", "MODELS_DIR"]
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
@@ -247,6 +247,56 @@ def train_links(out_dir: Path | None = MODELS_DIR, verbose: bool = True,
     return out
 
 
+def train_pcie_link(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> dict[str, Any]:
+    """The PCIe link model (srift.learn.pcie_link note "pcie class"): a line through the
+    bandwidths that reproduce Sia's PCIe clusters' single-node steps, scored by
+    leave-one-PCIe-cluster-out error of the step time against v0."""
+    import json
+
+    from srift.learn.comm import build_cases, site, v0_sim
+    from srift.learn.datasets import sia_rows
+    from srift.learn.export import export_estimator
+    from srift.learn.pcie_link import PCIE_FEATURES, calibration_points, fit_pcie_efficiency, held_out_pcie_steps
+
+    workloads = load_workloads()
+    cases = build_cases(sia_rows())
+    points = calibration_points(cases, workloads)
+    held = held_out_pcie_steps(cases, workloads, points)
+    ok = ~np.isnan(held)
+    truth = np.array([c.step_time for c in cases])
+    v0 = np.array([v0_sim(c, workloads[c.workload]) if k else np.nan for c, k in zip(cases, ok)])
+    sites = np.array([site(c.cluster) for c in cases])
+    multinode = np.array([len(c.placement) > 1 for c in cases])
+    scores: dict[str, Any] = {}
+    for g in sorted(set(sites[ok])):
+        for label, sel in (("single_node", ~multinode), ("multi_node", multinode)):
+            m = ok & (sites == g) & sel
+            if m.any():
+                scores[f"{g}/{label}"] = {k: _ape_stats(np.abs(p[m] / truth[m] - 1) * 100)
+                                          for k, p in (("learned", held), ("v0", v0))}
+    if verbose:
+        print("link_pcie (leave-one-PCIe-cluster-out): " + ", ".join(
+            f"{k} {v['learned']['median_ape']:.1f}%/{v['learned']['p90_ape']:.1f}% (v0 {v['v0']['median_ape']:.1f}%)"
+            for k, v in scores.items()))
+    r = np.log(truth[ok] / held[ok])
+    record = {"data": {"dir": "../shared/data/measured", "file": "sia_profiles_non_ec2.csv",
+                       "clusters": sorted({p[0] for p in points}),
+                       "points": [{"site": s, "gpus": g, "log_efficiency": e} for s, g, e in points]},
+              "links": "srift.learn.comm.SIA_LINKS",
+              "selection": {"split": "leave-one-PCIe-cluster-out", "scores": scores,
+                            "chosen": "linear"},
+              "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    doc = export_estimator(fit_pcie_efficiency(points), "link_pcie_efficiency", PCIE_FEATURES,
+                           target="log(achieved / nominal bandwidth) of the PCIe links inside an instance",
+                           training=record,
+                           residuals={"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
+                                      "p90": float(np.quantile(r, 0.9)), "n": int(r.size),
+                                      "split": "log(measured / predicted) step, leave-one-PCIe-cluster-out"})
+    if out_dir is not None:
+        (out_dir / "link_pcie_efficiency.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
+    return doc
+
+
 def train_all(out_dir: Path | None = MODELS_DIR, verbose: bool = True, reprofile: bool = False) -> dict[str, Any]:
     """Everything `srift train` rebuilds: workloads cache, compute and overhead models.
     out_dir is created when missing (before a minute of training, not after)."""
@@ -262,6 +312,7 @@ def train_all(out_dir: Path | None = MODELS_DIR, verbose: bool = True, reprofile
     out = train_compute(out_dir, verbose)
     out["iteration_overhead"] = train_overhead(out_dir, verbose)
     out.update(train_links(out_dir, verbose))
+    out["link_pcie_efficiency"] = train_pcie_link(out_dir, verbose)
     return out
 
 

@@ -14,7 +14,7 @@ MODELS = Path(__file__).resolve().parents[2] / "srift" / "data" / "models"
 
 
 @pytest.mark.parametrize("name", ["compute_ratio", "compute_absolute", "iteration_overhead", "link_tcp_efficiency",
-                                  "link_tcp_latency"])
+                                  "link_tcp_latency", "link_pcie_efficiency"])
 def test_shipped_model_loads_with_record(name: str) -> None:
     core, doc = load_model(MODELS / f"{name}.json")
     assert core.num_features == len(doc["features"])

@@ -61,7 +61,7 @@ def test_explain_breakdown(cheapest, catalog):
 
 
 def test_bottleneck_names_the_slow_nic(resnet50_profile, catalog):
-    pred = predict(resnet50_profile, "2x p3.16xlarge + 4x g4dn.12xlarge", 256)
+    pred = predict(resnet50_profile, "2x p3.16xlarge + 2x p4d.24xlarge", 256)
     assert pred.bottleneck == "network"
     text = report.bottleneck_link(pred, catalog)
     slow = min((catalog.instance(g.instance_type) for g in pred.groups), key=lambda i: i.network_gbps)
