@@ -104,6 +104,7 @@ class Engine:
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
+        self._learned_pcie: set[str] = set()  # instance types whose intra link is the learned one
         self._instance_points = self._instance_measurements()
         self._layers = self._layer_columns()
         self.workload = self._workload()
@@ -196,6 +197,7 @@ class Engine:
             from srift.learn import default_models
 
             intra_bw = default_models().pcie_link(float(it.intra_node_gbytes_s) * 1e9, int(it.gpu_count))
+            self._learned_pcie.add(name)
         intra_lat = (float(it.measured_intra_latency_us) * 1e-6 if it.measured_intra_latency_us is not None
                      else c.intra_latency_s)
         if it.name in self._instance_points:
@@ -330,6 +332,17 @@ class Engine:
         instance are then part of each rank's compute, and srift adds only the network."""
         model, source, _, _ = self._instance_entry(instance_type)
         return model, source
+
+    def link_interval(self, instance_type: str) -> tuple[float, float]:
+        """(p10, p90) factors on the iteration of a cluster with this instance type: the
+        held-out step residuals of the learned PCIe link where the instance uses it (its GPUs
+        exchange gradients over it), (1, 1) elsewhere."""
+        self.instance_spec(instance_type)
+        if instance_type not in self._learned_pcie or instance_type in self._instance_points:
+            return 1.0, 1.0
+        from srift.learn import default_models
+
+        return default_models().pcie_link_interval()
 
     def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:
         """(p10, p90) factors on a rank's compute time on an instance type in a cluster of

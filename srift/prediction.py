@@ -86,7 +86,9 @@ class Prediction:
     iterations: float | None = None
     buckets: list[BucketTiming] = field(default_factory=list)
     # p10/p90 of the iteration time: the slowest group's compute scaled by the held-out
-    # residual quantiles of the model that estimated it; communication is taken as predicted.
+    # residual quantiles of the model that estimated it, widened to the learned PCIe link's
+    # held-out step residuals where a group exchanges gradients over it; other links are taken
+    # as predicted.
     iteration_p10_s: float = math.nan
     iteration_p90_s: float = math.nan
     # compute lost to collectives that share the compute's cores (instance types with a
@@ -223,6 +225,14 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         spread = groups[slowest].compute_s
         p10 = result.iteration_s - spread * (1.0 - f10) if math.isfinite(f10) else nan
         p90 = result.iteration_s + spread * (f90 - 1.0) if math.isfinite(f90) else nan
+        # A learned PCIe link's own held-out error spans the whole step (its residuals are of
+        # step times): the band is at least that wide.
+        links = [engine.link_interval(g.instance_type) for g in cluster.groups]
+        l10, l90 = min(f for f, _ in links), max(f for _, f in links)
+        if l10 < 1.0 and math.isfinite(p10):
+            p10 = min(p10, result.iteration_s * l10)
+        if l90 > 1.0 and math.isfinite(p90):
+            p90 = max(p90, result.iteration_s * l90)
     return Prediction(
         cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
         feasible=ok, why_infeasible=why,

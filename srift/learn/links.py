@@ -17,9 +17,10 @@ range the prediction is the edge's). What the sweep shows: large messages reach 
 shaped rate until the two cores saturate (4 hosts x 2 ranks at 8 Gbit/s: 42%), and gloo's
 per-step latency on CPU ranks is 0.15-1.5 ms, far above NCCL's tens of microseconds. So the
 model describes gloo on CPU hosts and is opt-in (EngineConfig(comm_model="learned")); EC2
-links keep the engine's NCCL-based assumptions, and EFA, NVLink and PCIe links always do: no
+links keep the engine's NCCL-based assumptions, and EFA and NVLink links always do: no
 measurement of them was possible here (the public NCCL reports in ../shared are anecdotal and
-disagree with each other; bench/accuracy.py prints them beside v0).
+disagree with each other; bench/accuracy.py prints them beside v0). PCIe links inside an
+instance are learned from Sia's PCIe clusters instead (srift.learn.pcie_link note "pcie class").
 """
 from __future__ import annotations
 

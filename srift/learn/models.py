@@ -129,6 +129,11 @@ class CostModels:
         log_eff = pcie_log_efficiency(lambda X: [self.pcie_efficiency.predict(list(X[0]))], gpus)
         return nominal_bytes_s * math.exp(log_eff)
 
+    def pcie_link_interval(self) -> tuple[float, float]:
+        """(p10, p90) factors of a step whose instances talk over the learned PCIe link: its
+        held-out step residuals (leave-one-PCIe-cluster-out)."""
+        return math.exp(self.pcie_efficiency.p10), math.exp(self.pcie_efficiency.p90)
+
     def instance_anchor_interval(self) -> tuple[float, float]:
         """(p10, p90) factors of an iteration over several instances of a type anchored to a
         whole-instance measurement, from held-out residuals on the Sia traces."""

@@ -105,3 +105,24 @@ def test_learned_pcie_link_is_the_bottleneck_of_a_g4dn_cluster(resnet50_profile)
     learned = srift.predict(resnet50_profile, "2x g4dn.12xlarge", global_batch=256)
     v0 = srift.predict(resnet50_profile, "2x g4dn.12xlarge", global_batch=256, config=EngineConfig(pcie_model="v0"))
     assert (learned.bottleneck, v0.bottleneck) == ("intra-node", "network")
+
+
+def test_band_of_a_pcie_cluster_is_at_least_the_links_held_out_error(resnet50_profile, catalog) -> None:
+    from srift.learn.models import default_models
+
+    r = default_models().pcie_efficiency.doc["residuals"]
+    pred = srift.predict(resnet50_profile, "2x g4dn.12xlarge", global_batch=256)
+    assert pred.iteration_p10_s <= pred.iteration_s * math.exp(r["p10"]) * (1 + 1e-12)
+    assert pred.iteration_p90_s >= pred.iteration_s * math.exp(r["p90"]) * (1 - 1e-12)
+    # told to use v0's PCIe assumption, or on one GPU, the band is the compute's alone
+    from srift.engine import Engine
+
+    for cluster, cfg in (("2x g4dn.12xlarge", EngineConfig(pcie_model="v0")), ("2x g4dn.xlarge", EngineConfig())):
+        other = srift.predict(resnet50_profile, cluster, global_batch=256, config=cfg)
+        engine = Engine(resnet50_profile, catalog, cfg)
+        instance = other.groups[0].instance_type
+        assert engine.link_interval(instance) == (1.0, 1.0)
+        f10, f90 = engine.instance_interval(instance, 2)
+        slow = other.groups[0].compute_s
+        assert other.iteration_p90_s == pytest.approx(other.iteration_s + slow * (f90 - 1), rel=1e-9)
+        assert other.iteration_p10_s == pytest.approx(other.iteration_s - slow * (1 - f10), rel=1e-9)
