@@ -39,7 +39,8 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   interval_coverage/*              share of held-out truths inside the p10-p90 band (the anchored
                                    band as shipped: compute_anchored_blend_*), the band
                                    built from the other GPU chips' (clusters') held-out
-                                   residuals only (nested leave-one-out; calibrated: 0.8)
+                                   residuals only (nested leave-one-out; calibrated: 0.8); for
+                                   the learned PCIe links, the other PCIe cluster's band
   measurement_noise/lambda_single_gpu  the data's own floor: a repeated Lambda 1-GPU
                                    measurement against the median of its other repeats
   measurement_noise/sia_multi_node_own_batches  the same for Sia's multi-node steps: each
@@ -113,8 +114,26 @@ def main() -> None:
     instance_anchored(steps, cases, base, truth, sites)
     link_calibrated(cases, w, base, truth, sites)
     interval_coverage(w, cases, steps, sites)
+    pcie_interval_coverage(cases, pcie, sites)
     measurement_noise(cases)
     links()
+
+
+def pcie_interval_coverage(cases, pcie: np.ndarray, sites: np.ndarray) -> None:
+    """Share of a PCIe cluster's steps inside the p10-p90 band of the *other* PCIe cluster's
+    held-out residuals (nested: the shipped band is built from both)."""
+    ok = ~np.isnan(pcie)
+    r = np.log(np.array([c.step_time for c in cases]) / np.where(ok, pcie, 1.0))
+    for g in sorted(set(sites[ok])):
+        other = r[ok & (sites != g)]
+        test = r[ok & (sites == g)]
+        if other.size == 0:
+            continue
+        lo, hi = np.quantile(other, 0.1), np.quantile(other, 0.9)
+        print(json.dumps({"split": f"interval_coverage/multi_gpu_learned_pcie_links_leave_one_cluster_out/{g}",
+                          "inside_p10_p90": round(float(np.mean((test >= lo) & (test <= hi))), 3),
+                          "below_p10": round(float(np.mean(test < lo)), 3),
+                          "above_p90": round(float(np.mean(test > hi)), 3), "n": int(test.size)}))
 
 
 def compute(w, kinds: list[str]) -> None:

@@ -27,6 +27,10 @@ What the line stands for is the simulator's whole exposed-communication error on
 contention grows with the GPUs sharing it), not a link microbenchmark. It is a fraction of
 nominal: both clusters are PCIe 3.0 x16, so whether a PCIe 4.0/5.0 host (g5, g6, g7e) keeps
 the fraction or the absolute bandwidth is not in the data; the fraction is the assumption.
+A prediction on such a cluster carries the held-out step residuals of both clusters in its
+p10-p90 band (x0.88-x1.24); nested, each cluster's band holds 67% (rtx, from quad's x0.95-x1.31:
+27% of rtx's steps fall below it) and 78% (quad, from rtx's) of the other's steps
+(bench/accuracy.py interval_coverage/multi_gpu_learned_pcie_links_*).
 """
 from __future__ import annotations
 
