@@ -101,6 +101,9 @@ class Engine:
             raise ValueError(f"comm_model must be 'learned' or 'v0', got {self.config.comm_model!r}")
         if self.config.pcie_model not in ("learned", "v0"):
             raise ValueError(f"pcie_model must be 'learned' or 'v0', got {self.config.pcie_model!r}")
+        if self.config.pcie_model == "learned" and self.config.pcie_efficiency != EngineConfig.pcie_efficiency:
+            raise ValueError(f"pcie_efficiency={self.config.pcie_efficiency!r} applies only with pcie_model='v0' "
+                             "(the default, 'learned', takes PCIe links from the learned model)")
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
@@ -193,11 +196,12 @@ class Engine:
         intra_bw = (float(it.measured_intra_gbytes_s) * 1e9 if it.measured_intra_gbytes_s
                     else float(it.intra_node_gbytes_s or 0.0) * 1e9 * intra_eff)
         if (not it.measured_intra_gbytes_s and it.interconnect == "pcie" and c.pcie_model == "learned"
-                and it.gpu_count > 1 and (it.intra_node_gbytes_s or 0.0) > 0):
+                and it.gpu_count > 1 and (it.intra_node_gbytes_s or 0.0) > 0
+                and it.name not in self._instance_points):
             from srift.learn import default_models
 
             intra_bw = default_models().pcie_link(float(it.intra_node_gbytes_s) * 1e9, int(it.gpu_count))
-            self._learned_pcie.add(name)
+            self._learned_pcie.add(it.name)
         intra_lat = (float(it.measured_intra_latency_us) * 1e-6 if it.measured_intra_latency_us is not None
                      else c.intra_latency_s)
         if it.name in self._instance_points:
@@ -338,7 +342,7 @@ class Engine:
         held-out step residuals of the learned PCIe link where the instance uses it (its GPUs
         exchange gradients over it), (1, 1) elsewhere."""
         self.instance_spec(instance_type)
-        if instance_type not in self._learned_pcie or instance_type in self._instance_points:
+        if self.catalog.instance(instance_type).name not in self._learned_pcie:
             return 1.0, 1.0
         from srift.learn import default_models
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from srift import _core
 from srift.cluster import Cluster
-from srift.engine import GIB, Engine, EngineConfig
+from srift.engine import GIB, INSIDE_MEASUREMENT_BYTES_S, Engine, EngineConfig
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -37,6 +37,7 @@ class GroupPrediction:
     gpu_memory_gib: float
     max_local_batch: int         # largest local batch that fits one GPU
     compute_source: str          # "measured", "measured-instance", "learned", "anchored-roofline" or "roofline"
+    intra_gbytes_s: float = math.nan  # achieved bandwidth of the links inside one instance, GB/s
 
     @property
     def memory_headroom_gib(self) -> float:
@@ -45,7 +46,8 @@ class GroupPrediction:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["memory_headroom_gib"] = self.memory_headroom_gib
-        return d
+        # JSON has no NaN: unknown values (an infeasible group's memory, a 1-GPU link) are null
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
 
 
 @dataclass
@@ -214,7 +216,10 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             compute_s=r.compute_s if r else math.nan,
             memory_gib=(r.memory_bytes / GIB) if r and result.feasible else math.nan,
             gpu_memory_gib=spec.gpu_memory_bytes / GIB, max_local_batch=r.max_batch if r else 0,
-            compute_source=source))
+            compute_source=source,
+            # NaN on one GPU and inside a measured whole instance (no link of its own)
+            intra_gbytes_s=(spec.intra.bandwidth / 1e9
+                            if spec.gpus > 1 and spec.intra.bandwidth < INSIDE_MEASUREMENT_BYTES_S else math.nan)))
     nan = math.nan
     ok = result.feasible
     p10 = p90 = nan

@@ -284,8 +284,11 @@ def bottleneck_link(pred: Any, catalog: Any | None = None) -> str:
     if pred.bottleneck == "network":
         slow = min(infos, key=lambda i: i.network_gbps)
         return text + f" (the {slow.network_gbps:g} Gbit/s NIC of {slow.name}{', EFA' if slow.efa else ''})"
-    multi = [i for i in infos if i.gpu_count > 1] or infos
-    slow = min(multi, key=lambda i: i.intra_node_gbytes_s or 0.0)
+    # the slowest achieved link inside an instance (learned or probed links reorder the nominal ones)
+    multi = [(i, g) for i, g in zip(infos, pred.groups) if i.gpu_count > 1] or list(zip(infos, pred.groups))
+    slow, _ = min(multi, key=lambda ig: (getattr(ig[1], "intra_gbytes_s", math.nan)
+                                         if math.isfinite(getattr(ig[1], "intra_gbytes_s", math.nan))
+                                         else ig[0].intra_node_gbytes_s or 0.0))
     return text + f" ({slow.interconnect} inside {slow.name})"
 
 

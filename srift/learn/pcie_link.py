@@ -80,7 +80,10 @@ def pcie_log_efficiency(predict: Any, gpus: int) -> float:
     nominal). predict: [[features]] -> values."""
     if not isinstance(gpus, (int, np.integer)) or isinstance(gpus, bool) or gpus < 1:
         raise ValueError(f"gpus: expected a GPU count >= 1, got {gpus!r}")
-    return min(float(np.asarray(predict(np.array([[math.log(gpus)]]))).ravel()[0]), 0.0)
+    value = float(np.asarray(predict(np.array([[math.log(gpus)]]))).ravel()[0])
+    if not math.isfinite(value):
+        raise ValueError(f"link_pcie_efficiency: the prediction at gpus={gpus} is {value!r}")
+    return min(value, 0.0)
 
 
 def held_out_pcie_steps(cases: list[ClusterCase], workloads: dict[str, WorkloadInfo],

@@ -28,20 +28,26 @@ def _simulated_cases(site_efficiency: dict[str, dict[int, float]]):
     return cases, w
 
 
-def test_calibration_recovers_the_efficiencies_and_the_other_cluster_predicts_the_held_out_one() -> None:
-    from srift.learn.comm import PROBE_EFFICIENCY_GRID
+def test_calibration_recovers_the_efficiencies_and_each_cluster_is_predicted_from_the_other() -> None:
+    from srift.learn.comm import PROBE_EFFICIENCY_GRID, simulate_case
     from srift.learn.pcie_link import calibration_points, fit_pcie_efficiency, held_out_pcie_steps, pcie_sites
 
     grid = np.log(PROBE_EFFICIENCY_GRID)
-    truth = {2: float(grid[40]), 4: float(grid[34])}  # both clusters on one line in log(GPUs)
-    cases, w = _simulated_cases({"rtx": truth, "quad": truth})
+    lines = {"rtx": {2: float(grid[40]), 4: float(grid[34])}, "quad": {2: float(grid[30]), 4: float(grid[28])}}
+    cases, w = _simulated_cases(lines)
     assert pcie_sites(cases) == ["quad", "rtx"]
     points = calibration_points(cases, w)
-    assert sorted(points) == sorted((s, g, pytest.approx(e, abs=1e-12)) for s in ("quad", "rtx") for g, e in truth.items())
-    est = fit_pcie_efficiency(points)
-    assert est.coef_[0] == pytest.approx((truth[4] - truth[2]) / math.log(2), rel=1e-9)
-    # each cluster predicted from the other's line alone: the steps it was simulated with
-    np.testing.assert_allclose(held_out_pcie_steps(cases, w, points), [c.step_time for c in cases], rtol=1e-9)
+    assert sorted(points) == sorted((s, g, pytest.approx(e, abs=1e-12)) for s, by in lines.items() for g, e in by.items())
+    est = fit_pcie_efficiency([p for p in points if p[0] == "rtx"])
+    assert est.coef_[0] == pytest.approx((lines["rtx"][4] - lines["rtx"][2]) / math.log(2), rel=1e-9)
+    # each cluster is predicted by the other's line alone (its own never leaks in): the steps
+    # the other cluster's efficiencies give
+    held = held_out_pcie_steps(cases, w, points)
+    for i, c in enumerate(cases):
+        other = lines["quad" if c.cluster == "rtx" else "rtx"][int(c.placement)]
+        expected = simulate_case(c, w[c.workload], lambda f, v=other: v, lambda f: math.log(0.8))
+        assert held[i] == pytest.approx(expected, rel=1e-9)
+        assert abs(held[i] / c.step_time - 1) > 1e-3
 
 
 def test_a_cluster_with_no_other_pcie_cluster_is_not_guessed() -> None:
@@ -61,6 +67,8 @@ def test_fit_and_evaluation_reject_what_cannot_be_a_line() -> None:
             pcie_log_efficiency(lambda X: X[:, 0], bad)
     assert pcie_log_efficiency(lambda X: -X[:, 0], 1) == 0.0
     assert pcie_log_efficiency(lambda X: X[:, 0], 8) == 0.0  # never above nominal
+    with pytest.raises(ValueError, match="link_pcie_efficiency: the prediction at gpus=2 is nan"):
+        pcie_log_efficiency(lambda X: X[:, 0] * math.nan, 2)
 
 
 def test_shipped_line_beats_v0_on_every_held_out_pcie_cluster() -> None:
@@ -98,13 +106,56 @@ def test_engine_uses_the_learned_pcie_link_unless_told_or_measured(resnet50_prof
     assert p3[0].ring_gbytes_s == p3[1].ring_gbytes_s == pytest.approx(150 * 0.75)
     with pytest.raises(ValueError, match="pcie_model must be"):
         srift.predict(resnet50_profile, "1x g4dn.12xlarge", global_batch=128, config=EngineConfig(pcie_model="fast"))
+    # v0's efficiency is not silently ignored under the learned link
+    with pytest.raises(ValueError, match="pcie_efficiency=0.9 applies only with pcie_model='v0'"):
+        srift.predict(resnet50_profile, "1x g4dn.12xlarge", global_batch=128, config=EngineConfig(pcie_efficiency=0.9))
+    told = srift.predict(resnet50_profile, "1x g4dn.12xlarge", global_batch=128,
+                         config=EngineConfig(pcie_model="v0", pcie_efficiency=0.9))
+    assert told.ring_gbytes_s == pytest.approx(15.75 * 0.9, rel=1e-9)
+    assert learned.groups[0].intra_gbytes_s == pytest.approx(expected, rel=1e-9)
 
 
-def test_learned_pcie_link_is_the_bottleneck_of_a_g4dn_cluster(resnet50_profile) -> None:
+def test_learned_pcie_link_is_the_bottleneck_of_a_g4dn_cluster(resnet50_profile, catalog) -> None:
+    from srift import report
+
     # v0's PCIe (half of 15.75 GB/s) outruns the 50 Gbit/s EFA NIC; the learned one does not
     learned = srift.predict(resnet50_profile, "2x g4dn.12xlarge", global_batch=256)
     v0 = srift.predict(resnet50_profile, "2x g4dn.12xlarge", global_batch=256, config=EngineConfig(pcie_model="v0"))
     assert (learned.bottleneck, v0.bottleneck) == ("intra-node", "network")
+    # the report names the slowest *achieved* link: g5.48xlarge's eight GPUs share a 31.5 GB/s
+    # host more thinly than g5g.16xlarge's two share 15.75
+    mixed = srift.predict(resnet50_profile, "1x g5.48xlarge + 1x g5g.16xlarge", global_batch=256)
+    assert mixed.bottleneck == "intra-node"
+    by = {g.instance_type: g.intra_gbytes_s for g in mixed.groups}
+    assert by["g5.48xlarge"] < by["g5g.16xlarge"] and mixed.ring_gbytes_s == pytest.approx(by["g5.48xlarge"])
+    assert "pcie inside g5.48xlarge" in report.bottleneck_link(mixed, catalog)
+
+
+@pytest.mark.parametrize("spelling", ["g4dn.12xlarge", "G4DN.12xlarge"])
+def test_a_measured_whole_instance_has_no_learned_link_band(fresh_profile, catalog, spelling: str) -> None:
+    from srift.engine import Engine
+
+    fresh_profile.add_measurement("g4dn.12xlarge", local_batch=32, iteration_s=0.16, gpus=4)
+    engine = Engine(fresh_profile, catalog)
+    assert engine.link_interval(spelling) == (1.0, 1.0)
+    pred = srift.predict(fresh_profile, f"1x {spelling}", global_batch=128)
+    assert pred.groups[0].compute_source == "measured-instance" and math.isnan(pred.groups[0].intra_gbytes_s)
+    assert pred.to_dict()["groups"][0]["intra_gbytes_s"] is None  # JSON has no NaN
+    # the measured instance's own noise, not the link's x1.24
+    assert pred.iteration_p90_s <= pred.iteration_s * EngineConfig().measured_p90 * (1 + 1e-12)
+
+
+def test_shipped_pcie_model_is_what_training_rebuilds() -> None:
+    from srift.learn.models import default_models
+    from srift.learn.train import train_pcie_link
+
+    shipped = default_models().pcie_efficiency.doc
+    rebuilt = train_pcie_link(None, verbose=False)
+    assert rebuilt["model"]["intercept"] == pytest.approx(shipped["model"]["intercept"], rel=1e-12)
+    assert rebuilt["model"]["coef"] == pytest.approx(shipped["model"]["coef"], rel=1e-12)
+    for k in ("p10", "p50", "p90", "n"):
+        assert rebuilt["residuals"][k] == pytest.approx(shipped["residuals"][k], rel=1e-12)
+    assert rebuilt["training"]["data"]["points"] == shipped["training"]["data"]["points"]
 
 
 def test_band_of_a_pcie_cluster_is_at_least_the_links_held_out_error(resnet50_profile, catalog) -> None:
