@@ -107,7 +107,6 @@ class Engine:
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
-        self._learned_pcie: set[str] = set()  # instance types whose intra link is the learned one
         self._instance_points = self._instance_measurements()
         self._layers = self._layer_columns()
         self.workload = self._workload()
@@ -195,13 +194,10 @@ class Engine:
         intra_eff = c.nvlink_efficiency if it.interconnect in ("nvlink", "nvswitch") else c.pcie_efficiency
         intra_bw = (float(it.measured_intra_gbytes_s) * 1e9 if it.measured_intra_gbytes_s
                     else float(it.intra_node_gbytes_s or 0.0) * 1e9 * intra_eff)
-        if (not it.measured_intra_gbytes_s and it.interconnect == "pcie" and c.pcie_model == "learned"
-                and it.gpu_count > 1 and (it.intra_node_gbytes_s or 0.0) > 0
-                and it.name not in self._instance_points):
+        if self._uses_learned_pcie(it):
             from srift.learn import default_models
 
             intra_bw = default_models().pcie_link(float(it.intra_node_gbytes_s) * 1e9, int(it.gpu_count))
-            self._learned_pcie.add(it.name)
         intra_lat = (float(it.measured_intra_latency_us) * 1e-6 if it.measured_intra_latency_us is not None
                      else c.intra_latency_s)
         if it.name in self._instance_points:
@@ -337,12 +333,18 @@ class Engine:
         model, source, _, _ = self._instance_entry(instance_type)
         return model, source
 
+    def _uses_learned_pcie(self, it: InstanceType) -> bool:
+        """Whether the GPUs of an instance type exchange gradients over the learned PCIe link:
+        PCIe, several GPUs, no probed link, no whole-instance measurement, pcie_model learned."""
+        return (self.config.pcie_model == "learned" and it.interconnect == "pcie" and it.gpu_count > 1
+                and not it.measured_intra_gbytes_s and (it.intra_node_gbytes_s or 0.0) > 0
+                and it.name not in self._instance_points)
+
     def link_interval(self, instance_type: str) -> tuple[float, float]:
         """(p10, p90) factors on the iteration of a cluster with this instance type: the
         held-out step residuals of the learned PCIe link where the instance uses it (its GPUs
         exchange gradients over it), (1, 1) elsewhere."""
-        self.instance_spec(instance_type)
-        if self.catalog.instance(instance_type).name not in self._learned_pcie:
+        if not self._uses_learned_pcie(self.catalog.instance(instance_type)):
             return 1.0, 1.0
         from srift.learn import default_models
 

@@ -285,10 +285,12 @@ def bottleneck_link(pred: Any, catalog: Any | None = None) -> str:
         slow = min(infos, key=lambda i: i.network_gbps)
         return text + f" (the {slow.network_gbps:g} Gbit/s NIC of {slow.name}{', EFA' if slow.efa else ''})"
     # the slowest achieved link inside an instance (learned or probed links reorder the nominal ones)
-    multi = [(i, g) for i, g in zip(infos, pred.groups) if i.gpu_count > 1] or list(zip(infos, pred.groups))
-    slow, _ = min(multi, key=lambda ig: (getattr(ig[1], "intra_gbytes_s", math.nan)
-                                         if math.isfinite(getattr(ig[1], "intra_gbytes_s", math.nan))
-                                         else ig[0].intra_node_gbytes_s or 0.0))
+    def achieved(pair: tuple[Any, Any]) -> float:
+        info, group = pair
+        return group.intra_gbytes_s if math.isfinite(group.intra_gbytes_s) else info.intra_node_gbytes_s or 0.0
+
+    pairs = list(zip(infos, pred.groups))
+    slow, _ = min([p for p in pairs if p[0].gpu_count > 1] or pairs, key=achieved)
     return text + f" ({slow.interconnect} inside {slow.name})"
 
 

@@ -126,7 +126,7 @@ class CostModels:
 
         if not nominal_bytes_s > 0:
             raise ValueError(f"nominal_bytes_s: expected a bandwidth > 0 bytes/s, got {nominal_bytes_s!r}")
-        log_eff = pcie_log_efficiency(lambda X: [self.pcie_efficiency.predict(list(X[0]))], gpus)
+        log_eff = pcie_log_efficiency(self.pcie_efficiency.core.predict, gpus)
         return nominal_bytes_s * math.exp(log_eff)
 
     def pcie_link_interval(self) -> tuple[float, float]:
