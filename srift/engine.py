@@ -34,8 +34,9 @@ class EngineConfig:
 
     Achieved/nominal ratios: NCCL's ring reaches ~75% of NVLink/NVSwitch bandwidth (p4d: 231
     GB/s bus bandwidth of 300 GB/s, ../shared/data/measured/nccl_ec2_reported.csv), about half
-    of PCIe, and ~80% of a TCP NIC (90% with EFA's OS bypass). pcie_efficiency applies with
-    pcie_model="v0" only: by default a PCIe link's efficiency is learned (pcie_model).
+    of PCIe, and ~80% of a TCP NIC (90% with EFA's OS bypass). pcie_efficiency applies to the
+    PCIe links the learned PCIe model does not cover (pcie_model below), and to all of them
+    with pcie_model="v0".
     """
 
     precision: str | None = None  # None: the profile's precision
@@ -61,8 +62,9 @@ class EngineConfig:
     comm_model: str = "v0"
     # Where a PCIe link inside an instance without its own measurement gets its bandwidth
     # from: "learned" (achieved / nominal as a function of the instance's GPU count, fitted to
-    # the Sia PCIe clusters through the simulator: srift.learn.pcie_link note "pcie class") or
-    # "v0" (nominal x pcie_efficiency).
+    # the Sia PCIe clusters through the simulator: srift.learn.pcie_link note "pcie class"), for
+    # the PCIe generation it was fitted on (3.0: g4dn, g3, p2; faster PCIe keeps v0, note
+    # "host scaling" in srift.learn.host_scaling), or "v0" (nominal x pcie_efficiency).
     pcie_model: str = "learned"
     # Spread of a GPU type's own measurements (p10/p90 factors) when the profile has no
     # repeated timings to read it from: run-to-run noise of the public repeated-host data.
@@ -101,9 +103,6 @@ class Engine:
             raise ValueError(f"comm_model must be 'learned' or 'v0', got {self.config.comm_model!r}")
         if self.config.pcie_model not in ("learned", "v0"):
             raise ValueError(f"pcie_model must be 'learned' or 'v0', got {self.config.pcie_model!r}")
-        if self.config.pcie_model == "learned" and self.config.pcie_efficiency != EngineConfig.pcie_efficiency:
-            raise ValueError(f"pcie_efficiency={self.config.pcie_efficiency!r} applies only with pcie_model='v0' "
-                             "(the default, 'learned', takes PCIe links from the learned model)")
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
@@ -335,10 +334,15 @@ class Engine:
 
     def _uses_learned_pcie(self, it: InstanceType) -> bool:
         """Whether the GPUs of an instance type exchange gradients over the learned PCIe link:
-        PCIe, several GPUs, no probed link, no whole-instance measurement, pcie_model learned."""
-        return (self.config.pcie_model == "learned" and it.interconnect == "pcie" and it.gpu_count > 1
+        PCIe of the generation the link was learned on, several GPUs, no probed link, no
+        whole-instance measurement, pcie_model learned."""
+        if not (self.config.pcie_model == "learned" and it.interconnect == "pcie" and it.gpu_count > 1
                 and not it.measured_intra_gbytes_s and (it.intra_node_gbytes_s or 0.0) > 0
-                and it.name not in self._instance_points)
+                and it.name not in self._instance_points):
+            return False
+        from srift.learn import default_models
+
+        return default_models().pcie_link_applies(float(it.intra_node_gbytes_s) * 1e9)
 
     def link_interval(self, instance_type: str) -> tuple[float, float]:
         """(p10, p90) factors on the iteration of a cluster with this instance type: the

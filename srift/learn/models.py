@@ -124,10 +124,28 @@ class CostModels:
         `nominal_bytes_s` per GPU (srift.learn.pcie_link note "pcie class"; at most nominal)."""
         from srift.learn.pcie_link import pcie_log_efficiency
 
-        if not nominal_bytes_s > 0:
-            raise ValueError(f"nominal_bytes_s: expected a bandwidth > 0 bytes/s, got {nominal_bytes_s!r}")
+        if not self.pcie_link_applies(nominal_bytes_s):
+            raise ValueError(f"nominal_bytes_s: {nominal_bytes_s!r} bytes/s is outside the PCIe generation the "
+                             f"link model was fitted on (up to {self._pcie_domain_bytes_s():.4g} bytes/s)")
         log_eff = pcie_log_efficiency(self.pcie_efficiency.core.predict, gpus)
         return nominal_bytes_s * math.exp(log_eff)
+
+    def _pcie_domain_bytes_s(self) -> float:
+        from srift.learn.pcie_link import DOMAIN_FACTOR
+
+        domain = self.pcie_efficiency.doc["training"].get("domain", {})
+        top = domain.get("max_nominal_gbytes_s")
+        if not isinstance(top, (int, float)) or isinstance(top, bool) or not top > 0:
+            raise ValueError(f"link_pcie_efficiency: training.domain.max_nominal_gbytes_s must be a bandwidth > 0, "
+                             f"got {top!r}")
+        return float(top) * 1e9 * DOMAIN_FACTOR
+
+    def pcie_link_applies(self, nominal_bytes_s: float) -> bool:
+        """Whether the learned PCIe link covers a link of `nominal_bytes_s` per GPU: the PCIe
+        generation it was fitted on (srift.learn.pcie_link note "pcie class")."""
+        if not nominal_bytes_s > 0:
+            raise ValueError(f"nominal_bytes_s: expected a bandwidth > 0 bytes/s, got {nominal_bytes_s!r}")
+        return nominal_bytes_s <= self._pcie_domain_bytes_s()
 
     def pcie_link_interval(self) -> tuple[float, float]:
         """(p10, p90) factors of a step whose instances talk over the learned PCIe link: its

@@ -27,6 +27,11 @@ What the line stands for is the simulator's whole exposed-communication error on
 contention grows with the GPUs sharing it), not a link microbenchmark. It is a fraction of
 nominal: both clusters are PCIe 3.0 x16, so whether a PCIe 4.0/5.0 host (g5, g6, g7e) keeps
 the fraction or the absolute bandwidth is not in the data; the fraction is the assumption.
+Lambda's PCIe 4.0/5.0 hosts answered that (srift.learn.host_scaling note "host scaling"): they
+scale close to linearly, and the line extrapolated to their 8-GPU servers overpredicts the
+iteration (10.3 / 69 against v0's 4.3 / 22). So the line applies within the PCIe generation it
+was fitted on (DOMAIN_FACTOR: up to sqrt(2) x the fastest nominal link in its data, halfway to
+the next generation in log): g4dn, g3 and p2 (PCIe 3.0) use it; g5, g6, g6e and g7e keep v0.
 A prediction on such a cluster carries the held-out step residuals of both clusters in its
 p10-p90 band (x0.88-x1.24); nested, each cluster's band holds 67% (rtx, from quad's x0.95-x1.31:
 27% of rtx's steps fall below it) and 78% (quad, from rtx's) of the other's steps
@@ -43,15 +48,25 @@ import numpy as np
 from srift.learn.comm import SIA_LINKS, ClusterCase, _calibrate, simulate_case, site, v0_log_eff
 from srift.learn.workloads import WorkloadInfo
 
-__all__ = ["PCIE_FEATURES", "pcie_sites", "calibration_points", "fit_pcie_efficiency", "pcie_log_efficiency",
+__all__ = ["PCIE_FEATURES", "DOMAIN_FACTOR", "trained_nominal_gbytes_s", "pcie_sites", "calibration_points", "fit_pcie_efficiency", "pcie_log_efficiency",
            "held_out_pcie_steps"]
 
 PCIE_FEATURES = ["log_gpus_per_instance"]
+# PCIe generations double the bandwidth: a link within sqrt(2) x of the fitted ones is the same
+# generation (note "pcie class").
+DOMAIN_FACTOR = math.sqrt(2.0)
 
 
 def pcie_sites(cases: list[ClusterCase]) -> list[str]:
     """The sites (srift.learn.comm.site) whose GPUs talk over PCIe inside a node."""
     return sorted({site(c.cluster) for c in cases if SIA_LINKS[c.cluster].interconnect == "pcie"})
+
+
+def trained_nominal_gbytes_s(points: list[tuple[str, int, float]]) -> float:
+    """The fastest nominal per-GPU PCIe bandwidth (GB/s) among the sites of `points`."""
+    if not points:
+        raise ValueError("points: expected at least one calibration point, got none")
+    return max(SIA_LINKS[s].intra_gbytes_s for s in {p[0] for p in points})
 
 
 def calibration_points(cases: list[ClusterCase], workloads: dict[str, WorkloadInfo]) -> list[tuple[str, int, float]]:

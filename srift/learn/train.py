@@ -256,7 +256,10 @@ def train_pcie_link(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> 
     from srift.learn.comm import build_cases, site, v0_sim
     from srift.learn.datasets import sia_rows
     from srift.learn.export import export_estimator
-    from srift.learn.pcie_link import PCIE_FEATURES, calibration_points, fit_pcie_efficiency, held_out_pcie_steps
+    from srift.learn.comm import V0_EFFICIENCY
+    from srift.learn.host_scaling import host_steps, lambda_host_cases
+    from srift.learn.pcie_link import (DOMAIN_FACTOR, PCIE_FEATURES, calibration_points, fit_pcie_efficiency,
+                                       held_out_pcie_steps, pcie_log_efficiency, trained_nominal_gbytes_s)
 
     workloads = load_workloads()
     cases = build_cases(sia_rows())
@@ -279,14 +282,36 @@ def train_pcie_link(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> 
             f"{k} {v['learned']['median_ape']:.1f}%/{v['learned']['p90_ape']:.1f}% (v0 {v['v0']['median_ape']:.1f}%)"
             for k, v in scores.items()))
     r = np.log(truth[ok] / held[ok])
+    line = fit_pcie_efficiency(points)
+    # Beyond its data: the line on Lambda's PCIe 4.0/5.0 hosts (srift.learn.host_scaling note
+    # "host scaling"), which is why the engine keeps it to the generation it was fitted on.
+    hosts = [c for c in lambda_host_cases() if c.interconnect == "pcie"]
+    host_truth = np.array([c.step_time for c in hosts])
+    host_preds = {
+        "linear": np.array([c.linear_step for c in hosts]),
+        "v0": host_steps(hosts, workloads, lambda c: c.nominal_gbytes_s * 1e9 * V0_EFFICIENCY["pcie"]),
+        "learned": host_steps(hosts, workloads, lambda c: c.nominal_gbytes_s * 1e9
+                              * math.exp(pcie_log_efficiency(line.predict, c.gpus))),
+    }
+    gpus = np.array([c.gpus for c in hosts])
+    beyond = {f"lambda_pcie_hosts/{n}_gpus": {k: _ape_stats(np.abs(p[gpus == n] / host_truth[gpus == n] - 1) * 100)
+                                              for k, p in host_preds.items()} for n in sorted(set(gpus))}
+    beyond["lambda_pcie_hosts/all"] = {k: _ape_stats(np.abs(p / host_truth - 1) * 100) for k, p in host_preds.items()}
+    domain = {"max_nominal_gbytes_s": trained_nominal_gbytes_s(points), "factor": DOMAIN_FACTOR,
+              "beyond": beyond, "rule": "the line applies to PCIe links up to factor x max_nominal_gbytes_s"}
+    if verbose:
+        print("  pcie link beyond its data (Lambda PCIe 4.0/5.0 hosts): " + ", ".join(
+            f"{k} {v['learned']['median_ape']:.1f}%/{v['learned']['p90_ape']:.1f}% (v0 {v['v0']['median_ape']:.1f}%/"
+            f"{v['v0']['p90_ape']:.1f}%)" for k, v in beyond.items()))
     record = {"data": {"dir": "../shared/data/measured", "file": "sia_profiles_non_ec2.csv",
                        "clusters": sorted({p[0] for p in points}),
                        "points": [{"site": s, "gpus": g, "log_efficiency": e} for s, g, e in points]},
               "links": "srift.learn.comm.SIA_LINKS",
               "selection": {"split": "leave-one-PCIe-cluster-out", "scores": scores,
                             "chosen": "linear"},
+              "domain": domain,
               "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    doc = export_estimator(fit_pcie_efficiency(points), "link_pcie_efficiency", PCIE_FEATURES,
+    doc = export_estimator(line, "link_pcie_efficiency", PCIE_FEATURES,
                            target="log(achieved / nominal bandwidth) of the PCIe links inside an instance",
                            training=record,
                            residuals={"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
