@@ -29,6 +29,11 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    its cluster's links calibrated on the other models, as
                                    `srift probe-network` would measure them (srift.learn.comm
                                    note "probe calibration")
+  multi_gpu_single_host_lambda     Lambda's 2/4/8-GPU steps on one host, given the host's 1-GPU
+                                   step, by interconnect and GPU count: v0 links, Sia's PCIe line
+                                   wherever PCIe is (never fitted on these hosts), and the engine
+                                   (the line within its PCIe generation only: srift.learn.host_scaling
+                                   note "host scaling")
   multi_node_instance_anchored     Sia multi-node steps, given the test cluster's 1-GPU and
                                    single-node steps (a whole instance profiled; nothing learned
                                    from other clusters: srift.learn.comm note "instance anchor")
@@ -116,7 +121,45 @@ def main() -> None:
     interval_coverage(w, cases, steps, sites)
     pcie_interval_coverage(cases, pcie, sites)
     measurement_noise(cases)
+    single_host_lambda(w)
     links()
+
+
+def single_host_lambda(w) -> None:
+    from srift.learn import default_models
+    from srift.learn.comm import V0_EFFICIENCY
+    from srift.learn.host_scaling import host_steps, lambda_host_cases
+    from srift.learn.pcie_link import pcie_log_efficiency
+
+    models = default_models()
+    cases = lambda_host_cases()
+    truth = np.array([c.step_time for c in cases])
+
+    def v0_bw(c) -> float:
+        return c.nominal_gbytes_s * 1e9 * V0_EFFICIENCY[c.interconnect]
+
+    def line_bw(c) -> float:
+        return c.nominal_gbytes_s * 1e9 * math.exp(pcie_log_efficiency(models.pcie_efficiency.core.predict, c.gpus))
+
+    def engine_bw(c) -> float:
+        applies = c.interconnect == "pcie" and models.pcie_link_applies(c.nominal_gbytes_s * 1e9)
+        return models.pcie_link(c.nominal_gbytes_s * 1e9, c.gpus) if applies else v0_bw(c)
+
+    preds = {"linear_scaling": np.array([c.linear_step for c in cases]), "v0_simulator": host_steps(cases, w, v0_bw),
+             "engine": host_steps(cases, w, engine_bw)}
+    pcie = np.array([c.interconnect == "pcie" for c in cases])
+    line = np.full(len(cases), np.nan)
+    line[pcie] = host_steps([c for c in cases if c.interconnect == "pcie"], w, line_bw)
+    ic = np.array([c.interconnect for c in cases])
+    gpus = np.array([c.gpus for c in cases])
+    for link in sorted(set(ic)):
+        for n in [*sorted(set(gpus[ic == link])), "ALL"]:
+            m = (ic == link) & ((gpus == n) if n != "ALL" else True)
+            out = {"split": f"multi_gpu_single_host_lambda/{link}/{n if n == 'ALL' else f'{n}_gpus'}",
+                   **{k: stats(np.abs(p[m] / truth[m] - 1) * 100) for k, p in preds.items()}}
+            if link == "pcie":
+                out["sia_pcie_line"] = stats(np.abs(line[m] / truth[m] - 1) * 100)
+            print(json.dumps(out))
 
 
 def pcie_interval_coverage(cases, pcie: np.ndarray, sites: np.ndarray) -> None:
