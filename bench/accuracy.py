@@ -141,6 +141,8 @@ def single_host_lambda(w) -> None:
     def line_bw(c) -> float:
         return c.nominal_gbytes_s * 1e9 * math.exp(pcie_log_efficiency(models.pcie_efficiency.core.predict, c.gpus))
 
+    # Lambda's hosts are no catalog instance types, so the engine's rule (Engine._uses_learned_pcie)
+    # is applied here through the same CostModels calls.
     def engine_bw(c) -> float:
         applies = c.interconnect == "pcie" and models.pcie_link_applies(c.nominal_gbytes_s * 1e9)
         return models.pcie_link(c.nominal_gbytes_s * 1e9, c.gpus) if applies else v0_bw(c)
@@ -160,6 +162,9 @@ def single_host_lambda(w) -> None:
             if link == "pcie":
                 out["sia_pcie_line"] = stats(np.abs(line[m] / truth[m] - 1) * 100)
             print(json.dumps(out))
+    m = ic != "pcie"
+    print(json.dumps({"split": "multi_gpu_single_host_lambda/nvlink_or_nvswitch/ALL",
+                      **{k: stats(np.abs(p[m] / truth[m] - 1) * 100) for k, p in preds.items()}}))
 
 
 def pcie_interval_coverage(cases, pcie: np.ndarray, sites: np.ndarray) -> None:

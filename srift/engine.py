@@ -35,8 +35,9 @@ class EngineConfig:
     Achieved/nominal ratios: NCCL's ring reaches ~75% of NVLink/NVSwitch bandwidth (p4d: 231
     GB/s bus bandwidth of 300 GB/s, ../shared/data/measured/nccl_ec2_reported.csv), about half
     of PCIe, and ~80% of a TCP NIC (90% with EFA's OS bypass). pcie_efficiency applies to the
-    PCIe links the learned PCIe model does not cover (pcie_model below), and to all of them
-    with pcie_model="v0".
+    PCIe links the learned PCIe model does not cover (pcie_model below: PCIe 4.0 and faster),
+    and to all of them with pcie_model="v0"; under the learned model it does not touch a PCIe
+    3.0 instance's link.
     """
 
     precision: str | None = None  # None: the profile's precision
@@ -63,7 +64,7 @@ class EngineConfig:
     # Where a PCIe link inside an instance without its own measurement gets its bandwidth
     # from: "learned" (achieved / nominal as a function of the instance's GPU count, fitted to
     # the Sia PCIe clusters through the simulator: srift.learn.pcie_link note "pcie class"), for
-    # the PCIe generation it was fitted on (3.0: g4dn, g3, p2; faster PCIe keeps v0, note
+    # the PCIe generation it was fitted on (3.0: g4dn, g3, g5g, p2; faster PCIe keeps v0, note
     # "host scaling" in srift.learn.host_scaling), or "v0" (nominal x pcie_efficiency).
     pcie_model: str = "learned"
     # Spread of a GPU type's own measurements (p10/p90 factors) when the profile has no

@@ -8,7 +8,7 @@ PCIe 4.0/5.0 workstations and servers (RTX 3090/4090/A6000/6000 Ada, A100 PCIe, 
 and NVLink/NVSwitch servers (V100 SXM2, A100 SXM4, H100 SXM5), where Sia's PCIe clusters are
 PCIe 3.0 (srift.learn.pcie_link note "pcie class"). Median / p90 APE of the n-GPU iteration
 (bench/accuracy.py multi_gpu_single_host_lambda/*):
-    PCIe hosts (100 steps)           linear 4.6 / 15   v0 3.8 / 14   Sia's PCIe line 3.2 / 29
+    PCIe hosts (100 steps)           linear 4.6 / 14   v0 3.8 / 14   Sia's PCIe line 3.2 / 29
       of which 8 GPUs (20 steps)     linear 4.8 / 17   v0 4.3 / 22   Sia's PCIe line 10.3 / 69
 Lambda's PCIe hosts scale close to linearly (comm-heavy BERT-large: 0.98-1.13x linear on 8x RTX
 6000 Ada), where Sia's line, extrapolated to 8 GPUs, asks for 1.7-1.9x. That is why the engine
@@ -17,9 +17,17 @@ Rows left out, each for a stated reason:
   - models whose throughput unit is not the model's sample (Transformer-XL counts tokens, the
     batch sequences), and models srift has no workload for (gnmt, tacotron2, ...);
   - rows more than 1.5x *faster* per GPU than the host's own 1-GPU row, which synchronous data
-    parallelism cannot be: Lambda's NCF on the vendor H100 SXM5 hosts (4-8 GPUs) reads 5-45x.
-Noise: Lambda's 1-GPU and n-GPU rows are separate runs; the kept rows still range 0.68-1.6x linear,
-so a p90 below ~15% is not to be expected from any link model.
+    parallelism cannot be: Lambda's NCF on the vendor H100 SXM5 hosts reads 1.9-48x;
+  - hosts without a 1-GPU row of their own ("LambdaCloud 8x H100 80GB SXM5").
+The batch: the per-GPU batch is the 1-GPU batch except NCF on 2x RTX 3090/4090 (5.0 M against
+4.3 M), where the 1-GPU time per sample is used at the n-GPU row's batch.
+Noise: Lambda's 1-GPU and n-GPU rows are separate runs; the kept rows still range 0.68-1.6x
+linear on PCIe hosts and up to 2.4x on the others (BERT-large FP32 on 8x A100 SXM4), so a p90
+below ~15% is not to be expected from any link model.
+The interconnect is read from the host's name (_HOST_LINKS): a PCIe workstation with NVLink
+bridges between GPU pairs (possible on RTX 3090/A6000, A100/H100 PCIe) would be misfiled, and
+server GPUs with peer-to-peer over PCIe differ from Sia's GeForce/Quadro hosts in more than the
+PCIe generation; the data does not say which of the two the engine's rule really separates.
 """
 from __future__ import annotations
 
@@ -82,7 +90,11 @@ def host_link(host: str) -> tuple[str, float]:
 
 def lambda_host_cases(d: Path | None = None) -> list[HostCase]:
     """Every n-GPU row (n > 1) of Lambda's benchmark that note "host scaling" keeps."""
-    rows = list(csv.DictReader(open((d or data_dir()) / "lambda_pytorch_train.csv", newline="")))
+    path = (d or data_dir()) / "lambda_pytorch_train.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"Lambda's benchmark not found: {path} (set SRIFT_DATA_DIR to .../shared/data/measured)")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
     one: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r in rows:
         if r["num_gpu"] == "1":
@@ -95,6 +107,8 @@ def lambda_host_cases(d: Path | None = None) -> list[HostCase]:
         m = _COUNT.match(r["config"])
         if m is None:
             raise ValueError(f"config: expected Lambda's '<n>x <GPU>' host name, got {r['config']!r}")
+        if int(m["gpus"]) != gpus:
+            raise ValueError(f"config: {r['config']!r} names {m['gpus']} GPUs but num_gpu is {gpus}")
         family = f"{m['vendor']} {m['gpu']}".strip()
         ref = one.get((family, r["precision"], r["model"]))
         if not ref:

@@ -45,6 +45,24 @@ class _Loaded:
         return float(r["p10"]), float(r["p90"])
 
 
+def _pcie_domain_bytes_s(doc: dict[str, Any]) -> float:
+    """The fastest nominal per-GPU link (bytes/s) the learned PCIe line covers: its record's
+    training.domain, max_nominal_gbytes_s x factor (srift.learn.pcie_link note "pcie class")."""
+    from srift.learn.pcie_link import DOMAIN_FACTOR
+
+    domain = doc["training"].get("domain")
+    if not isinstance(domain, dict):
+        raise ValueError(f"link_pcie_efficiency: training.domain must be an object, got {domain!r}")
+    top, factor = domain.get("max_nominal_gbytes_s"), domain.get("factor")
+    for field, v in (("max_nominal_gbytes_s", top), ("factor", factor)):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not v > 0:
+            raise ValueError(f"link_pcie_efficiency: training.domain.{field} must be a number > 0, got {v!r}")
+    if not math.isclose(factor, DOMAIN_FACTOR, rel_tol=1e-12):
+        raise ValueError(f"link_pcie_efficiency: training.domain.factor is {factor!r}, but this srift applies "
+                         f"{DOMAIN_FACTOR!r}: retrain with `srift train`")
+    return float(top) * 1e9 * float(factor)
+
+
 class CostModels:
     """Learned compute and iteration models, evaluated by the C++ core."""
 
@@ -56,6 +74,7 @@ class CostModels:
         self.tcp_efficiency = _Loaded(*load_model(d / "link_tcp_efficiency.json"))
         self.tcp_latency = _Loaded(*load_model(d / "link_tcp_latency.json"))
         self.pcie_efficiency = _Loaded(*load_model(d / "link_pcie_efficiency.json"))
+        self._pcie_domain = _pcie_domain_bytes_s(self.pcie_efficiency.doc)
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | None = None,
@@ -126,26 +145,16 @@ class CostModels:
 
         if not self.pcie_link_applies(nominal_bytes_s):
             raise ValueError(f"nominal_bytes_s: {nominal_bytes_s!r} bytes/s is outside the PCIe generation the "
-                             f"link model was fitted on (up to {self._pcie_domain_bytes_s():.4g} bytes/s)")
+                             f"link model was fitted on (up to {self._pcie_domain:.4g} bytes/s)")
         log_eff = pcie_log_efficiency(self.pcie_efficiency.core.predict, gpus)
         return nominal_bytes_s * math.exp(log_eff)
-
-    def _pcie_domain_bytes_s(self) -> float:
-        from srift.learn.pcie_link import DOMAIN_FACTOR
-
-        domain = self.pcie_efficiency.doc["training"].get("domain", {})
-        top = domain.get("max_nominal_gbytes_s")
-        if not isinstance(top, (int, float)) or isinstance(top, bool) or not top > 0:
-            raise ValueError(f"link_pcie_efficiency: training.domain.max_nominal_gbytes_s must be a bandwidth > 0, "
-                             f"got {top!r}")
-        return float(top) * 1e9 * DOMAIN_FACTOR
 
     def pcie_link_applies(self, nominal_bytes_s: float) -> bool:
         """Whether the learned PCIe link covers a link of `nominal_bytes_s` per GPU: the PCIe
         generation it was fitted on (srift.learn.pcie_link note "pcie class")."""
         if not nominal_bytes_s > 0:
             raise ValueError(f"nominal_bytes_s: expected a bandwidth > 0 bytes/s, got {nominal_bytes_s!r}")
-        return nominal_bytes_s <= self._pcie_domain_bytes_s()
+        return nominal_bytes_s <= self._pcie_domain
 
     def pcie_link_interval(self) -> tuple[float, float]:
         """(p10, p90) factors of a step whose instances talk over the learned PCIe link: its

@@ -13,8 +13,9 @@ so the link class carries across clusters where nothing else in Sia's data does 
 NVLink calibrates to ~1 GB/s, dgx's NVSwitch to 30-300 GB/s: one cluster each, and they
 disagree by 30x). The model is one line,
     log(achieved / nominal) = w0 + w1 * log(GPUs in the instance)
-fitted to those calibration points; the engine evaluates it for a PCIe instance without a
-measured link (EngineConfig.pcie_model = "learned"), the bandwidth at most nominal. The line is
+fitted to those calibration points; the engine evaluates it for a PCIe instance of that PCIe
+generation without a measured link (EngineConfig.pcie_model = "learned"; the domain below), the
+bandwidth at most nominal. The line is
 extrapolated in the GPU count, not clamped to the counts it was fitted on: a host shared by
 more GPUs gives each less, and held out, quad's 2-4 GPU line predicts rtx's 5-8 GPU nodes
 better extrapolated than clamped (rtx multi-node 8.6 / 21 against 12.6 / 27). Leave-one-cluster-out (the line fitted on
@@ -31,7 +32,7 @@ Lambda's PCIe 4.0/5.0 hosts answered that (srift.learn.host_scaling note "host s
 scale close to linearly, and the line extrapolated to their 8-GPU servers overpredicts the
 iteration (10.3 / 69 against v0's 4.3 / 22). So the line applies within the PCIe generation it
 was fitted on (DOMAIN_FACTOR: up to sqrt(2) x the fastest nominal link in its data, halfway to
-the next generation in log): g4dn, g3 and p2 (PCIe 3.0) use it; g5, g6, g6e and g7e keep v0.
+the next generation in log): g4dn, g3, g5g and p2 (PCIe 3.0) use it; g5, g6, g6e and g7e keep v0.
 A prediction on such a cluster carries the held-out step residuals of both clusters in its
 p10-p90 band (x0.88-x1.24); nested, each cluster's band holds 67% (rtx, from quad's x0.95-x1.31:
 27% of rtx's steps fall below it) and 78% (quad, from rtx's) of the other's steps

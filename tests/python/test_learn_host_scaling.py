@@ -63,7 +63,7 @@ def test_lambda_cases_keep_what_note_host_scaling_says(monkeypatch) -> None:
     # nothing faster per GPU than 1.5x its host's own 1-GPU row; the vendor H100 NCF rows are out
     assert all(c.step_time * MAX_SUPERLINEAR >= c.linear_step for c in cases)
     assert not [c for c in cases if c.model == "ncf" and c.family == "Dell H100 80GB SXM5" and c.gpus >= 4]
-    # weak scaling: the local batch is the 1-GPU batch, and each case has its own family's row
+    # weak scaling (here the local batch is the 1-GPU batch), each case from its own family's row
     by = {(c.host, c.model, c.precision): c for c in cases}
     c = by[("8x RTX 6000 Ada", "bert_large_squad", "fp16")]
     assert (c.family, c.interconnect, c.nominal_gbytes_s, c.local_bsz) == ("RTX 6000 Ada", "pcie", 31.5, 64.0)

@@ -158,7 +158,8 @@ def test_a_measured_whole_instance_has_no_learned_link_band(fresh_profile, catal
     assert pred.iteration_p90_s <= pred.iteration_s * EngineConfig().measured_p90 * (1 + 1e-12)
 
 
-@pytest.mark.skipif(not (MEASURED / "sia_profiles_non_ec2.csv").is_file(), reason=f"Sia's measured data not present at {MEASURED}")
+@pytest.mark.skipif(not all((MEASURED / f).is_file() for f in ("sia_profiles_non_ec2.csv", "lambda_pytorch_train.csv")),
+                    reason=f"Sia's and Lambda's measured data not present at {MEASURED}")
 def test_shipped_pcie_model_is_what_training_rebuilds(monkeypatch) -> None:
     monkeypatch.setenv("SRIFT_DATA_DIR", str(MEASURED))
     from srift.learn.models import default_models
@@ -171,6 +172,17 @@ def test_shipped_pcie_model_is_what_training_rebuilds(monkeypatch) -> None:
     for k in ("p10", "p50", "p90", "n"):
         assert rebuilt["residuals"][k] == pytest.approx(shipped["residuals"][k], rel=1e-12)
     assert rebuilt["training"]["data"]["points"] == shipped["training"]["data"]["points"]
+    # the domain the engine reads, and the scores beyond it that justify it
+    assert _same(rebuilt["training"]["domain"], shipped["training"]["domain"])
+
+
+def _same(a, b) -> bool:
+    """Nested JSON equality with floats compared to 1e-12 relative."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float):
+        return a == pytest.approx(b, rel=1e-12)
+    return a == b
 
 
 def test_band_of_a_pcie_cluster_is_at_least_the_links_held_out_error(resnet50_profile, catalog) -> None:
@@ -222,3 +234,27 @@ def test_learned_pcie_link_stays_within_the_pcie_generation_it_was_fitted_on(res
     # the record says why: beyond its data the line loses to v0 on Lambda's 8-GPU PCIe hosts
     beyond = domain["beyond"]["lambda_pcie_hosts/8_gpus"]
     assert beyond["learned"]["p90_ape"] > beyond["v0"]["p90_ape"]
+
+
+@pytest.mark.parametrize("domain, message", [
+    (None, "training.domain must be an object, got None"),
+    ({"max_nominal_gbytes_s": 16.0}, "training.domain.factor must be a number > 0, got None"),
+    ({"max_nominal_gbytes_s": -1.0, "factor": math.sqrt(2)}, "max_nominal_gbytes_s must be a number > 0, got -1.0"),
+    ({"max_nominal_gbytes_s": 16.0, "factor": 2.0}, "training.domain.factor is 2.0, but this srift applies"),
+])
+def test_a_model_file_with_a_bad_pcie_domain_does_not_load(tmp_path, domain, message) -> None:
+    import json
+    import shutil
+
+    from srift.learn.models import MODELS_DIR, CostModels
+
+    for f in MODELS_DIR.glob("*.json"):
+        shutil.copy(f, tmp_path / f.name)
+    doc = json.loads((tmp_path / "link_pcie_efficiency.json").read_text())
+    if domain is None:
+        del doc["training"]["domain"]
+    else:
+        doc["training"]["domain"] = domain
+    (tmp_path / "link_pcie_efficiency.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        CostModels(tmp_path)
