@@ -46,6 +46,12 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    built from the other GPU chips' (clusters') held-out
                                    residuals only (nested leave-one-out; calibrated: 0.8); for
                                    the learned PCIe links, the other PCIe cluster's band
+  interval_coverage/scaling_band/*  multi-GPU steps over modelled links (Lambda's hosts, Sia's
+                                   NVLink/NVSwitch nodes, Sia's multi-node steps): the share of
+                                   each source's steps inside the band fitted on the *other*
+                                   sources (srift.learn.scaling_band note "scaling band"), beside
+                                   the compute band alone (x0.97-x1.03, a measured GPU's), which
+                                   is what such predictions carried before
   measurement_noise/lambda_single_gpu  the data's own floor: a repeated Lambda 1-GPU
                                    measurement against the median of its other repeats
   measurement_noise/sia_multi_node_own_batches  the same for Sia's multi-node steps: each
@@ -120,6 +126,7 @@ def main() -> None:
     link_calibrated(cases, w, base, truth, sites)
     interval_coverage(w, cases, steps, sites)
     pcie_interval_coverage(cases, pcie, sites)
+    scaling_band_coverage(w)
     measurement_noise(cases)
     single_host_lambda(w)
     links()
@@ -165,6 +172,26 @@ def single_host_lambda(w) -> None:
     m = ic != "pcie"
     print(json.dumps({"split": "multi_gpu_single_host_lambda/nvlink_or_nvswitch/ALL",
                       **{k: stats(np.abs(p[m] / truth[m] - 1) * 100) for k, p in preds.items()}}))
+
+
+def scaling_band_coverage(w) -> None:
+    """interval_coverage/scaling_band: each source's multi-GPU steps against the band of the
+    other sources (as srift.learn.scaling_band.coverage_by_source) and against the compute
+    band alone."""
+    from srift.engine import EngineConfig
+    from srift.learn.scaling_band import coverage_by_source, scaling_residuals
+
+    residuals = scaling_residuals(w)
+    held = coverage_by_source(residuals)
+    lo, hi = math.log(EngineConfig().measured_p10), math.log(EngineConfig().measured_p90)
+    for key, cov in held.items():
+        scope, source = key.split("/")
+        r = np.array([x.log_residual for x in residuals if x.scope == scope and x.source == source])
+        print(json.dumps({"split": f"interval_coverage/scaling_band/{key}",
+                          "band_of_other_sources": {k: round(v, 3) if isinstance(v, float) else v for k, v in cov.items()},
+                          "compute_band_only": {"inside_p10_p90": round(float(np.mean((r >= lo) & (r <= hi))), 3),
+                                                "below_p10": round(float(np.mean(r < lo)), 3),
+                                                "above_p90": round(float(np.mean(r > hi)), 3), "n": int(r.size)}}))
 
 
 def pcie_interval_coverage(cases, pcie: np.ndarray, sites: np.ndarray) -> None:

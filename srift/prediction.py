@@ -238,6 +238,13 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             p10 = min(p10, result.iteration_s * l10)
         if l90 > 1.0 and math.isfinite(p90):
             p90 = max(p90, result.iteration_s * l90)
+        # Links srift models from their specs: the held-out spread of measured multi-GPU steps
+        # (srift.learn.scaling_band note "scaling band"), widening, never narrowing.
+        s10, s90 = engine.scaling_interval([(g.instance_type, g.count) for g in cluster.groups])
+        if s10 < 1.0 and math.isfinite(p10):
+            p10 = min(p10, result.iteration_s * s10)
+        if s90 > 1.0 and math.isfinite(p90):
+            p90 = max(p90, result.iteration_s * s90)
     return Prediction(
         cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
         feasible=ok, why_infeasible=why,

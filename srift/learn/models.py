@@ -13,6 +13,7 @@ from srift.learn.blend import anchored_correction
 from srift.learn.features import absolute_features, ratio_features, roofline
 from srift.learn.gpus import peaks_from_catalog
 from srift.learn.loader import load_model
+from srift.learn.scaling_band import band_factors, validate_scaling_band
 from srift.learn.workloads import workload_from_profile
 
 __all__ = ["CostModels", "default_models"]
@@ -75,6 +76,7 @@ class CostModels:
         self.tcp_latency = _Loaded(*load_model(d / "link_tcp_latency.json"))
         self.pcie_efficiency = _Loaded(*load_model(d / "link_pcie_efficiency.json"))
         self._pcie_domain = _pcie_domain_bytes_s(self.pcie_efficiency.doc)
+        self._scaling_band = validate_scaling_band(self.overhead.doc.get("scaling_band"))
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | None = None,
@@ -168,6 +170,12 @@ class CostModels:
         if not isinstance(r, dict) or not all(isinstance(r.get(k), (int, float)) for k in ("p10", "p90")):
             return math.nan, math.nan
         return math.exp(float(r["p10"])), math.exp(float(r["p90"]))
+
+    def scaling_interval(self, instances: int, gpus_per_instance: int) -> tuple[float, float]:
+        """(p10, p90) factors on a multi-GPU iteration over links srift models rather than
+        learns or measures: `instances` instances with at most `gpus_per_instance` ranks each
+        (srift.learn.scaling_band note "scaling band"); (1, 1) for one GPU."""
+        return band_factors(self._scaling_band, instances, gpus_per_instance)
 
     def iteration_correction(self, counts: list[int], interconnect: str, intra_gbytes_s: float,
                              network_gbps: float, rdma: bool, gradient_bytes: float, one_gpu_s: float,

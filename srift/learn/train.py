@@ -180,9 +180,29 @@ def train_overhead(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> d
                       "log(step/T1) - log(simulated_v0/T1): correction of the simulated iteration")
     doc["residuals"]["split"] = "leave-one-Sia-cluster-out"
     doc["instance_anchor"] = instance_anchor_residuals(cases, workloads, rows)
+    doc["scaling_band"] = scaling_band(workloads, verbose)
     if out_dir is not None:
         (out_dir / "iteration_overhead.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
     return doc
+
+
+def scaling_band(workloads: dict[str, WorkloadInfo], verbose: bool = True) -> dict[str, Any]:
+    """The band of multi-GPU iterations over modelled links (srift.learn.scaling_band note
+    "scaling band"), with each source's coverage by the band of the others."""
+    from srift.learn.scaling_band import coverage_by_source, fit_scaling_band, scaling_residuals
+
+    residuals = scaling_residuals(workloads)
+    band = fit_scaling_band(residuals)
+    band["coverage_leave_one_source_out"] = coverage_by_source(residuals)
+    band["split"] = ("log(measured / predicted) iteration, each multi-GPU step predicted from its own 1-GPU step "
+                     "(Lambda's hosts and Sia's NVLink/NVSwitch nodes at v0 links; Sia's multi-node steps as the "
+                     "engine predicts them), quantiles with every source weighing the same")
+    if verbose:
+        print("scaling band (p10-p90): " + "; ".join(
+            f"{scope} " + ", ".join(f"{k} x{math.exp(c['p10']):.2f}-x{math.exp(c['p90']):.2f}"
+                                    for k, c in band[scope].items() if "borrowed_from" not in c)
+            for scope in ("single_instance", "multi_instance")))
+    return band
 
 
 def instance_anchor_residuals(cases: list[Any], workloads: dict[str, WorkloadInfo], rows: list[Any]) -> dict[str, Any]:
