@@ -357,12 +357,12 @@ class Engine:
 
     def scaling_interval(self, groups: list[tuple[str, int]]) -> tuple[float, float]:
         """(p10, p90) factors on the iteration of a cluster of (instance type, count) groups
-        over links srift models rather than learns or measures: the held-out steps of such
-        clusters, by scope and GPUs per instance (srift.learn.scaling_band note "scaling
-        band"). (1, 1) where the links that matter carry their own evidence: one GPU; one
-        instance measured whole by the profile, with a probed link, or on the learned PCIe line
-        (link_interval); several instances where one type is measured whole (instance_interval)
-        or every type's network is probed."""
+        over links srift models or a probe measured: the held-out steps of such clusters, by
+        scope and GPUs per instance (srift.learn.scaling_band note "scaling band"); the probed
+        band where the links that matter were probed (one instance's intra-node link, every
+        type's network across several). (1, 1) where the iteration carries its own evidence:
+        one GPU; one instance measured whole by the profile or on the learned PCIe line
+        (link_interval); several instances where one type is measured whole (instance_interval)."""
         if not groups:
             raise ValueError("groups: expected at least one (instance type, count) group, got none")
         its = [self.catalog.instance(name) for name, _ in groups]
@@ -372,14 +372,16 @@ class Engine:
             raise ValueError(f"groups: expected at least one instance, got counts {[c for _, c in groups]}")
         if instances == 1:
             it = its[0]
-            if (gpus == 1 or it.name in self._instance_points or it.measured_intra_gbytes_s
-                    or self._uses_learned_pcie(it)):
+            if gpus == 1 or it.name in self._instance_points or self._uses_learned_pcie(it):
                 return 1.0, 1.0
-        elif any(it.name in self._instance_points for it in its) or all(it.measured_network_gbytes_s for it in its):
-            return 1.0, 1.0
+            probed = bool(it.measured_intra_gbytes_s)
+        else:
+            if any(it.name in self._instance_points for it in its):
+                return 1.0, 1.0
+            probed = all(it.measured_network_gbytes_s for it in its)
         from srift.learn import default_models
 
-        return default_models().scaling_interval(instances, gpus)
+        return default_models().scaling_interval(instances, gpus, probed)
 
     def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:
         """(p10, p90) factors on a rank's compute time on an instance type in a cluster of

@@ -171,11 +171,12 @@ class CostModels:
             return math.nan, math.nan
         return math.exp(float(r["p10"])), math.exp(float(r["p90"]))
 
-    def scaling_interval(self, instances: int, gpus_per_instance: int) -> tuple[float, float]:
+    def scaling_interval(self, instances: int, gpus_per_instance: int, probed: bool = False) -> tuple[float, float]:
         """(p10, p90) factors on a multi-GPU iteration over links srift models rather than
-        learns or measures: `instances` instances with at most `gpus_per_instance` ranks each
-        (srift.learn.scaling_band note "scaling band"); (1, 1) for one GPU."""
-        return band_factors(self._scaling_band, instances, gpus_per_instance)
+        learns, or (probed) measured by `srift probe-network`: `instances` instances with at
+        most `gpus_per_instance` ranks each (srift.learn.scaling_band note "scaling band");
+        (1, 1) for one GPU."""
+        return band_factors(self._scaling_band, instances, gpus_per_instance, probed)
 
     def iteration_correction(self, counts: list[int], interconnect: str, intra_gbytes_s: float,
                              network_gbps: float, rdma: bool, gradient_bytes: float, one_gpu_s: float,

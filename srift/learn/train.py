@@ -189,19 +189,20 @@ def train_overhead(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> d
 def scaling_band(workloads: dict[str, WorkloadInfo], verbose: bool = True) -> dict[str, Any]:
     """The band of multi-GPU iterations over modelled links (srift.learn.scaling_band note
     "scaling band"), with each source's coverage by the band of the others."""
-    from srift.learn.scaling_band import coverage_by_source, fit_scaling_band, scaling_residuals
+    from srift.learn.scaling_band import SCOPES, coverage_by_source, fit_scaling_band, scaling_residuals
 
     residuals = scaling_residuals(workloads)
     band = fit_scaling_band(residuals)
     band["coverage_leave_one_source_out"] = coverage_by_source(residuals)
     band["split"] = ("log(measured / predicted) iteration, each multi-GPU step predicted from its own 1-GPU step "
                      "(Lambda's hosts and Sia's NVLink/NVSwitch nodes at v0 links; Sia's multi-node steps as the "
-                     "engine predicts them), quantiles with every source weighing the same")
+                     "engine predicts them; probed_*: Sia's steps with links calibrated on the other models), "
+                     "quantiles with every source weighing the same")
     if verbose:
         print("scaling band (p10-p90): " + "; ".join(
             f"{scope} " + ", ".join(f"{k} x{math.exp(c['p10']):.2f}-x{math.exp(c['p90']):.2f}"
                                     for k, c in band[scope].items() if "borrowed_from" not in c)
-            for scope in ("single_instance", "multi_instance")))
+            for scope in SCOPES))
     return band
 
 

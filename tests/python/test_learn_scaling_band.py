@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import srift
-from srift.learn.scaling_band import (BUCKETS, ScalingResidual, balanced_quantiles, band_factors, bucket_of,
+from srift.learn.scaling_band import (BUCKETS, SCOPES, ScalingResidual, balanced_quantiles, band_factors, bucket_of,
                                       coverage_by_source, fit_scaling_band, validate_scaling_band)
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -53,6 +53,8 @@ def _residuals() -> list[ScalingResidual]:
     out.append(ScalingResidual("single_instance", 8, "p", 0.2))
     for v in (-0.2, 0.0, 0.2, 0.4):
         out.append(ScalingResidual("multi_instance", 4, "q", v))
+    out.append(ScalingResidual("probed_single_instance", 8, "q", 0.1))
+    out.append(ScalingResidual("probed_multi_instance", 8, "q", -0.1))
     return out
 
 
@@ -72,8 +74,10 @@ def test_fit_scaling_band_by_scope_and_bucket_with_borrowed_cells() -> None:
     assert m["3-4"]["p10"] == -0.2 and m["3-4"]["p90"] == 0.4
     assert m["1"]["borrowed_from"] == m["2"]["borrowed_from"] == "3-4" and m["5+"]["borrowed_from"] == "3-4"
     assert validate_scaling_band(band)["single_instance"]["5+"] == (0.0, 1.0)
-    with pytest.raises(ValueError, match="multi_instance"):
-        fit_scaling_band([r for r in _residuals() if r.scope == "single_instance"])
+    assert band["probed_single_instance"]["2"]["borrowed_from"] == "5+"  # none below: the nearest above
+    for scope in ("multi_instance", "probed_multi_instance"):
+        with pytest.raises(ValueError, match=scope):
+            fit_scaling_band([r for r in _residuals() if r.scope != scope])
 
 
 def test_coverage_by_source_uses_only_the_other_sources() -> None:
@@ -91,6 +95,9 @@ def test_band_factors_pick_the_scope_and_bucket() -> None:
     assert band_factors(band, 1, 8) == (pytest.approx(math.exp(0.0)), pytest.approx(math.exp(1.0)))
     assert band_factors(band, 3, 4) == (pytest.approx(math.exp(-0.2)), pytest.approx(math.exp(0.4)))
     assert band_factors(band, 2, 1) == band_factors(band, 2, 4)  # borrowed from 3-4
+    assert band_factors(band, 1, 8, probed=True) == (pytest.approx(math.exp(0.1)), pytest.approx(math.exp(0.1)))
+    assert band_factors(band, 2, 2, probed=True) == (pytest.approx(math.exp(-0.1)), pytest.approx(math.exp(-0.1)))
+    assert band_factors(band, 1, 1, probed=True) == (1.0, 1.0)
     for bad in (0, -2, True):
         with pytest.raises(ValueError, match="instances"):
             band_factors(band, bad, 2)
@@ -104,6 +111,7 @@ def test_band_factors_pick_the_scope_and_bucket() -> None:
     (lambda b: b["single_instance"]["2"].update(p90=math.inf), "scaling_band.single_instance.2.p90"),
     (lambda b: b["multi_instance"]["5+"].update(p10=True), "scaling_band.multi_instance.5\\+.p10"),
     (lambda b: b["multi_instance"]["1"].update(p10=1.0, p90=0.5), "p10 1.0 is above p90 0.5"),
+    (lambda b: b.pop("probed_single_instance"), "scaling_band.probed_single_instance"),
 ])
 def test_malformed_bands_do_not_load(mutate, field) -> None:
     band = fit_scaling_band(_residuals())
@@ -149,8 +157,10 @@ def test_engine_applies_the_band_only_over_modelled_links(resnet50_profile, cata
     probed = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {
         "p3.16xlarge": {"measured_intra_gbytes_s": 60.0, "measured_network_gbytes_s": 2.0}}})
     probed_engine = Engine(resnet50_profile, probed)
-    assert probed_engine.scaling_interval([("p3.16xlarge", 1)]) == (1.0, 1.0)
-    assert probed_engine.scaling_interval([("p3.16xlarge", 3)]) == (1.0, 1.0)
+    assert probed_engine.scaling_interval([("p3.16xlarge", 1)]) == models.scaling_interval(1, 8, probed=True)
+    assert probed_engine.scaling_interval([("p3.16xlarge", 3)]) == models.scaling_interval(3, 8, probed=True)
+    assert models.scaling_interval(1, 8, probed=True)[1] < models.scaling_interval(1, 8)[1]  # evidence narrows it
+    # a type whose network nobody probed keeps the modelled band
     assert probed_engine.scaling_interval([("p3.16xlarge", 1), ("p4d.24xlarge", 1)]) == models.scaling_interval(2, 8)
     with pytest.raises(ValueError, match="groups"):
         engine.scaling_interval([])
@@ -194,11 +204,15 @@ def test_shipped_band_is_what_training_rebuilds(monkeypatch) -> None:
         counts[(r.scope, r.source)] = counts.get((r.scope, r.source), 0) + 1
     assert counts == {("single_instance", "lambda"): 315, ("single_instance", "azure"): 473,
                       ("single_instance", "dgx"): 872, ("multi_instance", "azure"): 2306,
-                      ("multi_instance", "dgx"): 4300, ("multi_instance", "rtx"): 1897}
+                      ("multi_instance", "dgx"): 4300, ("multi_instance", "rtx"): 1897,
+                      # quad has no two-node placement to calibrate a network on
+                      ("probed_single_instance", "azure"): 473, ("probed_single_instance", "dgx"): 872,
+                      ("probed_single_instance", "rtx"): 385, ("probed_multi_instance", "azure"): 2306,
+                      ("probed_multi_instance", "dgx"): 4300, ("probed_multi_instance", "rtx"): 1897}
     rebuilt = scaling_band(workloads, verbose=False)
     shipped = copy.deepcopy(default_models().overhead.doc["scaling_band"])
     assert set(rebuilt) == set(shipped)
-    for scope in ("single_instance", "multi_instance"):
+    for scope in SCOPES:
         for key, _, _ in BUCKETS:
             for q in ("p10", "p50", "p90"):
                 assert rebuilt[scope][key][q] == pytest.approx(shipped[scope][key][q], abs=1e-12), (scope, key, q)
