@@ -362,7 +362,7 @@ class Engine:
         band where the links that matter were probed (one instance's intra-node link, every
         type's network across several). (1, 1) where the iteration carries its own evidence:
         one GPU; one instance measured whole by the profile or on the learned PCIe line
-        (link_interval); several instances where one type is measured whole (instance_interval)."""
+        (link_interval); several instances of types all measured whole (instance_interval)."""
         if not groups:
             raise ValueError("groups: expected at least one (instance type, count) group, got none")
         its = [self.catalog.instance(name) for name, _ in groups]
@@ -376,7 +376,7 @@ class Engine:
                 return 1.0, 1.0
             probed = bool(it.measured_intra_gbytes_s)
         else:
-            if any(it.name in self._instance_points for it in its):
+            if all(it.name in self._instance_points for it in its):
                 return 1.0, 1.0
             probed = all(it.measured_network_gbytes_s for it in its)
         from srift.learn import default_models

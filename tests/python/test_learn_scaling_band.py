@@ -186,6 +186,10 @@ def test_a_whole_instance_measurement_keeps_its_own_band(fresh_profile) -> None:
 
     engine = Engine(fresh_profile, srift.Catalog.default())
     assert engine.scaling_interval([("p3.16xlarge", 2)]) == (1.0, 1.0)  # note "instance anchor" band instead
+    # beside a type nobody measured, the modelled band still holds
+    from srift.learn.models import default_models
+
+    assert engine.scaling_interval([("p3.16xlarge", 1), ("p4d.24xlarge", 1)]) == default_models().scaling_interval(2, 8)
 
 
 @pytest.mark.skipif(not all((MEASURED / f).is_file() for f in ("sia_profiles_non_ec2.csv", "lambda_pytorch_train.csv")),
