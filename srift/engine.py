@@ -363,25 +363,36 @@ class Engine:
         type's network across several). (1, 1) where the iteration carries its own evidence:
         one GPU; one instance measured whole by the profile or on the learned PCIe line
         (link_interval); several instances of types all measured whole (instance_interval)."""
+        p10, p90, _ = self.scaling_band(groups)
+        return p10, p90
+
+    def scaling_band(self, groups: list[tuple[str, int]]) -> tuple[float, float, str]:
+        """scaling_interval's (p10, p90) factors and what they stand for ("" where (1, 1))."""
         if not groups:
             raise ValueError("groups: expected at least one (instance type, count) group, got none")
-        its = [self.catalog.instance(name) for name, _ in groups]
-        instances = sum(int(count) for _, count in groups)
-        gpus = max(int(it.gpu_count) for it in its)
-        if instances < 1:
+        for name, count in groups:
+            if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 0:
+                raise ValueError(f"groups: expected an instance count >= 0 for {name!r}, got {count!r}")
+        used = [(self.catalog.instance(name), int(count)) for name, count in groups if count > 0]
+        if not used:
             raise ValueError(f"groups: expected at least one instance, got counts {[c for _, c in groups]}")
+        instances = sum(count for _, count in used)
+        gpus = max(int(it.gpu_count) for it, _ in used)
         if instances == 1:
-            it = its[0]
+            it = used[0][0]
             if gpus == 1 or it.name in self._instance_points or self._uses_learned_pcie(it):
-                return 1.0, 1.0
+                return 1.0, 1.0, ""
             probed = bool(it.measured_intra_gbytes_s)
         else:
-            if all(it.name in self._instance_points for it in its):
-                return 1.0, 1.0
-            probed = all(it.measured_network_gbytes_s for it in its)
+            if all(it.name in self._instance_points for it, _ in used):
+                return 1.0, 1.0, ""
+            probed = all(it.measured_network_gbytes_s for it, _ in used)
         from srift.learn import default_models
 
-        return default_models().scaling_interval(instances, gpus, probed)
+        p10, p90 = default_models().scaling_interval(instances, gpus, probed)
+        where = "one instance" if instances == 1 else f"{instances} instances"
+        return p10, p90, (f"{'probed' if probed else 'modelled'} links, {where} of up to {gpus} GPUs: "
+                          f"measured multi-GPU steps' held-out spread")
 
     def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:
         """(p10, p90) factors on a rank's compute time on an instance type in a cluster of

@@ -89,10 +89,12 @@ class Prediction:
     buckets: list[BucketTiming] = field(default_factory=list)
     # p10/p90 of the iteration time: the slowest group's compute scaled by the held-out
     # residual quantiles of the model that estimated it, widened to the learned PCIe link's
-    # held-out step residuals where a group exchanges gradients over it; other links are taken
-    # as predicted.
+    # held-out step residuals where a group exchanges gradients over it, and to the held-out
+    # spread of measured multi-GPU steps over modelled or probed links (srift.learn.scaling_band
+    # note "scaling band"). band_from: what each part is, with its p10-p90 factors.
     iteration_p10_s: float = math.nan
     iteration_p90_s: float = math.nan
+    band_from: list[str] = field(default_factory=list)
     # compute lost to collectives that share the compute's cores (instance types with a
     # measured_comm_compute_s_per_gbyte; 0 elsewhere)
     interference_s: float = 0.0
@@ -223,6 +225,7 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     nan = math.nan
     ok = result.feasible
     p10 = p90 = nan
+    band_from: list[str] = []
     if ok:
         slowest = max(range(len(groups)), key=lambda i: groups[i].compute_s)
         f10, f90 = engine.instance_interval(cluster.groups[slowest].instance_type,
@@ -230,21 +233,21 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         spread = groups[slowest].compute_s
         p10 = result.iteration_s - spread * (1.0 - f10) if math.isfinite(f10) else nan
         p90 = result.iteration_s + spread * (f90 - 1.0) if math.isfinite(f90) else nan
+        if math.isfinite(f10) and math.isfinite(f90):
+            band_from.append(f"compute on {groups[slowest].instance_type} ({groups[slowest].compute_source}): "
+                             f"x{f10:.2f}-x{f90:.2f} of its compute")
         # A learned PCIe link's own held-out error spans the whole step (its residuals are of
-        # step times): the band is at least that wide.
+        # step times): the band is at least that wide. So does the held-out spread of measured
+        # multi-GPU steps over links srift models or a probe measured (srift.learn.scaling_band
+        # note "scaling band"). Both widen the band, never narrow it.
         links = [engine.link_interval(g.instance_type) for g in cluster.groups]
         l10, l90 = min(f for f, _ in links), max(f for _, f in links)
-        if l10 < 1.0 and math.isfinite(p10):
-            p10 = min(p10, result.iteration_s * l10)
-        if l90 > 1.0 and math.isfinite(p90):
-            p90 = max(p90, result.iteration_s * l90)
-        # Links srift models from their specs: the held-out spread of measured multi-GPU steps
-        # (srift.learn.scaling_band note "scaling band"), widening, never narrowing.
-        s10, s90 = engine.scaling_interval([(g.instance_type, g.count) for g in cluster.groups])
-        if s10 < 1.0 and math.isfinite(p10):
-            p10 = min(p10, result.iteration_s * s10)
-        if s90 > 1.0 and math.isfinite(p90):
-            p90 = max(p90, result.iteration_s * s90)
+        s10, s90, scaling = engine.scaling_band([(g.instance_type, g.count) for g in cluster.groups])
+        for lo, hi, what in ((l10, l90, "learned PCIe link: held-out steps"), (s10, s90, scaling)):
+            if not (lo < 1.0 or hi > 1.0) or not (math.isfinite(p10) and math.isfinite(p90)):
+                continue
+            p10, p90 = min(p10, result.iteration_s * lo), max(p90, result.iteration_s * hi)
+            band_from.append(f"{what}: x{lo:.2f}-x{hi:.2f} of the iteration")
     return Prediction(
         cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
         feasible=ok, why_infeasible=why,
@@ -258,5 +261,5 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         ring_gbytes_s=(result.ring_bandwidth / 1e9) if math.isfinite(result.ring_bandwidth) else 0.0,
         groups=groups, precision=engine.precision, iterations=iterations,
         buckets=[BucketTiming(e.bytes, e.ready_s, e.start_s, e.end_s) for e in events],
-        iteration_p10_s=p10, iteration_p90_s=p90,
+        iteration_p10_s=p10, iteration_p90_s=p90, band_from=band_from,
         interference_s=result.interference_s if ok else nan)

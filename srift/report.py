@@ -257,7 +257,10 @@ def prediction_text(pred: Any) -> str:
              table(rows, ["instance", "market", "count", "gpu", "ranks", "local batch", "compute",
                           "memory", "headroom", "compute from"], right=[2, 4, 6, 8]),
              "",
-             f"iteration        {seconds(pred.iteration_s)}  ({rate(pred.samples_per_s, ' samples/s')})",
+             f"iteration        {seconds(pred.iteration_s)}  ({rate(pred.samples_per_s, ' samples/s')})"
+             + (f"  p10-p90 {seconds(pred.iteration_p10_s)}-{seconds(pred.iteration_p90_s)}"
+                if _finite(getattr(pred, "iteration_p10_s", math.nan))
+                and _finite(getattr(pred, "iteration_p90_s", math.nan)) else ""),
              f"  compute        {seconds(pred.compute_s)}  (slowest group: {slowest.instance_type})",
              f"  exposed comm   {seconds(pred.exposed_comm_s)} of {seconds(pred.comm_s)} "
              f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
@@ -309,6 +312,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
         f"{percent(pred.exposed_comm_s / it)}, optimizer {percent(pred.optimizer_s / it)}; "
         f"{seconds(hidden)} of allreduce hides behind the backward",
         f"bottleneck link: {bottleneck_link(pred, catalog)}",
+        *([f"p10-p90 band, widest of: {'; '.join(pred.band_from)}"] if getattr(pred, "band_from", None) else []),
         f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
         f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; local batch up to "
         f"{tightest.max_local_batch} fits",

@@ -224,3 +224,28 @@ def test_shipped_band_is_what_training_rebuilds(monkeypatch) -> None:
     cov = rebuilt["coverage_leave_one_source_out"]
     assert cov["multi_instance/azure"]["above_p90"] > 0.5
     assert cov["single_instance/lambda"]["inside_p10_p90"] > 0.8
+
+
+def test_prediction_says_what_its_band_is_made_of(resnet50_profile) -> None:
+    from srift.report import explain_prediction, prediction_text
+
+    pred = srift.predict(resnet50_profile, "1x p4d.24xlarge", global_batch=256)
+    assert len(pred.band_from) == 2
+    assert pred.band_from[0].startswith("compute on p4d.24xlarge (learned): x")
+    assert pred.band_from[1].startswith("modelled links, one instance of up to 8 GPUs")
+    assert pred.to_dict()["band_from"] == pred.band_from
+    text = prediction_text(pred)
+    assert any(line.startswith("iteration") and "p10-p90" in line for line in text.splitlines())
+    assert "p10-p90 band, widest of: compute on p4d.24xlarge" in explain_prediction(pred)
+    # one GPU: the compute's band alone
+    one = srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=8)
+    assert len(one.band_from) == 1 and one.band_from[0].startswith("compute on p3.2xlarge")
+    # bad groups name the field
+    from srift.engine import Engine
+
+    engine = Engine(resnet50_profile, srift.Catalog.default())
+    for bad in ([("p4d.24xlarge", -1)], [("p4d.24xlarge", 1.5)], [("p4d.24xlarge", True)]):
+        with pytest.raises(ValueError, match="groups"):
+            engine.scaling_band(bad)
+    assert engine.scaling_band([("p4d.24xlarge", 1), ("p3.2xlarge", 0)])[:2] == engine.scaling_interval(
+        [("p4d.24xlarge", 1)])
