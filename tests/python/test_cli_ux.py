@@ -109,3 +109,21 @@ def test_sweep_cli(capsys, tmp_path, prof):
     assert "key 'model' is unknown" in err and "Traceback" not in err
     assert main(["sweep", str(tmp_path / "missing.yaml")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_recommend_cautions_when_the_p90_time_is_past_the_deadline(capsys, prof):
+    """The deadline holds for the predicted time; the CLI says so when the band reaches past it."""
+    assert main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "100000",
+                 "--deadline", "12h", "--types", TYPES, "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    p = best["prediction"]
+    p90_hours = best["total_hours"] * p["iteration_p90_s"] / p["iteration_s"]
+    assert _recommend(prof) == 0
+    out = capsys.readouterr().out
+    cautions = [line for line in out.splitlines() if line.startswith("caution: ")]
+    assert len(cautions) == (1 if p90_hours > 12 else 0)
+    # a deadline far beyond the band: no caution
+    deadline = f"{int(p90_hours * 3) + 24}h"
+    assert main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "100000",
+                 "--deadline", deadline, "--types", TYPES]) == 0
+    assert "caution:" not in capsys.readouterr().out
