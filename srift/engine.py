@@ -360,9 +360,11 @@ class Engine:
         over links srift models or a probe measured: the held-out steps of such clusters, by
         scope and GPUs per instance (srift.learn.scaling_band note "scaling band"); the probed
         band where the links that matter were probed (one instance's intra-node link, every
-        type's network across several). (1, 1) where the iteration carries its own evidence:
-        one GPU; one instance measured whole by the profile or on the learned PCIe line
-        (link_interval); several instances of types all measured whole (instance_interval)."""
+        type's network and every multi-GPU type's intra-node link across several). (1, 1) where
+        the iteration carries its own evidence: one GPU; one instance measured whole by the
+        profile or on the learned PCIe line (link_interval); several instances of types all
+        measured whole (instance_interval). Under pcie_model="v0" a PCIe 3.0 instance takes the
+        modelled band, which holds no PCIe 3.0 step at v0 (Sia's are the learned line's)."""
         p10, p90, _ = self.scaling_band(groups)
         return p10, p90
 
@@ -370,10 +372,15 @@ class Engine:
         """scaling_interval's (p10, p90) factors and what they stand for ("" where (1, 1))."""
         if not groups:
             raise ValueError("groups: expected at least one (instance type, count) group, got none")
-        for name, count in groups:
+        pairs = []
+        for j, group in enumerate(groups):
+            if not isinstance(group, (tuple, list)) or len(group) != 2:
+                raise ValueError(f"groups[{j}]: expected an (instance type, count) pair, got {group!r}")
+            name, count = group
             if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 0:
-                raise ValueError(f"groups: expected an instance count >= 0 for {name!r}, got {count!r}")
-        used = [(self.catalog.instance(name), int(count)) for name, count in groups if count > 0]
+                raise ValueError(f"groups[{j}]: expected an instance count >= 0 for {name!r}, got {count!r}")
+            pairs.append((self.catalog.instance(name), int(count)))  # an unknown type fails even at count 0
+        used = [(it, count) for it, count in pairs if count > 0]
         if not used:
             raise ValueError(f"groups: expected at least one instance, got counts {[c for _, c in groups]}")
         instances = sum(count for _, count in used)
@@ -386,13 +393,16 @@ class Engine:
         else:
             if all(it.name in self._instance_points for it, _ in used):
                 return 1.0, 1.0, ""
-            probed = all(it.measured_network_gbytes_s for it, _ in used)
+            # the probed band's steps had both links calibrated: every network, and the link
+            # inside every multi-GPU instance, must be probed
+            probed = all(it.measured_network_gbytes_s and (it.gpu_count == 1 or it.measured_intra_gbytes_s)
+                         for it, _ in used)
         from srift.learn import default_models
 
         p10, p90 = default_models().scaling_interval(instances, gpus, probed)
         where = "one instance" if instances == 1 else f"{instances} instances"
-        return p10, p90, (f"{'probed' if probed else 'modelled'} links, {where} of up to {gpus} GPUs: "
-                          f"measured multi-GPU steps' held-out spread")
+        return p10, p90, (f"{'probed' if probed else 'modelled'} links, {where} of up to {gpus} "
+                          f"GPU{'s' if gpus > 1 else ''}: measured multi-GPU steps' held-out spread")
 
     def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:
         """(p10, p90) factors on a rank's compute time on an instance type in a cluster of

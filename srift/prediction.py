@@ -88,10 +88,11 @@ class Prediction:
     iterations: float | None = None
     buckets: list[BucketTiming] = field(default_factory=list)
     # p10/p90 of the iteration time: the slowest group's compute scaled by the held-out
-    # residual quantiles of the model that estimated it, widened to the learned PCIe link's
-    # held-out step residuals where a group exchanges gradients over it, and to the held-out
-    # spread of measured multi-GPU steps over modelled or probed links (srift.learn.scaling_band
-    # note "scaling band"). band_from: what each part is, with its p10-p90 factors.
+    # residual quantiles of the model that estimated it, combined in quadrature (log space)
+    # with the widest link band that applies: the learned PCIe link's held-out step residuals
+    # where a group exchanges gradients over it, the held-out spread of measured multi-GPU
+    # steps over modelled or probed links (srift.learn.scaling_band note "scaling band").
+    # band_from: what each part is, with its p10-p90 factors.
     iteration_p10_s: float = math.nan
     iteration_p90_s: float = math.nan
     band_from: list[str] = field(default_factory=list)
@@ -236,18 +237,26 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         if math.isfinite(f10) and math.isfinite(f90):
             band_from.append(f"compute on {groups[slowest].instance_type} ({groups[slowest].compute_source}): "
                              f"x{f10:.2f}-x{f90:.2f} of its compute")
-        # A learned PCIe link's own held-out error spans the whole step (its residuals are of
-        # step times): the band is at least that wide. So does the held-out spread of measured
-        # multi-GPU steps over links srift models or a probe measured (srift.learn.scaling_band
-        # note "scaling band"). Both widen the band, never narrow it.
+        # The learned PCIe link's band and the scaling band (srift.learn.scaling_band note
+        # "scaling band") are held-out spreads of whole steps predicted from a *measured* 1-GPU
+        # step: two estimates of one error, of which the widest counts. The compute band is the
+        # error of that 1-GPU step itself, independent of it: the two add in quadrature in log
+        # space (a measured GPU's x0.97-x1.03 barely moves a link band; a learned GPU's widens
+        # it). Either way the band widens, never narrows.
         links = [engine.link_interval(g.instance_type) for g in cluster.groups]
         l10, l90 = min(f for f, _ in links), max(f for _, f in links)
         s10, s90, scaling = engine.scaling_band([(g.instance_type, g.count) for g in cluster.groups])
-        for lo, hi, what in ((l10, l90, "learned PCIe link: held-out steps"), (s10, s90, scaling)):
-            if not (lo < 1.0 or hi > 1.0) or not (math.isfinite(p10) and math.isfinite(p90)):
-                continue
-            p10, p90 = min(p10, result.iteration_s * lo), max(p90, result.iteration_s * hi)
-            band_from.append(f"{what}: x{lo:.2f}-x{hi:.2f} of the iteration")
+        it = result.iteration_s
+        if math.isfinite(p10) and math.isfinite(p90) and it > 0:
+            link_lo = link_hi = 0.0
+            for lo, hi, what in ((l10, l90, "learned PCIe link: held-out steps"), (s10, s90, scaling)):
+                if (lo < 1.0 or hi > 1.0) and math.isfinite(lo) and math.isfinite(hi) and lo > 0:
+                    link_lo, link_hi = min(link_lo, math.log(lo)), max(link_hi, math.log(hi))
+                    band_from.append(f"{what}: x{lo:.2f}-x{hi:.2f} of the iteration")
+            if link_lo < 0.0 or link_hi > 0.0:
+                compute_lo, compute_hi = min(0.0, math.log(p10 / it)), max(0.0, math.log(p90 / it))
+                p10 = it * math.exp(-math.hypot(compute_lo, link_lo))
+                p90 = it * math.exp(math.hypot(compute_hi, link_hi))
     return Prediction(
         cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
         feasible=ok, why_infeasible=why,

@@ -312,7 +312,9 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
         f"{percent(pred.exposed_comm_s / it)}, optimizer {percent(pred.optimizer_s / it)}; "
         f"{seconds(hidden)} of allreduce hides behind the backward",
         f"bottleneck link: {bottleneck_link(pred, catalog)}",
-        *([f"p10-p90 band, widest of: {'; '.join(pred.band_from)}"] if getattr(pred, "band_from", None) else []),
+        *([f"p10-p90 band from: {'; '.join(pred.band_from)}"
+           + (" (compute and the widest link part add in quadrature)" if len(pred.band_from) > 1 else "")]
+          if getattr(pred, "band_from", None) else []),
         f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
         f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; local batch up to "
         f"{tightest.max_local_batch} fits",

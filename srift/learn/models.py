@@ -176,7 +176,9 @@ class CostModels:
         learns, or (probed) measured by `srift probe-network`: `instances` instances with at
         most `gpus_per_instance` ranks each (srift.learn.scaling_band note "scaling band");
         (1, 1) for one GPU."""
-        return band_factors(self._scaling_band, instances, gpus_per_instance, probed)
+        if not isinstance(probed, (bool, np.bool_)):
+            raise ValueError(f"probed: expected True or False, got {probed!r}")
+        return band_factors(self._scaling_band, instances, gpus_per_instance, bool(probed))
 
     def iteration_correction(self, counts: list[int], interconnect: str, intra_gbytes_s: float,
                              network_gbps: float, rdma: bool, gradient_bytes: float, one_gpu_s: float,

@@ -6,7 +6,7 @@ PCIe line on PCIe 3.0, which carries a band of its own: srift.learn.pcie_link). 
 band of such a prediction was the compute band alone (x0.97-x1.03 for a measured GPU), as if
 the links and the hosts around them were known exactly. Measured multi-GPU steps say
 otherwise. log(measured / predicted), each step predicted from its own 1-GPU step, nothing
-fitted on it (median, p10, p90 factors; bench/accuracy.py interval_coverage/scaling_band_*):
+fitted on it (p10 and p90 factors; bench/accuracy.py interval_coverage/scaling_band/*):
                                     steps    p10     p90
   one instance   Lambda's hosts       315    x0.94   x1.14   (NVLink, NVSwitch, PCIe 4.0/5.0)
                  Sia azure            473    x0.92   x2.47   (8x V100 NVLink VM)
@@ -45,7 +45,9 @@ iterations, so it absorbs some host contention a real allreduce probe would not 
 band may be narrower than a real probe earns. Shipped: one instance x0.81-x1.26 (2 GPUs) to
 x0.87-x1.51 (5+); several x0.66-x1.14 (2) to x0.81-x1.56 (5+). Held out by source: dgx 91% / 88%
 inside, rtx 86% / 98%, azure 58% / 33% (one instance / several).
-The band widens the prediction's own p10-p90 (srift.prediction), never narrows it. It does not
+The band is of whole steps predicted from a *measured* 1-GPU step; where the 1-GPU compute is
+itself predicted, its band and this one add in quadrature in log space (srift.prediction: the
+two errors are taken as independent). The band widens the prediction's p10-p90, never narrows it. It does not
 apply where the iteration itself is measured: a whole instance measured by the profile (its
 own band, note "instance anchor"), or the learned PCIe line inside one instance (its held-out
 band; across several instances its network takes this band).
@@ -98,15 +100,16 @@ def balanced_quantiles(values: Any, sources: Any, qs: tuple[float, ...] = _QUANT
     s = np.asarray(sources)
     if v.ndim != 1 or v.size == 0 or s.shape != v.shape:
         raise ValueError(f"values: expected a non-empty 1-D array with one source each, got {v.shape} and {s.shape}")
-    if not np.all(np.isfinite(v)):
-        raise ValueError("values: expected finite values")
+    bad = np.flatnonzero(~np.isfinite(v))
+    if bad.size:
+        raise ValueError(f"values[{int(bad[0])}]: expected a finite value, got {float(v[bad[0]])!r}")
     counts = Counter(s.tolist())
     weights = np.array([1.0 / counts[x] for x in s.tolist()])
     order = np.argsort(v, kind="stable")
     cum = np.cumsum(weights[order]) / weights.sum()
     out = []
     for q in qs:
-        if not 0.0 <= q <= 1.0:
+        if not isinstance(q, (int, float, np.floating)) or isinstance(q, bool) or not 0.0 <= q <= 1.0:
             raise ValueError(f"qs: expected quantiles in [0, 1], got {q!r}")
         i = min(int(np.searchsorted(cum, q - 1e-12)), v.size - 1)
         out.append(float(v[order][i]))
@@ -166,8 +169,8 @@ def _cell(rs: list[ScalingResidual]) -> dict[str, Any]:
 
 def fit_scaling_band(residuals: list[ScalingResidual]) -> dict[str, Any]:
     """{scope: {bucket: {p10, p50, p90 (log factors), n, sources}}} of the residuals; a cell
-    with no steps borrows the nearest filled bucket below it, then above (recorded as
-    "borrowed_from")."""
+    with no steps borrows the quantiles of the nearest filled bucket below it, then above
+    (recorded as "borrowed_from", with n 0)."""
     band: dict[str, Any] = {}
     for scope in SCOPES:
         cells: dict[str, Any] = {}
@@ -181,7 +184,7 @@ def fit_scaling_band(residuals: list[ScalingResidual]) -> dict[str, Any]:
         for i, key in enumerate(keys):
             if key not in cells:
                 near = next((k for k in [*reversed(keys[:i]), *keys[i + 1:]] if k in cells and "borrowed_from" not in cells[k]))
-                cells[key] = {**cells[near], "borrowed_from": near}
+                cells[key] = {**cells[near], "n": 0, "sources": {}, "borrowed_from": near}
         band[scope] = {k: cells[k] for k in keys}
     return band
 

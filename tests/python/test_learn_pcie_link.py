@@ -206,8 +206,11 @@ def test_band_of_a_pcie_cluster_is_at_least_the_links_held_out_error(resnet50_pr
         assert engine.scaling_interval([(instance, 2)]) == (s10, s90)
         slow = other.groups[0].compute_s
         it = other.iteration_s
-        assert other.iteration_p90_s == pytest.approx(max(it + slow * (f90 - 1), it * s90), rel=1e-9)
-        assert other.iteration_p10_s == pytest.approx(min(it - slow * (1 - f10), it * s10), rel=1e-9)
+        # compute and link bands add in quadrature in log space (srift.prediction)
+        hi = math.hypot(math.log((it + slow * (f90 - 1)) / it), math.log(s90))
+        lo = math.hypot(math.log((it - slow * (1 - f10)) / it), math.log(s10))
+        assert other.iteration_p90_s == pytest.approx(it * math.exp(hi), rel=1e-9)
+        assert other.iteration_p10_s == pytest.approx(it * math.exp(-lo), rel=1e-9)
 
 
 def test_learned_pcie_link_stays_within_the_pcie_generation_it_was_fitted_on(resnet50_profile, catalog) -> None:
