@@ -52,6 +52,10 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    sources (srift.learn.scaling_band note "scaling band"), beside
                                    the compute band alone (x0.97-x1.03, a measured GPU's), which
                                    is what such predictions carried before
+  interval_coverage/scaling_band_predicted_compute/lambda  Lambda's host steps with nothing
+                                   measured (the 1-GPU time from the no-measurement model, held
+                                   out by chip): the compute and scaling bands combined as the
+                                   widest of the two or in quadrature (as shipped)
   measurement_noise/lambda_single_gpu  the data's own floor: a repeated Lambda 1-GPU
                                    measurement against the median of its other repeats
   measurement_noise/sia_multi_node_own_batches  the same for Sia's multi-node steps: each
@@ -127,6 +131,7 @@ def main() -> None:
     interval_coverage(w, cases, steps, sites)
     pcie_interval_coverage(cases, pcie, sites)
     scaling_band_coverage(w)
+    scaling_band_with_predicted_compute(w)
     measurement_noise(cases)
     single_host_lambda(w)
     links()
@@ -192,6 +197,48 @@ def scaling_band_coverage(w) -> None:
                           "compute_band_only": {"inside_p10_p90": round(float(np.mean((r >= lo) & (r <= hi))), 3),
                                                 "below_p10": round(float(np.mean(r < lo)), 3),
                                                 "above_p90": round(float(np.mean(r > hi)), 3), "n": int(r.size)}}))
+
+
+def scaling_band_with_predicted_compute(w) -> None:
+    """interval_coverage/scaling_band_predicted_compute/lambda: Lambda's n-GPU host steps with
+    nothing measured at all: the 1-GPU time from the no-measurement model held out by GPU chip,
+    the links at v0 (log residuals add: the hosts scale near linearly), against the compute
+    band (the shipped absolute model's) combined with the other sources' scaling band, either
+    the widest of the two or both in quadrature (srift.prediction)."""
+    from srift.learn.comm import V0_EFFICIENCY
+    from srift.learn.datasets import DATA_GPU_NAMES
+    from srift.learn.host_scaling import host_steps, lambda_host_cases
+    from srift.learn.models import default_models
+    from srift.learn.scaling_band import balanced_quantiles, bucket_of, scaling_residuals
+
+    X, y, base, truth, meta = absolute_dataset(compute_rows(cpu=True), w)
+    pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], "chip")
+    compute = {(r.workload, r.gpu, r.precision, r.batch): t - (p + b)
+               for (_, r), p, t, b, m in zip(meta, pred, truth, base, mask) if m and r.source == "lambda"}
+    doc = default_models().absolute.doc["residuals"]
+    c10, c90 = float(doc["p10"]), float(doc["p90"])
+    hosts = lambda_host_cases()
+    v0 = host_steps(hosts, w, lambda c: c.nominal_gbytes_s * 1e9 * V0_EFFICIENCY[c.interconnect])
+    others = [r for r in scaling_residuals(w) if r.scope == "single_instance" and r.source != "lambda"]
+    total, bands = [], {"widest": [], "quadrature": []}
+    for c, p in zip(hosts, v0):
+        name = next((n for n in DATA_GPU_NAMES if c.family == n), "H100 80GB SXM5" if "H100 80GB SXM5" in c.family else None)
+        key = (c.workload, DATA_GPU_NAMES.get(name, ""), "amp" if c.precision == "fp16" else "tf32", c.local_bsz)
+        if key not in compute:
+            continue
+        cell = [r for r in others if bucket_of(r.gpus_per_instance) == bucket_of(c.gpus)]
+        s10, _, s90 = balanced_quantiles([r.log_residual for r in cell], [r.source for r in cell])
+        total.append(math.log(c.step_time / p) + compute[key])
+        bands["widest"].append((min(c10, s10, 0.0), max(c90, s90, 0.0)))
+        bands["quadrature"].append((-math.hypot(min(c10, 0.0), min(s10, 0.0)), math.hypot(max(c90, 0.0), max(s90, 0.0))))
+    t = np.array(total)
+    out = {"split": "interval_coverage/scaling_band_predicted_compute/lambda"}
+    for rule, b in bands.items():
+        lo, hi = np.array([x[0] for x in b]), np.array([x[1] for x in b])
+        out[rule] = {"inside_p10_p90": round(float(np.mean((t >= lo) & (t <= hi))), 3),
+                     "below_p10": round(float(np.mean(t < lo)), 3), "above_p90": round(float(np.mean(t > hi)), 3),
+                     "n": int(t.size)}
+    print(json.dumps(out))
 
 
 def pcie_interval_coverage(cases, pcie: np.ndarray, sites: np.ndarray) -> None:
