@@ -54,6 +54,8 @@ def test_sweep_writes_table_and_resumes_without_recomputing(spec_file):
     assert len({r["key"] for r in after}) == 8
     found = [r for r in after if r["found"] == "True"]
     assert found and all(float(r["total_usd"]) > 0 and r["plan"] for r in found)
+    # the p10-p90 band of the whole run brackets its predicted time
+    assert all(float(r["total_hours_p10"]) <= float(r["total_hours"]) <= float(r["total_hours_p90"]) for r in found)
     for r in after:
         if r["constraint"] == "deadline=12h" and r["found"] == "True":
             assert float(r["total_hours"]) <= 12
