@@ -358,13 +358,11 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                  f"best plan: {b.cluster} ({b.prediction.workers} GPUs): {report.interval(b.prediction, b.total_hours)}, "
                  f"{report.usd(b.total_usd)} at {report.usd(b.usd_per_hour)}/h",
                  f"why: {why}"]
-        pred = b.prediction
-        if rec.deadline_hours and pred.iteration_s > 0 and math.isfinite(pred.iteration_p90_s):
-            p90_hours = b.total_hours * pred.iteration_p90_s / pred.iteration_s
-            if p90_hours > rec.deadline_hours:
-                lines.append(f"caution: its p90 time, {report.hours(p90_hours)}, is past the "
-                             f"{report.hours(rec.deadline_hours)} deadline: the plan meets it as predicted, not "
-                             f"with 90% confidence (the band is held-out measurements' spread; --explain)")
+        p90_hours = b.band_hours()[1]
+        if rec.deadline_hours and math.isfinite(p90_hours) and p90_hours > rec.deadline_hours:
+            lines.append(f"caution: its p90 time, {report.hours(p90_hours)}, is past the "
+                         f"{report.hours(rec.deadline_hours)} deadline: the plan meets it as predicted, not "
+                         f"with 90% confidence (the band is held-out measurements' spread; --explain)")
         if b.uses_spot:
             lines.append(
                 f"spot: {b.interruptions_per_hour * 24 * 30:.2f} interruptions/month expected across the plan, "

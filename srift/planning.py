@@ -56,6 +56,14 @@ class Plan:
     def uses_spot(self) -> bool:
         return any(g.market == "spot" for g in self.cluster.groups)
 
+    def band_hours(self) -> tuple[float, float]:
+        """(p10, p90) of the whole run's hours from the prediction's iteration band (NaN where
+        the prediction carries none): total_hours scaled by p10/p90 over the iteration."""
+        p = self.prediction
+        if not (p.iteration_s > 0 and math.isfinite(p.iteration_p10_s) and math.isfinite(p.iteration_p90_s)):
+            return math.nan, math.nan
+        return self.total_hours * p.iteration_p10_s / p.iteration_s, self.total_hours * p.iteration_p90_s / p.iteration_s
+
     def to_dict(self) -> dict[str, Any]:
         spot = {k: getattr(self, k) for k in ("nominal_hours", "p90_hours", "miss_probability",
                                                "interruptions_per_hour", "expected_interruptions",

@@ -243,11 +243,11 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         # error of that 1-GPU step itself, independent of it: the two add in quadrature in log
         # space (a measured GPU's x0.97-x1.03 barely moves a link band; a learned GPU's widens
         # it). Either way the band widens, never narrows.
-        links = [engine.link_interval(g.instance_type) for g in cluster.groups]
-        l10, l90 = min(f for f, _ in links), max(f for _, f in links)
-        s10, s90, scaling = engine.scaling_band([(g.instance_type, g.count) for g in cluster.groups])
         it = result.iteration_s
         if math.isfinite(p10) and math.isfinite(p90) and it > 0:
+            links = [engine.link_interval(g.instance_type) for g in cluster.groups]
+            l10, l90 = min(f for f, _ in links), max(f for _, f in links)
+            s10, s90, scaling = engine.scaling_band([(g.instance_type, g.count) for g in cluster.groups])
             link_lo = link_hi = 0.0
             for lo, hi, what in ((l10, l90, "learned PCIe link: held-out steps"), (s10, s90, scaling)):
                 if (lo < 1.0 or hi > 1.0) and math.isfinite(lo) and math.isfinite(hi) and lo > 0:

@@ -51,8 +51,8 @@ __all__ = ["SweepSpec", "SweepResult", "load_spec", "parse_spec", "tasks", "run_
 ENGINES = ("processes", "ray")
 COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline_hours", "budget_usd",
            "max_usd_per_hour", "regions", "markets", "found", "plan", "region", "instances", "gpus",
-           "total_hours", "total_hours_p10", "total_hours_p90", "total_usd", "samples_per_s", "usd_per_hour", "usd_per_1k_samples", "iteration_s",
-           "evaluated", "search_s", "why_none", "error"]
+           "total_hours", "total_hours_p10", "total_hours_p90", "total_usd", "samples_per_s", "usd_per_hour",
+           "usd_per_1k_samples", "iteration_s", "evaluated", "search_s", "why_none", "error"]
 
 _SPEC_KEYS = {"models", "device", "global_batch", "iterations", "constraints", "regions", "markets", "types",
               "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
@@ -306,11 +306,9 @@ def run_task(task: Mapping[str, Any], profile: Any, catalog: Any, threads: int |
                evaluated=rec.search.evaluated, search_s=round(rec.search.seconds, 4))
     if plan is not None:
         pred = plan.prediction
-        band = ([plan.total_hours * pred.iteration_p10_s / pred.iteration_s,
-                 plan.total_hours * pred.iteration_p90_s / pred.iteration_s]
-                if pred.iteration_s > 0 and math.isfinite(pred.iteration_p10_s) and math.isfinite(pred.iteration_p90_s)
-                else ["", ""])  # no band (e.g. the roofline compute model)
-        row.update(total_hours_p10=band[0], total_hours_p90=band[1])
+        p10_hours, p90_hours = plan.band_hours()
+        if math.isfinite(p10_hours) and math.isfinite(p90_hours):  # no band under the roofline compute model
+            row.update(total_hours_p10=p10_hours, total_hours_p90=p90_hours)
         row.update(plan=" + ".join(str(g) for g in plan.cluster.groups), region=plan.region,
                    instances=plan.cluster.instances, gpus=pred.workers, total_hours=plan.total_hours,
                    total_usd=plan.total_usd, samples_per_s=plan.samples_per_s, usd_per_hour=plan.usd_per_hour,
