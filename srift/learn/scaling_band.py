@@ -37,6 +37,11 @@ azure included. The shipped band (p10-p90 factors):
   one instance               -        x0.83-x1.26    x0.88-x1.44    x0.91-x2.09
   several instances    x0.83-x1.23    x0.86-x1.43    x0.88-x1.53    x0.90-x2.35
 Instances with more than 8 GPUs (p2.16xlarge) take the 5+ cell: no measured host had more.
+Tried and not kept: a cell per exact GPU count (1-7, 8+), since EC2 plans whole instances of 1, 2,
+4 or 8 GPUs while Sia's 5-7-rank placements are partial nodes. Held-out coverage moved within
+0.08 either way (dgx one instance 0.76 -> 0.67, azure 0.44 -> 0.47), so the data does not prefer
+it; its 8-GPU cells alone are wider (one instance x0.94-x2.39, several x0.87-x2.78) and smaller
+(277 and 1,815 steps), and the buckets keep the larger cells.
 Probed links (`srift probe-network` measured the intra-node link of a lone instance, or the
 network of every instance type of several) take the probed_* band: Sia's steps with the links
 calibrated on the other models' steps (srift.learn.comm note "probe calibration"; the intra-node
