@@ -206,7 +206,7 @@ def scaling_band_with_predicted_compute(w) -> None:
     band (the shipped absolute model's) combined with the other sources' scaling band, either
     the widest of the two or both in quadrature (srift.prediction)."""
     from srift.learn.comm import V0_EFFICIENCY
-    from srift.learn.datasets import DATA_GPU_NAMES
+    from srift.learn.datasets import lambda_gpu
     from srift.learn.host_scaling import host_steps, lambda_host_cases
     from srift.learn.models import default_models
     from srift.learn.scaling_band import balanced_quantiles, bucket_of, scaling_residuals
@@ -222,8 +222,7 @@ def scaling_band_with_predicted_compute(w) -> None:
     others = [r for r in scaling_residuals(w) if r.scope == "single_instance" and r.source != "lambda"]
     total, bands = [], {"widest": [], "quadrature": []}
     for c, p in zip(hosts, v0):
-        name = next((n for n in DATA_GPU_NAMES if c.family == n), "H100 80GB SXM5" if "H100 80GB SXM5" in c.family else None)
-        key = (c.workload, DATA_GPU_NAMES.get(name, ""), "amp" if c.precision == "fp16" else "tf32", c.local_bsz)
+        key = (c.workload, lambda_gpu(c.family), "amp" if c.precision == "fp16" else "tf32", c.local_bsz)
         if key not in compute:
             continue
         cell = [r for r in others if bucket_of(r.gpus_per_instance) == bucket_of(c.gpus)]

@@ -20,7 +20,7 @@ from statistics import median
 from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import DATA_MODELS
 
-__all__ = ["ComputeRow", "SiaRow", "data_dir", "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP",
+__all__ = ["ComputeRow", "SiaRow", "data_dir", "lambda_gpu", "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP",
            "load_cpu_sweep", "cpu_peaks", "cpu_rows", "device_peaks"]
 
 CPU_SWEEP = Path(__file__).resolve().parent.parent / "data" / "measurements" / "compute_cpu.json"
@@ -74,20 +74,26 @@ def lambda_repeats(d: Path | None = None) -> dict[tuple, list[float]]:
     return _lambda_throughputs(d or data_dir())
 
 
+def lambda_gpu(config: str) -> str | None:
+    """The TRAINING_GPUS key of a Lambda 1-GPU host name (its config, or a host family without
+    the GPU count); None for hosts srift has no peaks for."""
+    name = next((n for n in DATA_GPU_NAMES if config == n), None)
+    if name is None and "H100 80GB SXM5" in config:
+        name = "H100 80GB SXM5"  # vendor-prefixed H100 SXM hosts
+    return None if name is None else DATA_GPU_NAMES[name]
+
+
 def _lambda_throughputs(d: Path) -> dict[tuple, list[float]]:
     acc: dict[tuple, list[float]] = defaultdict(list)
     with open(d / "lambda_pytorch_train.csv", newline="") as f:
         for r in csv.DictReader(f):
             if int(r["num_gpu"]) != 1:
                 continue
-            cfg = r["config"]
-            name = next((n for n in DATA_GPU_NAMES if cfg == n), None)
-            if name is None and "H100 80GB SXM5" in cfg:
-                name = "H100 80GB SXM5"  # vendor-prefixed H100 SXM hosts
-            if name is None or ("lambda", r["model"]) not in DATA_MODELS:
+            gpu = lambda_gpu(r["config"])
+            if gpu is None or ("lambda", r["model"]) not in DATA_MODELS:
                 continue
             prec = "amp" if r["precision"] == "fp16" else "tf32"
-            key = (DATA_GPU_NAMES[name], r["model"], prec, float(r["global_batch_size"]))
+            key = (gpu, r["model"], prec, float(r["global_batch_size"]))
             acc[key].append(float(r["throughput"]))
     return acc
 

@@ -1,15 +1,11 @@
 """Lambda's single-host multi-GPU rows (srift.learn.host_scaling note "host scaling")."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
+from measured_data import MEASURED
 
 from srift.learn.host_scaling import MAX_SUPERLINEAR, HostCase, host_link, lambda_host_cases, simulate_host_case
 
-_REPO = Path(__file__).resolve().parents[2]
-MEASURED = Path(os.environ.get("SRIFT_DATA_DIR") or _REPO.parent / "shared" / "data" / "measured")
 needs_data = pytest.mark.skipif(not (MEASURED / "lambda_pytorch_train.csv").is_file(),
                                 reason=f"Lambda's measured data not present at {MEASURED}")
 

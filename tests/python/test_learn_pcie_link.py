@@ -2,19 +2,13 @@
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
+from measured_data import MEASURED
 
 import srift
 from srift.engine import EngineConfig
-
-# Sia's measured steps live beside the checkout (../shared), not in the package: CI's clean
-# clone may not have them, and an installed srift cannot find them from site-packages.
-_REPO = Path(__file__).resolve().parents[2]
-MEASURED = Path(os.environ.get("SRIFT_DATA_DIR") or _REPO.parent / "shared" / "data" / "measured")
 
 
 def _simulated_cases(site_efficiency: dict[str, dict[int, float]]):

@@ -3,18 +3,14 @@ from __future__ import annotations
 
 import copy
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
+from measured_data import MEASURED
 
 import srift
 from srift.learn.scaling_band import (BUCKETS, SCOPES, ScalingResidual, balanced_quantiles, band_factors, bucket_of,
                                       coverage_by_source, fit_scaling_band, validate_scaling_band)
-
-_REPO = Path(__file__).resolve().parents[2]
-MEASURED = Path(os.environ.get("SRIFT_DATA_DIR") or _REPO.parent / "shared" / "data" / "measured")
 
 
 def test_buckets_of_gpus_per_instance() -> None:
