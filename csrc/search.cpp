@@ -67,7 +67,16 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
         << " have more GPUs than the global batch has samples";
   } else if (r.objective == Objective::min_cost) {
     why << "no plan meets the deadline of " << hours(r.deadline_s);
-    if (closest != nullptr && !closest->groups.empty()) why << "; the fastest takes " << hours(closest->total_s);
+    if (r.deadline_confidence > 0) why << " with probability " << r.deadline_confidence;
+    if (closest != nullptr && !closest->groups.empty()) {
+      why << "; the fastest takes " << hours(closest->total_s);
+      if (r.deadline_confidence > 0) {
+        std::ostringstream p;
+        p.precision(2);
+        p << closest->deadline_probability;
+        why << " and meets it with probability " << p.str();
+      }
+    }
     if (std::isfinite(r.budget_usd) || std::isfinite(r.max_usd_per_hour)) {
       why << " (within the budget limits)";
     }
@@ -232,9 +241,10 @@ void SearchRequest::validate() const {
   if (!(min_gpu_memory_bytes >= 0) || std::isnan(min_gpu_memory_bytes)) {
     detail::fail("min_gpu_memory_bytes", ">= 0", min_gpu_memory_bytes);
   }
-  if (!(deadline_confidence >= 0 && deadline_confidence < 1)) {
-    detail::fail("deadline_confidence", "in [0, 1)", deadline_confidence);
+  if (!(deadline_confidence == 0 || (deadline_confidence >= 0.5 && deadline_confidence < 1))) {
+    detail::fail("deadline_confidence", "0 or in [0.5, 1)", deadline_confidence);
   }
+  scaling_band.validate();
   if (!(time_limit_s > 0)) detail::fail("time_limit_s", "> 0", time_limit_s);
   spot.validate();
   for (std::size_t i = 0; i < instances.size(); ++i) instances[i].validate();
@@ -249,6 +259,7 @@ void SearchRequest::validate() const {
     if (o.max_count < 0) detail::fail(f + "max_count", ">= 0", o.max_count);
     detail::require_finite_nonneg(f + "interruptions_per_hour", o.interruptions_per_hour);
     o.compute.validate();
+    o.band.validate((f + "band").c_str());
   }
   if (static_cast<int>(held.size()) > max_types) {
     detail::fail("held (count)", "<= max_types (" + std::to_string(max_types) + ")",
@@ -293,10 +304,26 @@ SearchStats& SearchStats::operator+=(const SearchStats& other) {
 
 void plan_totals(const SearchRequest& request, Plan& plan) {
   const double rate = plan_interruptions_per_hour(request, plan.groups);
-  plan.spot = estimate_spot(request.iterations * plan.iteration.iteration_s, rate, request.spot,
-                            request.deadline_s);
+  const double nominal = request.iterations * plan.iteration.iteration_s;
+  plan.spot = estimate_spot(nominal, rate, request.spot, request.deadline_s);
   plan.total_s = plan.spot.expected_s;
   plan.total_usd = plan.iteration.usd_per_hour * plan.total_s / 3600.0;
+  plan.band = IterationBand{};
+  plan.deadline_probability = 1;
+  if (!plan.iteration.feasible()) return;
+  const int n = static_cast<int>(plan.groups.size());
+  GroupSpec groups[kMaxGroups];
+  GroupBand bands[kMaxGroups];
+  for (int k = 0; k < n && k < kMaxGroups; ++k) {
+    const Offer& o = request.offers[plan.groups[k].offer];
+    groups[k] = {&request.instances[o.instance], plan.groups[k].count, o.compute, o.usd_per_hour};
+    bands[k] = o.band;
+  }
+  plan.band = iteration_band_unchecked(plan.iteration, groups, bands, n, request.scaling_band);
+  if (std::isfinite(request.deadline_s)) {
+    plan.deadline_probability = deadline_probability(nominal, plan.band.factors(plan.iteration.iteration_s),
+                                                     rate, request.spot, request.deadline_s);
+  }
 }
 
 SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* cancel) {

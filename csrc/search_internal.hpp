@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "srift/band.hpp"
 #include "srift/search.hpp"
 #include "srift/spot.hpp"
 
@@ -80,12 +81,33 @@ inline void set_totals(const SearchRequest& r, const IterationResult& it, double
   c.total_usd = it.usd_per_hour * c.total_s / 3600.0;
 }
 
-/// Whether a candidate meets the deadline (in expectation, or with deadline_confidence).
+/// The band factors of a feasible candidate's iteration `it` (band.hpp note "iteration band").
+inline BandFactors candidate_band(const SearchRequest& r, const IterationResult& it, const Candidate& c) {
+  GroupSpec groups[kMaxGroups];
+  GroupBand bands[kMaxGroups];
+  for (int k = 0; k < c.n; ++k) {
+    const Offer& o = r.offers[c.offer[k]];
+    groups[k] = {&r.instances[o.instance], c.count[k], o.compute, o.usd_per_hour};
+    bands[k] = o.band;
+  }
+  return iteration_band_unchecked(it, groups, bands, c.n, r.scaling_band).factors(it.iteration_s);
+}
+
+/// Whether a candidate meets the deadline: in expectation, or with deadline_confidence under
+/// preemption and the plan's band together (note "deadline probability").
 inline bool meets_deadline(const SearchRequest& r, const IterationResult& it, double rate,
                            const Candidate& c) {
-  if (!(r.deadline_confidence > 0) || !(rate > 0)) return c.total_s <= r.deadline_s;
-  const SpotEstimate e = estimate_spot(r.iterations * it.iteration_s, rate, r.spot, r.deadline_s);
-  return 1.0 - e.miss_probability >= r.deadline_confidence;
+  if (!(r.deadline_confidence > 0) || !std::isfinite(r.deadline_s)) return c.total_s <= r.deadline_s;
+  const double nominal = r.iterations * it.iteration_s;
+  if (nominal > r.deadline_s) return false;  // at q >= 0.5 the median run must fit
+  const BandFactors band = candidate_band(r, it, c);
+  const bool spread = band.known() && !band.trivial();
+  if (!spread && !(rate > 0)) return c.total_s <= r.deadline_s;
+  if (spread && rate > 0 &&
+      deadline_probability(nominal, band, 0.0, r.spot, r.deadline_s) < r.deadline_confidence) {
+    return false;  // preemption only adds time: the band alone already misses
+  }
+  return deadline_probability(nominal, band, rate, r.spot, r.deadline_s) >= r.deadline_confidence;
 }
 
 inline bool meets_budget(const SearchRequest& r, const Candidate& c, double usd_per_hour) {

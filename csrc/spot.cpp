@@ -105,6 +105,15 @@ void expectation(double nominal_s, double rate, const SpotParams& p, SpotEstimat
   e.expected_lost_s = e.expected_s - e.failure_free_s;
 }
 
+// P(wall time > deadline) of an estimate whose expectation is filled and finite.
+double miss_given(const SpotEstimate& e, double deadline_s) {
+  if (deadline_s < e.failure_free_s) return 1.0;
+  if (!std::isfinite(deadline_s)) return 0.0;
+  const double k = std::floor((deadline_s - e.failure_free_s) / e.cost_per_interruption_s);
+  const long long kk = k > 9e15 ? static_cast<long long>(9e15) : static_cast<long long>(k);
+  return std::max(0.0, 1.0 - poisson_cdf_impl(kk, e.expected_interruptions));
+}
+
 }  // namespace
 
 double spot_expected_s(double nominal_s, double interruptions_per_hour, const SpotParams& params) {
@@ -132,16 +141,17 @@ SpotEstimate estimate_spot(double nominal_s, double interruptions_per_hour, cons
     return e;
   }
   e.p90_s = spot_time_quantile(e, 0.9);
-  if (deadline_s < e.failure_free_s) {
-    e.miss_probability = 1.0;
-  } else if (!std::isfinite(deadline_s)) {
-    e.miss_probability = 0.0;
-  } else {
-    const double k = std::floor((deadline_s - e.failure_free_s) / e.cost_per_interruption_s);
-    const long long kk = k > 9e15 ? static_cast<long long>(9e15) : static_cast<long long>(k);
-    e.miss_probability = std::max(0.0, 1.0 - poisson_cdf_impl(kk, e.expected_interruptions));
-  }
+  e.miss_probability = miss_given(e, deadline_s);
   return e;
+}
+
+double spot_miss_probability(double nominal_s, double interruptions_per_hour, const SpotParams& p,
+                             double deadline_s) {
+  if (!(interruptions_per_hour > 0)) return nominal_s > deadline_s ? 1.0 : 0.0;
+  SpotEstimate e;
+  expectation(nominal_s, interruptions_per_hour, p, e);
+  if (!std::isfinite(e.expected_s)) return 1.0;
+  return miss_given(e, deadline_s);
 }
 
 double spot_time_quantile(const SpotEstimate& e, double q) {

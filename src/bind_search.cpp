@@ -78,7 +78,8 @@ void bind_search(py::module_& m) {
       .def_readwrite("usd_per_hour", &Offer::usd_per_hour)
       .def_readwrite("max_count", &Offer::max_count)
       .def_readwrite("compute", &Offer::compute)
-      .def_readwrite("interruptions_per_hour", &Offer::interruptions_per_hour);
+      .def_readwrite("interruptions_per_hour", &Offer::interruptions_per_hour)
+      .def_readwrite("band", &Offer::band);
 
   py::class_<PlanGroup>(m, "PlanGroup", "count instances of offer `offer` (an index into offers).")
       .def(py::init<>())
@@ -111,6 +112,7 @@ void bind_search(py::module_& m) {
       .def_readwrite("held", &SearchRequest::held)
       .def_readwrite("deadline_confidence", &SearchRequest::deadline_confidence)
       .def_readwrite("spot", &SearchRequest::spot)
+      .def_readwrite("scaling_band", &SearchRequest::scaling_band)
       .def_readwrite("time_limit_s", &SearchRequest::time_limit_s)
       .def("validate", &SearchRequest::validate);
 
@@ -119,7 +121,9 @@ void bind_search(py::module_& m) {
       .def_readonly("iteration", &Plan::iteration)
       .def_readonly("total_s", &Plan::total_s)
       .def_readonly("total_usd", &Plan::total_usd)
-      .def_readonly("spot", &Plan::spot);
+      .def_readonly("spot", &Plan::spot)
+      .def_readonly("band", &Plan::band)
+      .def_readonly("deadline_probability", &Plan::deadline_probability);
 
   py::class_<SearchStats>(m, "SearchStats")
       .def_readonly("evaluated", &SearchStats::evaluated)

@@ -11,5 +11,6 @@ void bind_simulator(pybind11::module_& m);
 void bind_search(pybind11::module_& m);
 void bind_spot(pybind11::module_& m);
 void bind_learned(pybind11::module_& m);
+void bind_band(pybind11::module_& m);
 
 }  // namespace srift::bindings

@@ -11,6 +11,7 @@ PYBIND11_MODULE(_core, m) {
   srift::bindings::bind_compute(m);
   srift::bindings::bind_simulator(m);
   srift::bindings::bind_spot(m);
+  srift::bindings::bind_band(m);
   srift::bindings::bind_search(m);
   srift::bindings::bind_learned(m);
 }

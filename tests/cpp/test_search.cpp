@@ -85,6 +85,25 @@ SearchRequest random_request(std::uint64_t seed) {
   if (uniform(rng, 0, 1) < 0.3) r.max_instances = integer(rng, 1, 8);
   if (uniform(rng, 0, 1) < 0.2) r.min_gpu_memory_bytes = 30e9;
   if (uniform(rng, 0, 1) < 0.2) r.deadline_confidence = 0.9;
+  // Iteration bands on half the spaces (a separate stream keeps the spaces above unchanged).
+  std::mt19937_64 band_rng(seed * 31 + 17);
+  if (uniform(band_rng, 0, 1) < 0.5) {
+    for (Offer& o : r.offers) {
+      o.band.compute = {uniform(band_rng, 0.7, 1.0), uniform(band_rng, 1.0, 1.6)};
+      o.band.compute_several = {o.band.compute.p10 * 0.95, o.band.compute.p90 * 1.05};
+      if (uniform(band_rng, 0, 1) < 0.2) o.band.link = {0.88, 1.24};
+      o.band.measured_whole = uniform(band_rng, 0, 1) < 0.2;
+      o.band.intra_probed = o.band.network_probed = uniform(band_rng, 0, 1) < 0.2;
+    }
+    for (int s = 0; s < srift::kScalingScopes; ++s) {
+      for (int b = 0; b < srift::kScalingBuckets; ++b) {
+        r.scaling_band.cell(static_cast<srift::ScalingScope>(s), b) = {uniform(band_rng, 0.7, 1.0),
+                                                                     uniform(band_rng, 1.0, 2.4)};
+      }
+    }
+    const double confidences[] = {0.0, 0.5, 0.75, 0.9};
+    r.deadline_confidence = confidences[integer(band_rng, 0, 3)];
+  }
   return r;
 }
 
@@ -155,6 +174,37 @@ TEST(Search, EqualsExhaustiveOnRandomSpaces) {
     expect_same(r, ex, bb, seed);
     if (::testing::Test::HasFailure()) return;
   }
+}
+
+TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {
+  // Under bands and preemption together every returned plan meets the deadline with the
+  // asked probability; asking more never makes the best plan cheaper.
+  int tested = 0;
+  for (std::uint64_t seed = 0; seed < 400; ++seed) {
+    SearchRequest r = random_request(seed);
+    if (!(r.deadline_confidence > 0) || r.scaling_band.cell(srift::ScalingScope::single_instance, 0).trivial()) continue;
+    bind_constraints(r, seed);
+    if (r.objective != Objective::min_cost || !std::isfinite(r.deadline_s)) continue;
+    const SearchResult res = srift::search(r);
+    for (const Plan& p : res.plans) {
+      EXPECT_GE(p.deadline_probability, r.deadline_confidence) << "seed " << seed << " " << describe(p);
+      EXPECT_TRUE(p.band.known()) << "seed " << seed;
+      EXPECT_LE(p.band.p10_s, p.iteration.iteration_s);
+      EXPECT_GE(p.band.p90_s, p.iteration.iteration_s);
+    }
+    SearchRequest looser = r;
+    looser.deadline_confidence = 0;
+    const SearchResult loose = srift::search(looser);
+    if (!res.plans.empty()) {
+      ASSERT_FALSE(loose.plans.empty()) << "seed " << seed;
+      EXPECT_LE(loose.plans[0].total_usd, res.plans[0].total_usd) << "seed " << seed;
+    }
+    if (res.plans.empty() && !res.closest.groups.empty()) {
+      EXPECT_NE(res.why_none.find("with probability"), std::string::npos) << res.why_none;
+    }
+    ++tested;
+  }
+  EXPECT_GT(tested, 20);
 }
 
 TEST(Search, EqualsExhaustiveWithHeldGroups) {
@@ -293,6 +343,18 @@ TEST(Search, RejectsBadInputNamingTheField) {
   r = random_request(3);
   r.deadline_confidence = 1.0;
   EXPECT_THROW(srift::search(r), std::invalid_argument);
+  r.deadline_confidence = 0.3;  // a deadline met less often than not: refused
+  EXPECT_THROW(srift::search(r), std::invalid_argument);
+  r = random_request(3);
+  if (!r.offers.empty()) {
+    r.offers[0].band.compute = {0.9, 0.95};
+    try {
+      srift::search(r);
+      ADD_FAILURE() << "expected std::invalid_argument";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("offers[0].band.compute.p90"), std::string::npos) << e.what();
+    }
+  }
   r = random_request(3);
   if (!r.offers.empty()) {
     r.offers[0].interruptions_per_hour = -1;

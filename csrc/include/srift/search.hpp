@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "srift/band.hpp"
 #include "srift/hardware.hpp"
 #include "srift/simulator.hpp"
 #include "srift/spot.hpp"
@@ -35,6 +36,9 @@ struct Offer {
   /// Spot reclaims per instance-hour (>= 0; 0: never preempted, e.g. on-demand). See
   /// interruption_rate_from_class for the catalog's frequency classes.
   double interruptions_per_hour = 0;
+  /// The spread of this offer's part of an iteration (band.hpp note "iteration band"); it
+  /// enters the deadline test only with a deadline_confidence. Default: none.
+  GroupBand band;
 };
 
 enum class Objective : int {
@@ -75,9 +79,14 @@ struct SearchRequest {
   /// its count (more of the same offer may be added); they count towards max_types and
   /// fix the region. Distinct offers, count >= 1.
   std::vector<PlanGroup> held;
-  /// When > 0 the deadline must be met with this probability (e.g. 0.9: p90 time <= deadline)
-  /// instead of in expectation. In [0, 1).
+  /// When > 0 the deadline must be met with this probability (e.g. 0.9) instead of in
+  /// expectation: under spot preemption and each plan's iteration band together (band.hpp
+  /// note "deadline probability"). 0, or in [0.5, 1): a deadline met less often than not is
+  /// no deadline, and the search's bounds rely on it.
   double deadline_confidence = 0;
+  /// The held-out spread of multi-GPU steps over modelled or probed links, for the bands of
+  /// the plans (with the offers' bands). Default: none.
+  ScalingBand scaling_band;
   SpotParams spot;               ///< checkpoint and restart assumptions for spot offers
   /// search() stops after this many seconds (wall clock) and returns the best plans found
   /// with the remaining optimality gap; +inf: no limit. Ignored by search_exhaustive.
@@ -99,6 +108,10 @@ struct Plan {
   double total_s = 0;
   double total_usd = 0;  ///< USD for the whole run: cluster USD/hour x total_s / 3600
   SpotEstimate spot;     ///< the preemption assumptions and outcome (rate 0: none)
+  IterationBand band;    ///< the iteration's p10-p90 band (unknown where an offer's is)
+  /// Chance that the run meets the request's deadline, preemption and band together (1 when
+  /// there is no deadline).
+  double deadline_probability = 1;
 };
 
 struct SearchStats {

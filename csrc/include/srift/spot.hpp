@@ -65,6 +65,10 @@ SpotEstimate estimate_spot(double nominal_s, double interruptions_per_hour, cons
 /// nominal_s exactly when the rate is 0; non-decreasing in nominal_s and in the rate.
 double spot_expected_s(double nominal_s, double interruptions_per_hour, const SpotParams& params);
 
+/// estimate_spot's miss_probability alone (no quantiles), for the searches' hot path.
+double spot_miss_probability(double nominal_s, double interruptions_per_hour, const SpotParams& params,
+                             double deadline_s);
+
 /// Wall time at quantile q in [0, 1) of an estimate (q = 0.9 gives p90_s), seconds.
 double spot_time_quantile(const SpotEstimate& estimate, double q);
 

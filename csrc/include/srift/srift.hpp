@@ -1,5 +1,6 @@
 #pragma once
 // The one header an embedder includes: everything public in srift's core.
+#include "srift/band.hpp"
 #include "srift/compute.hpp"
 #include "srift/hardware.hpp"
 #include "srift/learned.hpp"

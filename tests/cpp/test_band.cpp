@@ -1,0 +1,230 @@
+// band.hpp: the scaling band's cell rule, an iteration's p10-p90 band (exact values), the
+// chance of meeting a deadline under the band and preemption, and their errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "srift/srift.hpp"
+
+namespace {
+
+using srift::BandFactors;
+using srift::GroupBand;
+using srift::ScalingBand;
+using srift::ScalingScope;
+
+// A table whose cells are told apart by their values: p90 = 1 + (scope + 1) / 10 + bucket / 100.
+ScalingBand numbered_table() {
+  ScalingBand t;
+  for (int s = 0; s < srift::kScalingScopes; ++s) {
+    for (int b = 0; b < srift::kScalingBuckets; ++b) {
+      t.cell(static_cast<ScalingScope>(s), b) = {0.9 - 0.01 * b, 1.0 + (s + 1) / 10.0 + b / 100.0};
+    }
+  }
+  return t;
+}
+
+srift::ScalingLookup lookup(const ScalingBand& t, std::vector<int> gpus, std::vector<int> counts,
+                            std::vector<GroupBand> bands) {
+  return srift::scaling_lookup(t, gpus.data(), counts.data(), bands.data(), static_cast<int>(gpus.size()));
+}
+
+TEST(Band, BucketsOfGpusPerInstance) {
+  EXPECT_EQ(srift::scaling_bucket(1), 0);
+  EXPECT_EQ(srift::scaling_bucket(2), 1);
+  EXPECT_EQ(srift::scaling_bucket(3), 2);
+  EXPECT_EQ(srift::scaling_bucket(4), 2);
+  EXPECT_EQ(srift::scaling_bucket(5), 3);
+  EXPECT_EQ(srift::scaling_bucket(16), 3);
+  EXPECT_THROW(srift::scaling_bucket(0), std::invalid_argument);
+}
+
+TEST(Band, ScalingCellRule) {
+  const ScalingBand t = numbered_table();
+  GroupBand plain, whole, pcie, intra, both;
+  whole.measured_whole = true;
+  pcie.link = {0.88, 1.24};
+  intra.intra_probed = true;
+  both.intra_probed = both.network_probed = true;
+
+  EXPECT_FALSE(lookup(t, {1}, {1}, {plain}).applies);  // one GPU: no link
+  auto one = lookup(t, {8}, {1}, {plain});
+  ASSERT_TRUE(one.applies);
+  EXPECT_FALSE(one.probed);
+  EXPECT_DOUBLE_EQ(one.factors.p90, 1.13);  // single_instance, 5+
+  EXPECT_EQ(one.instances, 1);
+  EXPECT_EQ(one.gpus_per_instance, 8);
+  EXPECT_FALSE(lookup(t, {8}, {1}, {whole}).applies);  // measured whole
+  EXPECT_FALSE(lookup(t, {4}, {1}, {pcie}).applies);   // its own link band
+  auto probed_one = lookup(t, {4}, {1}, {intra});
+  EXPECT_TRUE(probed_one.probed);
+  EXPECT_DOUBLE_EQ(probed_one.factors.p90, 1.32);  // probed_single_instance, 3-4
+
+  // several instances: 1-GPU instances are a multi_instance cell too
+  auto ones = lookup(t, {1}, {4}, {plain});
+  ASSERT_TRUE(ones.applies);
+  EXPECT_DOUBLE_EQ(ones.factors.p90, 1.2);
+  EXPECT_DOUBLE_EQ(lookup(t, {2, 8}, {3, 1}, {plain, whole}).factors.p90, 1.23);  // the most GPUs decide
+  EXPECT_FALSE(lookup(t, {8, 4}, {1, 2}, {whole, whole}).applies);            // all measured whole
+  EXPECT_TRUE(lookup(t, {4}, {2}, {pcie}).applies);  // a PCIe line's band is about one instance
+  // probed across instances: every network, and the intra link of every multi-GPU type
+  GroupBand net_only;
+  net_only.network_probed = true;
+  EXPECT_FALSE(lookup(t, {8}, {2}, {net_only}).probed);
+  EXPECT_TRUE(lookup(t, {1}, {2}, {net_only}).probed);
+  auto probed_many = lookup(t, {8, 1}, {2, 3}, {both, net_only});
+  EXPECT_TRUE(probed_many.probed);
+  EXPECT_DOUBLE_EQ(probed_many.factors.p90, 1.43);
+  EXPECT_FALSE(lookup(t, {8, 1}, {2, 3}, {both, plain}).probed);
+  // a group without instances takes no part
+  auto skip = lookup(t, {8, 2}, {0, 1}, {plain, intra});
+  EXPECT_EQ(skip.instances, 1);
+  EXPECT_EQ(skip.gpus_per_instance, 2);
+  EXPECT_TRUE(skip.probed);
+}
+
+// A feasible two-group result with the given iteration and per-group compute seconds.
+srift::IterationResult result_of(double iteration_s, std::vector<double> compute_s) {
+  srift::IterationResult r;
+  r.num_groups = static_cast<int>(compute_s.size());
+  r.iteration_s = iteration_s;
+  for (int j = 0; j < r.num_groups; ++j) r.groups[j].compute_s = compute_s[j];
+  return r;
+}
+
+TEST(Band, IterationBandExactValues) {
+  srift::InstanceSpec one_gpu, eight;
+  one_gpu.gpus = 1;
+  eight.gpus = 8;
+  const ScalingBand t = numbered_table();
+  GroupBand a, b;
+  a.compute = {0.8, 1.3};
+  a.compute_several = {0.7, 1.5};
+  b.compute = {0.95, 1.05};
+  b.compute_several = {0.95, 1.05};
+
+  // One 1-GPU instance: the compute band alone, on the compute part of the iteration.
+  {
+    srift::GroupSpec g[] = {{&one_gpu, 1, {}, 1.0}};
+    const auto band = srift::iteration_band(result_of(0.5, {0.4}), g, &a, 1, t);
+    EXPECT_DOUBLE_EQ(band.p10_s, 0.5 - 0.4 * 0.2);
+    EXPECT_DOUBLE_EQ(band.p90_s, 0.5 + 0.4 * 0.3);
+    EXPECT_FALSE(band.scaling.applies);
+  }
+  // Two groups over several instances: the slowest group's compute_several band, and the
+  // multi_instance 5+ cell (0.87, 1.23) in quadrature.
+  {
+    srift::GroupSpec g[] = {{&one_gpu, 2, {}, 1.0}, {&eight, 1, {}, 1.0}};
+    GroupBand bands[] = {a, b};
+    const auto band = srift::iteration_band(result_of(1.0, {0.6, 0.8}), g, bands, 2, t);
+    EXPECT_EQ(band.compute_group, 1);
+    const double lo = std::log(1.0 - 0.8 * 0.05), hi = std::log(1.0 + 0.8 * 0.05);
+    EXPECT_NEAR(band.p10_s, std::exp(-std::hypot(lo, std::log(0.87))), 1e-15);
+    EXPECT_NEAR(band.p90_s, std::exp(std::hypot(hi, std::log(1.23))), 1e-15);
+    const BandFactors f = band.factors(1.0);
+    EXPECT_DOUBLE_EQ(f.p90, band.p90_s);
+  }
+  // A learned PCIe link band wider than the scaling cell: the widest counts.
+  {
+    GroupBand p = b;
+    p.link = {0.5, 2.0};
+    srift::GroupSpec g[] = {{&eight, 2, {}, 1.0}};
+    const auto band = srift::iteration_band(result_of(1.0, {1.0}), g, &p, 1, t);
+    EXPECT_NEAR(band.p90_s, std::exp(std::hypot(std::log(1.05), std::log(2.0))), 1e-15);
+    EXPECT_NEAR(band.p10_s, std::exp(-std::hypot(std::log(0.95), std::log(0.5))), 1e-15);
+  }
+  // An unknown compute band: no band.
+  {
+    GroupBand u;
+    u.compute = u.compute_several = {NAN, NAN};
+    srift::GroupSpec g[] = {{&eight, 1, {}, 1.0}};
+    const auto band = srift::iteration_band(result_of(1.0, {1.0}), g, &u, 1, t);
+    EXPECT_FALSE(band.known());
+    EXPECT_TRUE(std::isnan(band.factors(1.0).p90));
+  }
+}
+
+TEST(Band, RejectsBadInputNamingTheField) {
+  srift::InstanceSpec eight;
+  eight.gpus = 8;
+  srift::GroupSpec g[] = {{&eight, 1, {}, 1.0}};
+  GroupBand bad;
+  bad.compute = {1.2, 1.5};
+  try {
+    srift::iteration_band(result_of(1.0, {1.0}), g, &bad, 1, ScalingBand{});
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bands[0].compute.p10"), std::string::npos) << e.what();
+  }
+  ScalingBand t;
+  t.cell(ScalingScope::probed_multi_instance, 3) = {0.9, 0.95};
+  try {
+    t.validate();
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("scaling_band.cells[probed_multi_instance][3].p90"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(t.cell(ScalingScope::single_instance, 4), std::out_of_range);
+  srift::IterationResult infeasible = result_of(1.0, {1.0});
+  infeasible.infeasible = srift::Infeasible::memory;
+  EXPECT_THROW(srift::iteration_band(infeasible, g, &bad, 1, ScalingBand{}), std::invalid_argument);
+  EXPECT_THROW(srift::iteration_band(result_of(1.0, {1.0, 1.0}), g, &bad, 1, ScalingBand{}),
+               std::invalid_argument);
+}
+
+TEST(Band, NormalQuantileInvertsTheCdf) {
+  EXPECT_NEAR(srift::normal_quantile(0.9), 1.2815515655446004, 1e-14);
+  EXPECT_DOUBLE_EQ(srift::normal_quantile(0.5), 0.0);
+  for (double p : {1e-12, 1e-6, 0.01, 0.02425, 0.1, 0.3, 0.7, 0.97575, 0.999, 1 - 1e-9}) {
+    EXPECT_NEAR(srift::normal_cdf(srift::normal_quantile(p)), p, 1e-14 + 1e-12 * p) << p;
+  }
+  EXPECT_THROW(srift::normal_quantile(0.0), std::invalid_argument);
+  EXPECT_THROW(srift::normal_quantile(1.0), std::invalid_argument);
+}
+
+TEST(Band, DeadlineProbabilityWithoutSpotIsTheBandsCdf) {
+  const srift::SpotParams spot;
+  const BandFactors band{0.8, 1.5};
+  const double W = 3600;
+  // the band's edges and its median are its quantiles
+  EXPECT_NEAR(srift::deadline_probability(W, band, 0, spot, W * 1.5), 0.9, 1e-12);
+  EXPECT_NEAR(srift::deadline_probability(W, band, 0, spot, W * 0.8), 0.1, 1e-12);
+  EXPECT_NEAR(srift::deadline_probability(W, band, 0, spot, W), 0.5, 1e-15);
+  EXPECT_DOUBLE_EQ(srift::deadline_probability(W, band, 0, spot, INFINITY), 1.0);
+  // no band: the deadline is met or not
+  EXPECT_EQ(srift::deadline_probability(W, BandFactors{}, 0, spot, W), 1.0);
+  EXPECT_EQ(srift::deadline_probability(W, BandFactors{}, 0, spot, W * 0.999), 0.0);
+  EXPECT_EQ(srift::deadline_probability(W, BandFactors{NAN, NAN}, 0, spot, W * 1.2), 1.0);
+}
+
+TEST(Band, DeadlineProbabilityWithSpot) {
+  srift::SpotParams spot;
+  spot.checkpoint_bytes = 2e10;
+  const double W = 20 * 3600, rate = 0.05, D = 26 * 3600;
+  // a band of (1, 1) is the spot model's answer bit for bit
+  const srift::SpotEstimate e = srift::estimate_spot(W, rate, spot, D);
+  EXPECT_EQ(srift::deadline_probability(W, BandFactors{}, rate, spot, D), 1.0 - e.miss_probability);
+  EXPECT_EQ(srift::spot_miss_probability(W, rate, spot, D), e.miss_probability);
+  // with a band: never above either alone, and falling as the band widens or the run grows
+  const BandFactors narrow{0.95, 1.05}, wide{0.8, 1.6};
+  const double p_narrow = srift::deadline_probability(W, narrow, rate, spot, D);
+  const double p_wide = srift::deadline_probability(W, wide, rate, spot, D);
+  EXPECT_LE(p_narrow, srift::deadline_probability(W, narrow, 0, spot, D));
+  EXPECT_LE(p_wide, srift::deadline_probability(W, wide, 0, spot, D));
+  EXPECT_LT(p_wide, p_narrow);
+  double last = 1.0;
+  for (double w = 10 * 3600; w <= 30 * 3600; w += 3600) {
+    const double p = srift::deadline_probability(w, wide, rate, spot, D);
+    EXPECT_LE(p, last) << w;
+    last = p;
+  }
+  // a vanishing rate approaches the band alone (within the 32-node quadrature)
+  EXPECT_NEAR(srift::deadline_probability(W, wide, 1e-12, spot, D), srift::deadline_probability(W, wide, 0, spot, D),
+              1.0 / 32);
+}
+
+}  // namespace
