@@ -133,7 +133,8 @@ def _add_question(p: argparse.ArgumentParser) -> None:
     goal.add_argument("--budget", type=_positive_float, default=None, help="total USD")
     goal.add_argument("--max-usd-per-hour", type=_positive_float, default=None, help="hourly rate cap, USD/h")
     goal.add_argument("--confidence", type=float, default=None, metavar="P",
-                      help="meet the deadline with this probability (e.g. 0.9: p90 time <= deadline)")
+                      help="meet the deadline with this probability, 0.5 to 1 (e.g. 0.9), under the "
+                           "prediction's p10-p90 band and spot preemption together")
     goal.add_argument("--time-limit", type=_positive_float, default=None, metavar="SECONDS",
                       help="stop the search early with the best plan and its optimality gap")
     goal.add_argument("--top", type=_positive_int, default=5, help="plans to show (default 5)")
@@ -355,14 +356,20 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
             return "\n".join(lines)
         b = rec.best
         lines = [head, "", report.plan_table([b, *rec.alternatives]), "",
-                 f"best plan: {b.cluster} ({b.prediction.workers} GPUs): {report.interval(b.prediction, b.total_hours)}, "
+                 f"best plan: {b.cluster} ({b.prediction.workers} GPU{'s' if b.prediction.workers != 1 else ''}): {report.interval(b.prediction, b.total_hours)}, "
                  f"{report.usd(b.total_usd)} at {report.usd(b.usd_per_hour)}/h",
                  f"why: {why}"]
-        p90_hours = b.band_hours()[1]
-        if rec.deadline_hours and math.isfinite(p90_hours) and p90_hours > rec.deadline_hours:
-            lines.append(f"caution: its p90 time, {report.hours(p90_hours)}, is past the "
-                         f"{report.hours(rec.deadline_hours)} deadline: the plan meets it as predicted, not "
-                         f"with 90% confidence (the band is held-out measurements' spread; --explain)")
+        if rec.deadline_hours:
+            p90_hours = b.band_hours()[1]
+            chance = (f"it meets the {report.hours(rec.deadline_hours)} deadline with probability "
+                      f"{b.deadline_probability:.0%} under its p10-p90 band"
+                      f"{' and preemption' if b.uses_spot else ''}"
+                      + (f" (p90 {report.hours(p90_hours)})" if math.isfinite(p90_hours) else ""))
+            if args.confidence:
+                lines.append(f"deadline: {chance}; asked for {args.confidence:.0%}")
+            elif b.deadline_probability < 0.9:
+                lines.append(f"caution: {chance}, as predicted but not with 90% confidence; --confidence 0.9 "
+                             f"asks for a plan that is (the band is held-out measurements' spread; --explain)")
         if b.uses_spot:
             lines.append(
                 f"spot: {b.interruptions_per_hour * 24 * 30:.2f} interruptions/month expected across the plan, "

@@ -107,6 +107,7 @@ class Engine:
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
+        self._group_bands: dict[str, _core.GroupBand] = {}
         self._instance_points = self._instance_measurements()
         self._layers = self._layer_columns()
         self.workload = self._workload()
@@ -372,37 +373,55 @@ class Engine:
         """scaling_interval's (p10, p90) factors and what they stand for ("" where (1, 1))."""
         if not groups:
             raise ValueError("groups: expected at least one (instance type, count) group, got none")
-        pairs = []
+        if len(groups) > _core.MAX_GROUPS:
+            raise ValueError(f"groups: expected at most {_core.MAX_GROUPS} groups, got {len(groups)}")
+        rows = []
         for j, group in enumerate(groups):
             if not isinstance(group, (tuple, list)) or len(group) != 2:
                 raise ValueError(f"groups[{j}]: expected an (instance type, count) pair, got {group!r}")
             name, count = group
             if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 0:
                 raise ValueError(f"groups[{j}]: expected an instance count >= 0 for {name!r}, got {count!r}")
-            pairs.append((self.catalog.instance(name), int(count)))  # an unknown type fails even at count 0
-        used = [(it, count) for it, count in pairs if count > 0]
-        if not used:
+            it = self.catalog.instance(name)  # an unknown type fails even at count 0
+            rows.append((int(it.gpu_count), int(count), self.group_band(it.name)))
+        if not any(count for _, count, _ in rows):
             raise ValueError(f"groups: expected at least one instance, got counts {[c for _, c in groups]}")
-        instances = sum(count for _, count in used)
-        gpus = max(int(it.gpu_count) for it, _ in used)
-        if instances == 1:
-            it = used[0][0]
-            if gpus == 1 or it.name in self._instance_points or self._uses_learned_pcie(it):
-                return 1.0, 1.0, ""
-            probed = bool(it.measured_intra_gbytes_s)
-        else:
-            if all(it.name in self._instance_points for it, _ in used):
-                return 1.0, 1.0, ""
-            # the probed band's steps had both links calibrated: every network, and the link
-            # inside every multi-GPU instance, must be probed
-            probed = all(it.measured_network_gbytes_s and (it.gpu_count == 1 or it.measured_intra_gbytes_s)
-                         for it, _ in used)
+        found = _core.scaling_lookup(self.scaling_table(), rows)
+        if not found.applies:
+            return 1.0, 1.0, ""
+        gpus, where = found.gpus_per_instance, ("one instance" if found.instances == 1
+                                                 else f"{found.instances} instances")
+        return found.factors.p10, found.factors.p90, (
+            f"{'probed' if found.probed else 'modelled'} links, {where} of up to {gpus} "
+            f"GPU{'s' if gpus > 1 else ''}: measured multi-GPU steps' held-out spread")
+
+    def scaling_table(self) -> _core.ScalingBand:
+        """The learned scaling band as the core's table (srift.learn.scaling_band)."""
         from srift.learn import default_models
 
-        p10, p90 = default_models().scaling_interval(instances, gpus, probed)
-        where = "one instance" if instances == 1 else f"{instances} instances"
-        return p10, p90, (f"{'probed' if probed else 'modelled'} links, {where} of up to {gpus} "
-                          f"GPU{'s' if gpus > 1 else ''}: measured multi-GPU steps' held-out spread")
+        return default_models().scaling_table()
+
+    def group_band(self, instance_type: str) -> _core.GroupBand:
+        """What srift knows of the spread of an instance type's part of an iteration, as the
+        core's GroupBand (band.hpp note "iteration band"): its compute band alone and among
+        several instances (instance_interval), the learned PCIe link's band (link_interval),
+        and whether the profile measured it whole or `srift probe-network` its links. A
+        compute band that does not hold its prediction is widened to it (the band widens only);
+        NaN where the compute model has no residuals (the plain roofline)."""
+        it = self.catalog.instance(instance_type)
+        cached = self._group_bands.get(it.name)
+        if cached is not None:
+            return cached
+        band = _core.GroupBand()
+        band.compute = _factors(*self.instance_interval(it.name, 1))
+        band.compute_several = _factors(*self.instance_interval(it.name, 2))
+        band.link = _factors(*self.link_interval(it.name))
+        band.measured_whole = it.name in self._instance_points
+        band.intra_probed = bool(it.measured_intra_gbytes_s)
+        band.network_probed = bool(it.measured_network_gbytes_s)
+        band.validate(f"band of {it.name}")
+        self._group_bands[it.name] = band
+        return band
 
     def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:
         """(p10, p90) factors on a rank's compute time on an instance type in a cluster of
@@ -430,6 +449,13 @@ class Engine:
                 _core.anchor_to_measurements(single, points), "measured-instance",
                 self.config.measured_p10, self.config.measured_p90)
         return cached
+
+
+def _factors(p10: float, p90: float) -> _core.BandFactors:
+    """(p10, p90) factors as the core's BandFactors: NaN stays unknown, else widened to hold 1."""
+    if not (math.isfinite(p10) and math.isfinite(p90)):
+        return _core.BandFactors(math.nan, math.nan)
+    return _core.BandFactors(min(1.0, float(p10)), max(1.0, float(p90)))
 
 
 def _core_point(m: Any) -> _core.Measurement:

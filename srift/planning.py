@@ -47,6 +47,9 @@ class Plan:
     checkpoint_interval_hours: float = 0.0   # Young/Daly; 0 without spot
     checkpoint_s: float = 0.0
     restart_s: float = 0.0
+    # Chance of finishing within the deadline, under the iteration's p10-p90 band and spot
+    # preemption together (band.hpp note "deadline probability"); 1 without a deadline.
+    deadline_probability: float = 1.0
 
     @property
     def usd_per_1k_samples(self) -> float:
@@ -67,7 +70,8 @@ class Plan:
     def to_dict(self) -> dict[str, Any]:
         spot = {k: getattr(self, k) for k in ("nominal_hours", "p90_hours", "miss_probability",
                                                "interruptions_per_hour", "expected_interruptions",
-                                               "checkpoint_interval_hours", "checkpoint_s", "restart_s")}
+                                               "checkpoint_interval_hours", "checkpoint_s", "restart_s",
+                                               "deadline_probability")}
         return {**{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in spot.items()},
             "cluster": str(Cluster(self.cluster.groups)), "region": self.region,
             "groups": [g.to_dict() for g in self.cluster.groups],
@@ -246,6 +250,7 @@ class _Space:
                 offer.usd_per_hour = float(info.usd_per_hour)
                 offer.max_count = min(max_instances_per_type, quota) if quota is not None else max_instances_per_type
                 offer.compute = self.engine.instance_compute(name)[0]
+                offer.band = self.engine.group_band(name)  # unknown compute band (roofline): none
                 if info.market == "spot":
                     rate = self.spot.interruptions_per_hour.get(name)
                     offer.interruptions_per_hour = (
@@ -254,6 +259,8 @@ class _Space:
                 self.offer_info.append((name, region, info.market))
         request.instances = instances
         request.offers = offers
+        if any(o.band.compute.known for o in offers):  # the plain roofline has no band (nor a table to load)
+            request.scaling_band = self.engine.scaling_table()
         request.usable_memory_fraction = config.usable_memory_fraction
         if min_memory is not None:
             request.min_gpu_memory_bytes = min_memory * 1024**3
@@ -300,7 +307,8 @@ class _Space:
                     interruptions_per_hour=spot.interruptions_per_hour,
                     expected_interruptions=spot.expected_interruptions,
                     checkpoint_interval_hours=spot.checkpoint_interval_s / 3600.0,
-                    checkpoint_s=spot.checkpoint_s, restart_s=spot.restart_s)
+                    checkpoint_s=spot.checkpoint_s, restart_s=spot.restart_s,
+                    deadline_probability=core_plan.deadline_probability)
 
     def summary(self, result: Any) -> SearchSummary:
         stats = result.stats
@@ -344,7 +352,9 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     1..``max_instances_per_type`` instances; the search over them is exact (branch-and-bound).
 
     ``spot=True`` (or ``markets``) adds spot offers, priced at the expected wall time under
-    preemption; ``deadline_confidence=0.9`` asks that the p90 time meet the deadline.
+    preemption; ``deadline_confidence=0.9`` asks that the deadline be met with probability
+    0.9 under preemption and the plan's predicted p10-p90 band together (each plan's
+    ``deadline_probability``); it is 0.5 or more: a deadline met less often than not is none.
     ``held="2x p3.16xlarge @us-east-1"`` replans around instances already running: every plan
     keeps them. ``time_limit_s`` stops early with the best plan found and the remaining gap.
 
@@ -363,8 +373,8 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
         raise ValueError(f"max_types must be an integer in 1..{_core.MAX_GROUPS}, got {max_types!r}")
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
-    if deadline_confidence is not None and not (0 < deadline_confidence < 1):
-        raise ValueError(f"deadline_confidence must be in (0, 1), got {deadline_confidence!r}")
+    if deadline_confidence is not None and not (0.5 <= deadline_confidence < 1):
+        raise ValueError(f"deadline_confidence must be in [0.5, 1), got {deadline_confidence!r}")
     limit = _positive("time_limit_s", time_limit_s)
     catalog = catalog or Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,

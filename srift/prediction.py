@@ -228,35 +228,25 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     p10 = p90 = nan
     band_from: list[str] = []
     if ok:
-        slowest = max(range(len(groups)), key=lambda i: groups[i].compute_s)
-        f10, f90 = engine.instance_interval(cluster.groups[slowest].instance_type,
-                                            sum(g.count for g in cluster.groups))
-        spread = groups[slowest].compute_s
-        p10 = result.iteration_s - spread * (1.0 - f10) if math.isfinite(f10) else nan
-        p90 = result.iteration_s + spread * (f90 - 1.0) if math.isfinite(f90) else nan
-        if math.isfinite(f10) and math.isfinite(f90):
-            band_from.append(f"compute on {groups[slowest].instance_type} ({groups[slowest].compute_source}): "
-                             f"x{f10:.2f}-x{f90:.2f} of its compute")
-        # The learned PCIe link's band and the scaling band (srift.learn.scaling_band note
-        # "scaling band") are held-out spreads of whole steps predicted from a *measured* 1-GPU
-        # step: two estimates of one error, of which the widest counts. The compute band is the
-        # error of that 1-GPU step itself, independent of it: the two add in quadrature in log
-        # space (a measured GPU's x0.97-x1.03 barely moves a link band; a learned GPU's widens
-        # it). Either way the band widens, never narrows.
-        it = result.iteration_s
-        if math.isfinite(p10) and math.isfinite(p90) and it > 0:
-            links = [engine.link_interval(g.instance_type) for g in cluster.groups]
-            l10, l90 = min(f for f, _ in links), max(f for _, f in links)
-            s10, s90, scaling = engine.scaling_band([(g.instance_type, g.count) for g in cluster.groups])
-            link_lo = link_hi = 0.0
-            for lo, hi, what in ((l10, l90, "learned PCIe link: held-out steps"), (s10, s90, scaling)):
-                if (lo < 1.0 or hi > 1.0) and math.isfinite(lo) and math.isfinite(hi) and lo > 0:
-                    link_lo, link_hi = min(link_lo, math.log(lo)), max(link_hi, math.log(hi))
-                    band_from.append(f"{what}: x{lo:.2f}-x{hi:.2f} of the iteration")
-            if link_lo < 0.0 or link_hi > 0.0:
-                compute_lo, compute_hi = min(0.0, math.log(p10 / it)), max(0.0, math.log(p90 / it))
-                p10 = it * math.exp(-math.hypot(compute_lo, link_lo))
-                p90 = it * math.exp(math.hypot(compute_hi, link_hi))
+        # srift::iteration_band (band.hpp note "iteration band"): the slowest group's compute
+        # band on its compute time, and the widest link band (the learned PCIe link's held-out
+        # steps, or the scaling band over modelled or probed links) in quadrature with it.
+        bands = [engine.group_band(g.instance_type) for g in cluster.groups]
+        # no compute band anywhere (the plain roofline): no band, and no learned model to load
+        band = (_core.iteration_band(result, core_groups, bands, engine.scaling_table())
+                if any(b.compute.known for b in bands) else None)
+        if band is not None and band.known:
+            p10, p90 = band.p10_s, band.p90_s
+            slowest = groups[band.compute_group]
+            band_from.append(f"compute on {slowest.instance_type} ({slowest.compute_source}): "
+                             f"x{band.compute.p10:.2f}-x{band.compute.p90:.2f} of its compute")
+            if not band.link.trivial:
+                band_from.append(f"learned PCIe link: held-out steps: x{band.link.p10:.2f}-x{band.link.p90:.2f} "
+                                 f"of the iteration")
+            if band.scaling.applies and not band.scaling.factors.trivial:
+                _, _, scaling = engine.scaling_band([(g.instance_type, g.count) for g in cluster.groups])
+                band_from.append(f"{scaling}: x{band.scaling.factors.p10:.2f}-x{band.scaling.factors.p90:.2f} "
+                                 f"of the iteration")
     return Prediction(
         cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
         feasible=ok, why_infeasible=why,

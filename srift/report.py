@@ -180,7 +180,8 @@ def _speed_reason(faster: Any, slower: Any) -> str:
         return (f"{s.bottleneck} communication exposes {seconds(s.exposed_comm_s)} per iteration on the "
                 f"runner-up vs {seconds(f.exposed_comm_s)}")
     if f.workers != s.workers:
-        return (f"its {f.workers} GPUs compute each iteration in {seconds(f.compute_s)} vs "
+        return (f"{'its GPU computes' if f.workers == 1 else f'its {f.workers} GPUs compute'} each iteration "
+                f"in {seconds(f.compute_s)} vs "
                 f"{seconds(s.compute_s)} on {s.workers}")
     return f"compute takes {seconds(f.compute_s)} per iteration vs {seconds(s.compute_s)}"
 

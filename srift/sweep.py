@@ -17,6 +17,7 @@ Spec (every key but ``models`` and ``constraints`` optional)::
     iterations: 100000
     constraints:                 # each: deadline and/or budget and/or max_usd_per_hour
       - {deadline: 12h}
+      - {deadline: 12h, confidence: 0.9}  # met with probability 0.9 (band and preemption)
       - {budget: 500}
     regions: [us-east-1, "us-west-2,eu-west-1", all]   # each entry is one search's regions
     markets: [on-demand, "on-demand,spot"]
@@ -51,13 +52,13 @@ __all__ = ["SweepSpec", "SweepResult", "load_spec", "parse_spec", "tasks", "run_
 ENGINES = ("processes", "ray")
 COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline_hours", "budget_usd",
            "max_usd_per_hour", "regions", "markets", "found", "plan", "region", "instances", "gpus",
-           "total_hours", "total_hours_p10", "total_hours_p90", "total_usd", "samples_per_s", "usd_per_hour",
+           "total_hours", "total_hours_p10", "total_hours_p90", "deadline_probability", "total_usd", "samples_per_s", "usd_per_hour",
            "usd_per_1k_samples", "iteration_s", "evaluated", "search_s", "why_none", "error"]
 
 _SPEC_KEYS = {"models", "device", "global_batch", "iterations", "constraints", "regions", "markets", "types",
               "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
               "output", "batch_size", "top"}
-_CONSTRAINT_KEYS = {"deadline", "budget", "max_usd_per_hour"}
+_CONSTRAINT_KEYS = {"deadline", "budget", "max_usd_per_hour", "confidence"}
 _MODEL_KEYS = {"name", "profile", "batch_size", "device"}
 
 
@@ -189,6 +190,13 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
             out["budget_usd"] = _positive_number(c["budget"], f"{where}.budget")
         if "max_usd_per_hour" in c:
             out["max_usd_per_hour"] = _positive_number(c["max_usd_per_hour"], f"{where}.max_usd_per_hour")
+        if "confidence" in c:
+            q = c["confidence"]
+            if "deadline" not in c:
+                raise ValueError(f"{where}.confidence: a confidence needs a deadline in the same constraint")
+            if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.5 <= q < 1:
+                raise ValueError(f"{where}.confidence must be a number in [0.5, 1), got {q!r}")
+            out["deadline_confidence"] = float(q)
         constraints.append(out)
     markets = []
     for i, m in enumerate(_as_list(data.get("markets", "on-demand"))):
@@ -251,6 +259,8 @@ def _constraint_text(c: Mapping[str, float]) -> str:
     parts = []
     if "deadline_hours" in c:
         parts.append(f"deadline={c['deadline_hours']:g}h")
+    if "deadline_confidence" in c:
+        parts.append(f"confidence={c['deadline_confidence']:g}")
     if "budget_usd" in c:
         parts.append(f"budget=${c['budget_usd']:g}")
     if "max_usd_per_hour" in c:
@@ -293,7 +303,8 @@ def run_task(task: Mapping[str, Any], profile: Any, catalog: Any, threads: int |
     try:
         rec = recommend(profile, global_batch=task["global_batch"], iterations=task["iterations"],
                         deadline_hours=task.get("deadline_hours"), budget_usd=task.get("budget_usd"),
-                        max_usd_per_hour=task.get("max_usd_per_hour"), catalog=catalog,
+                        max_usd_per_hour=task.get("max_usd_per_hour"),
+                        deadline_confidence=task.get("deadline_confidence"), catalog=catalog,
                         regions=task["regions"], markets=task["markets"], instance_types=task["types"],
                         exclude=task["exclude"], max_types=task["max_types"],
                         max_instances_per_type=task["max_instances_per_type"], top_k=1,
@@ -309,6 +320,8 @@ def run_task(task: Mapping[str, Any], profile: Any, catalog: Any, threads: int |
         p10_hours, p90_hours = plan.band_hours()
         if math.isfinite(p10_hours) and math.isfinite(p90_hours):  # no band under the roofline compute model
             row.update(total_hours_p10=p10_hours, total_hours_p90=p90_hours)
+        if task.get("deadline_hours") is not None:
+            row.update(deadline_probability=plan.deadline_probability)
         row.update(plan=" + ".join(str(g) for g in plan.cluster.groups), region=plan.region,
                    instances=plan.cluster.instances, gpus=pred.workers, total_hours=plan.total_hours,
                    total_usd=plan.total_usd, samples_per_s=plan.samples_per_s, usd_per_hour=plan.usd_per_hour,

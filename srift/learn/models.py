@@ -77,6 +77,7 @@ class CostModels:
         self.pcie_efficiency = _Loaded(*load_model(d / "link_pcie_efficiency.json"))
         self._pcie_domain = _pcie_domain_bytes_s(self.pcie_efficiency.doc)
         self._scaling_band = validate_scaling_band(self.overhead.doc.get("scaling_band"))
+        self._scaling_table: Any = None
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | None = None,
@@ -179,6 +180,24 @@ class CostModels:
         if not isinstance(probed, (bool, np.bool_)):
             raise ValueError(f"probed: expected True or False, got {probed!r}")
         return band_factors(self._scaling_band, instances, gpus_per_instance, bool(probed))
+
+    def scaling_table(self) -> Any:
+        """The scaling band as the core's ScalingBand (srift::ScalingBand; band.hpp), for
+        predictions and the searches. A band widens only, so a cell that does not hold its
+        prediction (possible after a retrain) is widened to it."""
+        if self._scaling_table is None:
+            from srift import _core
+            from srift.learn.scaling_band import BUCKETS, SCOPES
+
+            table = _core.ScalingBand()
+            for scope in SCOPES:
+                for bucket, (key, _, _) in enumerate(BUCKETS):
+                    cell = self._scaling_band[scope][key]
+                    table.set_cell(getattr(_core.ScalingScope, scope), bucket,
+                                   _core.BandFactors(min(1.0, math.exp(cell[0])), max(1.0, math.exp(cell[1]))))
+            table.validate()
+            self._scaling_table = table
+        return self._scaling_table
 
     def iteration_correction(self, counts: list[int], interconnect: str, intra_gbytes_s: float,
                              network_gbps: float, rdma: bool, gradient_bytes: float, one_gpu_s: float,

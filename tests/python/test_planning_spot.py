@@ -36,12 +36,14 @@ def test_risky_spot_costs_time_and_money(resnet50_profile):
     assert risky.best.checkpoint_interval_hours > 0
 
 
-def test_confidence_bounds_the_p90_time(resnet50_profile):
+def test_confidence_covers_preemption_and_the_band(resnet50_profile):
     shaky = SpotAssumptions(interruptions_per_hour={t: 0.3 for t in TYPES}, provisioning_s=1800)
     rec = _rec(resnet50_profile, deadline_hours=12, markets=["spot"], spot_assumptions=shaky,
                deadline_confidence=0.9)
-    if rec.best is not None:
-        assert rec.best.p90_hours <= 12 + 1e-9
+    for plan in [rec.best, *rec.alternatives] if rec.best is not None else []:
+        assert plan.deadline_probability >= 0.9
+        assert plan.nominal_hours <= 12  # the median run fits
+        assert plan.to_dict()["deadline_probability"] == plan.deadline_probability
     expected_only = _rec(resnet50_profile, deadline_hours=12, markets=["spot"], spot_assumptions=shaky)
     assert expected_only.best is not None and expected_only.best.total_hours <= 12 + 1e-9
     if rec.best is not None:
@@ -73,7 +75,8 @@ def test_search_is_exact_and_reports_it(resnet50_profile):
     rec = _rec(resnet50_profile, deadline_hours=24, max_types=3)
     assert rec.search.optimal and rec.search.gap == 0
     assert rec.search.space >= rec.search.evaluated
-    with pytest.raises(ValueError, match="deadline_confidence must be in"):
-        _rec(resnet50_profile, deadline_hours=24, deadline_confidence=1.5)
+    for bad in (1.5, 0.3, 0.0):
+        with pytest.raises(ValueError, match=r"deadline_confidence must be in \[0.5, 1\)"):
+            _rec(resnet50_profile, deadline_hours=24, deadline_confidence=bad)
     with pytest.raises(ValueError, match="max_types must be an integer in 1..16"):
         _rec(resnet50_profile, deadline_hours=24, max_types=0)

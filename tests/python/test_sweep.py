@@ -65,6 +65,21 @@ def test_sweep_writes_table_and_resumes_without_recomputing(spec_file):
     assert third.computed == 0 and third.skipped == 8
 
 
+def test_confidence_constraint(tmp_path, resnet50_profile):
+    """{deadline, confidence}: the deadline met with that probability; each row says how likely."""
+    resnet50_profile.save(tmp_path / "r50.json")
+    spec = parse_spec({"models": [{"profile": "r50.json", "name": "r50"}], "global_batch": 256,
+                       "iterations": 100000, "constraints": [{"deadline": "12h"}, {"deadline": "12h", "confidence": 0.9}],
+                       "regions": "us-east-1", "types": TYPES}, base_dir=tmp_path)
+    run_sweep(spec, tmp_path / "c.csv", jobs=0, progress=False)
+    plain, sure = sorted(_rows(tmp_path / "c.csv"), key=lambda r: r["constraint"])
+    assert (plain["constraint"], sure["constraint"]) == ("deadline=12h", "deadline=12h confidence=0.9")
+    assert sure["found"] == "True" and float(sure["deadline_probability"]) >= 0.9
+    assert float(sure["total_hours_p90"]) <= 12 * (1 + 1e-9)  # on demand: the band's p90 run fits
+    assert 0.5 <= float(plain["deadline_probability"]) <= 1
+    assert float(sure["total_usd"]) >= float(plain["total_usd"])
+
+
 def test_failed_rows_are_retried(tmp_path, spec_file):
     spec = load_spec(spec_file)
     out = tmp_path / "retry.csv"
@@ -101,6 +116,10 @@ def test_sweep_in_processes_matches_in_process(spec_file, tmp_path):
     ({"models": ["resnet50"], "global_batch": 0, "iterations": 10, "constraints": [{"budget": 5}]},
      "global_batch must be a number > 0"),
     ({"models": ["resnet50"], "global_batch": 8, "iterations": 10}, "needs 'constraints'"),
+    ({"models": ["resnet50"], "global_batch": 8, "iterations": 10, "constraints": [{"budget": 5, "confidence": 0.9}]},
+     r"constraints\[0\]\.confidence: a confidence needs a deadline"),
+    ({"models": ["resnet50"], "global_batch": 8, "iterations": 10, "constraints": [{"deadline": "2h", "confidence": 0.3}]},
+     r"constraints\[0\]\.confidence must be a number in \[0.5, 1\), got 0.3"),
     ({"models": ["resnet50"], "global_batch": 8, "iterations": 10, "constraints": [{"budget": 5}],
       "markets": ["reserved"]}, r"markets\[0\]"),
 ])
