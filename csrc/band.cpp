@@ -225,13 +225,17 @@ double deadline_probability(double nominal_s, const BandFactors& band, double in
   if (!spread) return 1.0 - spot_miss_probability(nominal_s, interruptions_per_hour, params, deadline_s);
   const double sigma_lo = -std::log(band.p10) / kZ90;
   const double sigma_hi = std::log(band.p90) / kZ90;
-  if (!(interruptions_per_hour > 0)) {
-    if (!(nominal_s > 0) || !std::isfinite(deadline_s)) return nominal_s <= deadline_s ? 1.0 : 0.0;
-    if (!(deadline_s > 0)) return 0.0;
+  double band_alone;  // exact: the normal CDF of log(deadline / nominal)
+  if (!(nominal_s > 0) || !std::isfinite(deadline_s)) {
+    band_alone = nominal_s <= deadline_s ? 1.0 : 0.0;
+  } else if (!(deadline_s > 0)) {
+    band_alone = 0.0;
+  } else {
     const double x = std::log(deadline_s / nominal_s);
-    if (x >= 0) return sigma_hi > 0 ? normal_cdf(x / sigma_hi) : 1.0;
-    return sigma_lo > 0 ? normal_cdf(x / sigma_lo) : 0.0;
+    if (x >= 0) band_alone = sigma_hi > 0 ? normal_cdf(x / sigma_hi) : 1.0;
+    else band_alone = sigma_lo > 0 ? normal_cdf(x / sigma_lo) : 0.0;
   }
+  if (!(interruptions_per_hour > 0)) return band_alone;
   const BandNodes& nodes = band_nodes();
   double met = 0;
   for (int i = 0; i < kBandNodes; ++i) {
@@ -239,7 +243,9 @@ double deadline_probability(double nominal_s, const BandFactors& band, double in
     const double f = std::exp(z * (z < 0 ? sigma_lo : sigma_hi));
     met += 1.0 - spot_miss_probability(nominal_s * f, interruptions_per_hour, params, deadline_s);
   }
-  return met / kBandNodes;
+  // Preemption only adds time, so the chance is never above the band's alone; the min keeps
+  // the quadrature's rounding from crossing it (the search's bounds rely on it).
+  return std::min(met / kBandNodes, band_alone);
 }
 
 }  // namespace srift

@@ -22,6 +22,14 @@
 // Spot preemption only inflates time (monotonically in the nominal time and in the rate), so
 // every bound on the nominal time also bounds the expected one, and the expected time of the
 // rate P already has is applied to the time bounds.
+// A deadline met with confidence q >= 0.5 under the plans' bands (band.hpp note "deadline
+// probability") needs the run's q-quantile without preemption to fit: W F_q <= D, with
+// F_q = f90^(z_q / z90) for the plan's iteration p90 factor f90. Every plan below a node
+// has f90 >= the widest learned-link p90 of the node's groups, and, once the node holds two
+// instances one of which was not measured whole (or one multi-GPU instance on modelled or
+// probed links), >= the least scaling-band p90 its plans can take (buckets only grow with
+// more groups; one group whose links were not probed keeps them all on the modelled scope). So the deadline bounds use D / floor^(z_q / z90) (deadline_factor). This
+// holds only where every offer's compute band is known: an unknown band has no spread.
 // A subtree is cut when its bound cannot beat the k-th best plan found so far or cannot meet
 // a constraint, and - when a Pareto front is collected - is weakly dominated by a found plan.
 // Bounds are compared after shrinking them by kSlack so rounding never cuts an optimum.
@@ -35,6 +43,7 @@
 #include <thread>
 
 #include "search_internal.hpp"
+#include "srift/band.hpp"
 #include "srift/search.hpp"
 
 namespace srift {
@@ -61,6 +70,11 @@ struct OfferInfo {
   double ready0 = 0;  // forward + f_0 backward at batch 1, s
   double rate = 0;    // interruptions per instance-hour
   bool multi = false; // gpus > 1
+  double link90 = 1;  // its learned link band's p90 factor (1: none)
+  bool whole = false; // measured whole (band.measured_whole)
+  bool intra_probed = false;
+  bool own_link = false;  // a link band of its own (band.link not (1, 1))
+  bool probed = false;    // the links a multi-instance plan needs probed (network; intra if multi-GPU)
   double intra_bw = kInf, intra_lat = 0, net_bw = kInf, net_lat = 0;
 };
 
@@ -128,6 +142,7 @@ struct Bound {
   double time_obj = 0;      // total seconds for plans that can matter to the objective
   double nominal_obj = 0;   // ... without preemption (for a deadline met with a confidence)
   double usd_obj = 0;
+  double deadline_factor = 1;  // deadline_factor() of the node
 };
 
 // Read-only context shared by the threads.
@@ -140,6 +155,12 @@ struct Context {
   // Buckets with bytes > 0: ready fraction, suffix bytes, suffix count.
   std::vector<double> f, tail_bytes, tail_count;
   bool has_buckets = false;
+  // Deadline confidence over the bands (note "bounds"): z_q / z90 (0: no band bound), the
+  // least multi-instance p90 factor from each bucket up, and each single-instance cell's.
+  double band_exponent = 0;
+  double multi_p90_from[kScalingBuckets] = {1, 1, 1, 1};         // modelled links
+  double any_multi_p90_from[kScalingBuckets] = {1, 1, 1, 1};     // modelled or probed
+  double single_p90[2][kScalingBuckets] = {{1, 1, 1, 1}, {1, 1, 1, 1}};
   explicit Context(const SearchRequest& req) : r(req) {}
 };
 
@@ -235,6 +256,33 @@ class Searcher {
     return t + P.opt;
   }
 
+  // What a deadline met with the request's confidence asks of a node's nominal time: every
+  // plan below it must have nominal x factor <= deadline (note "bounds"); 1 without a band.
+  double deadline_factor(const State& P) const {
+    if (!(x_.band_exponent > 0) || P.n == 0) return 1.0;
+    double floor = 1.0;
+    int instances = 0, gpus = 0;
+    bool not_whole = false, all_probed = true;
+    for (int g = 0; g < P.n; ++g) {
+      const OfferInfo& o = *P.info[g];
+      instances += P.count[g];
+      gpus = std::max(gpus, o.gpus);
+      not_whole = not_whole || !o.whole;
+      all_probed = all_probed && o.probed;
+      floor = std::max(floor, o.link90);
+    }
+    const int b = scaling_bucket(gpus);
+    // one unprobed group keeps every plan below on the modelled scope
+    const double multi = all_probed ? x_.any_multi_p90_from[b] : x_.multi_p90_from[b];
+    if (instances >= 2 && not_whole) {
+      floor = std::max(floor, multi);
+    } else if (instances == 1 && gpus >= 2) {
+      const OfferInfo& o = *P.info[0];
+      if (!o.whole && !o.own_link) floor = std::max(floor, std::min(x_.single_p90[o.intra_probed][b], multi));
+    }
+    return std::pow(floor, x_.band_exponent);
+  }
+
   double total_time(const State& P, double iteration_s) const {
     return detail::expected_total_s(x_.iters * iteration_s, P.rate, r_.spot);
   }
@@ -301,7 +349,8 @@ class Searcher {
     // Deadline: what P cannot absorb by the deadline is done by additions at >= e_r per
     // sample, inflated by their fixed cost and the optimizer.
     if (std::isfinite(r_.deadline_s)) {
-      const double D = r_.deadline_s / x_.iters;  // iteration time bound, seconds
+      b.deadline_factor = deadline_factor(P);
+      const double D = r_.deadline_s / x_.iters / b.deadline_factor;  // iteration time bound, seconds
       const double Lmax = D - P.opt;
       double absorbed = 0;
       for (int g = 0; g < P.n; ++g) {
@@ -335,8 +384,8 @@ class Searcher {
     if (above(price, r_.max_usd_per_hour)) return true;
     if (above(b.usd_obj, r_.budget_usd)) return true;
     // With a confidence the deadline binds a quantile, which may lie below the expectation
-    // but never below the nominal time.
-    const double time_for_deadline = r_.deadline_confidence > 0 ? b.nominal_obj : b.time_obj;
+    // but never below the nominal time, nor below the band's floor on it.
+    const double time_for_deadline = r_.deadline_confidence > 0 ? b.nominal_obj * b.deadline_factor : b.time_obj;
     if (above(time_for_deadline, r_.deadline_s)) return true;
     const double thr = threshold();
     return min_cost_ ? above(b.usd_obj, thr) : above(b.time_obj, thr);
@@ -363,7 +412,8 @@ class Searcher {
     const double L = P.L0;
     const double iteration_s = iteration_bound(P, L);
     const double time_s = total_time(P, iteration_s);
-    const double deadline_time = r_.deadline_confidence > 0 ? x_.iters * iteration_s : time_s;
+    const double deadline_time =
+        r_.deadline_confidence > 0 ? x_.iters * iteration_s * deadline_factor(P) : time_s;
     const double usd = x_.per_it_usd * (P.sum_pic + P.opt * P.price + P.sum_e +
                                         (x_.B - P.W) * std::min(P.e_min, rest_e));
     bool obj = above(P.price, r_.max_usd_per_hour) || above(usd, r_.budget_usd) ||
@@ -567,6 +617,11 @@ OfferInfo make_info(const SearchRequest& r, int i, const Context& x) {
   }
   o.net_bw = inst.network.bandwidth;
   o.net_lat = inst.network.latency;
+  o.link90 = of.band.link.p90;
+  o.whole = of.band.measured_whole;
+  o.intra_probed = of.band.intra_probed;
+  o.own_link = !of.band.link.trivial();
+  o.probed = of.band.network_probed && (inst.gpus == 1 || of.band.intra_probed);
   return o;
 }
 
@@ -592,6 +647,23 @@ void build(Context& x) {
     x.tail_count[j] = count;
   }
   x.has_buckets = !x.f.empty();
+
+  // the band's floor on deadlines met with a confidence (note "bounds")
+  bool bands_known = true;
+  for (const Offer& o : r.offers) bands_known = bands_known && o.band.compute.known() && o.band.compute_several.known();
+  if (r.deadline_confidence > 0 && bands_known) {
+    x.band_exponent = normal_quantile(r.deadline_confidence) / normal_quantile(0.9);
+    const ScalingBand& t = r.scaling_band;
+    double least = kInf, least_any = kInf;
+    for (int b = kScalingBuckets; b-- > 0;) {
+      least = std::min(least, t.cell(ScalingScope::multi_instance, b).p90);
+      least_any = std::min({least_any, least, t.cell(ScalingScope::probed_multi_instance, b).p90});
+      x.multi_p90_from[b] = least;
+      x.any_multi_p90_from[b] = least_any;
+      x.single_p90[0][b] = t.cell(ScalingScope::single_instance, b).p90;
+      x.single_p90[1][b] = t.cell(ScalingScope::probed_single_instance, b).p90;
+    }
+  }
 
   std::vector<int> region_ids;
   for (const Offer& o : r.offers) region_ids.push_back(o.region);

@@ -105,7 +105,7 @@ inline bool meets_deadline(const SearchRequest& r, const IterationResult& it, do
   if (!spread && !(rate > 0)) return c.total_s <= r.deadline_s;
   if (spread && rate > 0 &&
       deadline_probability(nominal, band, 0.0, r.spot, r.deadline_s) < r.deadline_confidence) {
-    return false;  // preemption only adds time: the band alone already misses
+    return false;  // preemption only adds time: the band alone already misses (no quadrature)
   }
   return deadline_probability(nominal, band, rate, r.spot, r.deadline_s) >= r.deadline_confidence;
 }

@@ -1,5 +1,6 @@
 // A scheduler's use of srift::core without Python: describe two instance types and a
-// workload, predict one cluster, then search for the cheapest plan that meets a deadline.
+// workload, predict one cluster, then search for the cheapest plan that meets a deadline, as
+// predicted and with 90% confidence under the prediction's band.
 #include <cstdio>
 #include <srift/srift.hpp>
 
@@ -53,5 +54,33 @@ int main() {
   }
   std::printf(" -> %.2f h, $%.2f (%llu clusters evaluated)\n", best.total_s / 3600, best.total_usd,
               static_cast<unsigned long long>(result.stats.evaluated));
+
+  // The same question with 90% confidence. Say what is known of each offer's spread: its
+  // compute within x0.8-x1.3 (p10-p90; a model's held-out residuals) and, over links modelled
+  // from specs, multi-GPU iterations within x0.9-x1.5. Each plan then reports its p10-p90 band
+  // and the chance it meets the deadline; only plans that meet it 9 times in 10 remain.
+  for (Offer& o : request.offers) o.band.compute = o.band.compute_several = BandFactors{0.8, 1.3};
+  for (int scope = 0; scope < kScalingScopes; ++scope) {
+    for (int bucket = 0; bucket < kScalingBuckets; ++bucket) {
+      request.scaling_band.cell(static_cast<ScalingScope>(scope), bucket) = BandFactors{0.9, 1.5};
+    }
+  }
+  request.deadline_s = 5 * 3600.0;
+  for (double confidence : {0.0, 0.9}) {
+    request.deadline_confidence = confidence;
+    SearchResult answer = search(request);
+    if (answer.plans.empty()) {
+      std::printf("no plan within 5 h at confidence %.1f: %s\n", confidence, answer.why_none.c_str());
+      return 1;
+    }
+    const Plan& p = answer.plans.front();
+    std::printf("cheapest within 5 h%s:", confidence > 0 ? " with 90% confidence" : " as predicted");
+    for (const PlanGroup& g : p.groups) {
+      std::printf(" %dx %s", g.count, request.instances[request.offers[g.offer].instance].name.c_str());
+    }
+    std::printf(" -> %.2f h (p10-p90 %.2f-%.2f h), $%.2f, meets 5 h with probability %.2f\n", p.total_s / 3600,
+                request.iterations * p.band.p10_s / 3600, request.iterations * p.band.p90_s / 3600, p.total_usd,
+                p.deadline_probability);
+  }
   return 0;
 }

@@ -176,6 +176,25 @@ TEST(Search, EqualsExhaustiveOnRandomSpaces) {
   }
 }
 
+TEST(Search, EqualsExhaustiveWithBandsAndConfidence) {
+  // The band's floor in the deadline bounds (csrc/bnb.cpp note "bounds") never cuts a plan
+  // that meets the deadline with the asked confidence.
+  int tested = 0;
+  for (std::uint64_t seed = 5000; seed < 6200; ++seed) {
+    SearchRequest r = random_request(seed);
+    if (!(r.deadline_confidence > 0) || r.scaling_band.cell(srift::ScalingScope::single_instance, 0).trivial()) continue;
+    bind_constraints(r, seed);
+    // move the deadline to where the bands, not the predictions, decide
+    if (std::isfinite(r.deadline_s)) r.deadline_s *= 1.0 + (seed % 7) * 0.25;
+    const SearchResult ex = srift::search_exhaustive(r);
+    const SearchResult bb = srift::search(r);
+    expect_same(r, ex, bb, seed);
+    if (::testing::Test::HasFailure()) return;
+    ++tested;
+  }
+  EXPECT_GT(tested, 300);
+}
+
 TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {
   // Under bands and preemption together every returned plan meets the deadline with the
   // asked probability; asking more never makes the best plan cheaper.

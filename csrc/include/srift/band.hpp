@@ -25,7 +25,8 @@
 // preemption (spot.hpp note "spot model") then acts on W F. So
 //   P(meet D) = E_F[ 1 - miss_probability(W F, rate, D) ],
 // exact (the normal CDF) without spot, and with spot the mean over 32 equal-probability
-// quantiles of F. A band of (1, 1) gives the spot model's answer bit for bit.
+// quantiles of F, capped at the band's chance alone (preemption only adds time). A band of
+// (1, 1) gives the spot model's answer bit for bit.
 #include <array>
 #include <limits>
 
