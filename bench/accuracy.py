@@ -56,6 +56,11 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    measured (the 1-GPU time from the no-measurement model, held
                                    out by chip): the compute and scaling bands combined as the
                                    widest of the two or in quadrature (as shipped)
+  deadline_probability_calibration/*  the same held-out rows and bands: the share of truths at or
+                                   below the time srift says is met with probability q (0.5,
+                                   0.75, 0.9, 0.95: --confidence), its two-piece log-normal
+                                   over the band (csrc/include/srift/band.hpp note "deadline
+                                   probability"); calibrated: q
   measurement_noise/lambda_single_gpu  the data's own floor: a repeated Lambda 1-GPU
                                    measurement against the median of its other repeats
   measurement_noise/sia_multi_node_own_batches  the same for Sia's multi-node steps: each
@@ -71,6 +76,7 @@ import math
 import os
 import platform
 import warnings
+from statistics import NormalDist
 
 import numpy as np
 
@@ -79,6 +85,24 @@ from srift.learn.datasets import compute_rows, sia_rows
 from srift.learn.pcie_link import calibration_points, held_out_pcie_steps
 from srift.learn.train import absolute_dataset, ape, candidates, git_commit, loco_errors, ratio_dataset
 from srift.learn.workloads import load_workloads
+
+
+# The confidences a deadline may be asked at (srift recommend --confidence).
+CONFIDENCES = (0.5, 0.75, 0.9, 0.95)
+
+
+def deadline_calibration(name: str, resid: np.ndarray, hi: np.ndarray) -> None:
+    """deadline_probability_calibration/NAME: held-out log residuals (truth / prediction) and
+    their band's log p90 edge (from other groups only). srift says a run is met with
+    probability q up to prediction x exp(z_q / z90 x hi) (band.hpp note "deadline probability");
+    the share of truths at or below it should be q."""
+    resid, hi = np.asarray(resid, float), np.asarray(hi, float)
+    ok = ~(np.isnan(resid) | np.isnan(hi))
+    r, h = resid[ok], np.maximum(hi[ok], 0.0)
+    z90 = NormalDist().inv_cdf(0.9)
+    met = {str(q): round(float(np.mean(r <= NormalDist().inv_cdf(q) / z90 * h)), 3) for q in CONFIDENCES}
+    print(json.dumps({"split": f"deadline_probability_calibration/{name}", "met_when_srift_says": met,
+                      "n": int(r.size)}))
 
 
 def stats(e: np.ndarray) -> dict[str, float]:
@@ -186,8 +210,24 @@ def scaling_band_coverage(w) -> None:
     from srift.engine import EngineConfig
     from srift.learn.scaling_band import coverage_by_source, scaling_residuals
 
+    from srift.learn.scaling_band import BUCKETS, balanced_quantiles, bucket_of
+
     residuals = scaling_residuals(w)
     held = coverage_by_source(residuals)
+    # the same folds, row by row, for the deadline probability's calibration
+    for key in held:
+        scope, source = key.split("/")
+        here = [x for x in residuals if x.scope == scope]
+        r_rows, hi_rows = [], []
+        for bucket, _, _ in BUCKETS:
+            cell = [x for x in here if bucket_of(x.gpus_per_instance) == bucket]
+            train = [x for x in cell if x.source != source]
+            test = [x.log_residual for x in cell if x.source == source]
+            if train and test:
+                _, _, p90 = balanced_quantiles([x.log_residual for x in train], [x.source for x in train])
+                r_rows += test
+                hi_rows += [p90] * len(test)
+        deadline_calibration(f"scaling_band/{key}", np.array(r_rows), np.array(hi_rows))
     lo, hi = math.log(EngineConfig().measured_p10), math.log(EngineConfig().measured_p90)
     for key, cov in held.items():
         scope, source = key.split("/")
@@ -234,6 +274,8 @@ def scaling_band_with_predicted_compute(w) -> None:
     out = {"split": "interval_coverage/scaling_band_predicted_compute/lambda"}
     for rule, b in bands.items():
         lo, hi = np.array([x[0] for x in b]), np.array([x[1] for x in b])
+        if rule == "quadrature":
+            deadline_calibration("scaling_band_predicted_compute/lambda", t, hi)
         out[rule] = {"inside_p10_p90": round(float(np.mean((t >= lo) & (t <= hi))), 3),
                      "below_p10": round(float(np.mean(t < lo)), 3), "above_p90": round(float(np.mean(t > hi)), 3),
                      "n": int(t.size)}
@@ -457,6 +499,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
         print(json.dumps({"split": f"interval_coverage/{name}", "inside_p10_p90": round(float(np.mean((r >= lo) & (r <= hi))), 3),
                           "below_p10": round(float(np.mean(r < lo)), 3), "above_p90": round(float(np.mean(r > hi)), 3),
                           "n": int(r.size), "held_out_groups": n_groups}))
+        deadline_calibration(name, r, hi)
 
     rows_c = compute_rows(cpu=True)
     # The absolute model has no Sia rows (srift.learn.features note "new models"): one rule.
