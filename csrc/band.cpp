@@ -12,27 +12,14 @@ namespace {
 
 constexpr double kZ90 = 1.2815515655446004;  // standard normal 90th percentile
 constexpr double kSqrt2Pi = 2.5066282746310002;
-// Equal-probability nodes of the band's distribution for the spot case (note "deadline
-// probability"): the midpoints of 32 slices of probability.
+// Equal-probability slices of the band below the deadline for the spot case (note "deadline
+// probability").
 constexpr int kBandNodes = 32;
 
 bool is_nan(double v) { return v != v; }
 
 const char* kScopeNames[kScalingScopes] = {"single_instance", "multi_instance", "probed_single_instance",
                                            "probed_multi_instance"};
-
-// Standard normal quantiles of the node midpoints, computed once.
-struct BandNodes {
-  std::array<double, kBandNodes> z{};
-  BandNodes() {
-    for (int i = 0; i < kBandNodes; ++i) z[i] = normal_quantile((i + 0.5) / kBandNodes);
-  }
-};
-
-const BandNodes& band_nodes() {
-  static const BandNodes nodes;
-  return nodes;
-}
 
 }  // namespace
 
@@ -82,8 +69,8 @@ void ScalingBand::validate() const {
   }
 }
 
-ScalingLookup scaling_lookup(const ScalingBand& table, const int* gpus, const int* counts, const GroupBand* bands,
-                             int n) {
+ScalingLookup scaling_lookup_unchecked(const ScalingBand& table, const int* gpus, const int* counts,
+                                       const GroupBand* bands, int n) {
   ScalingLookup out;
   bool all_whole = true, all_probed = true;
   int only = -1;  // the group of a lone instance
@@ -115,6 +102,22 @@ ScalingLookup scaling_lookup(const ScalingBand& table, const int* gpus, const in
   return out;
 }
 
+ScalingLookup scaling_lookup(const ScalingBand& table, const int* gpus, const int* counts, const GroupBand* bands,
+                             int n) {
+  if (n < 1 || n > kMaxGroups) detail::fail("groups", "1.." + std::to_string(kMaxGroups) + " groups", n);
+  table.validate();
+  int instances = 0;
+  for (int j = 0; j < n; ++j) {
+    const std::string field = "groups[" + std::to_string(j) + "]";
+    if (gpus[j] < 1) detail::fail(field + ".gpus", ">= 1", gpus[j]);
+    if (counts[j] < 0) detail::fail(field + ".count", ">= 0", counts[j]);
+    bands[j].validate(("bands[" + std::to_string(j) + "]").c_str());
+    instances += counts[j];
+  }
+  if (instances < 1) detail::fail("groups (instances in all)", ">= 1", instances);
+  return scaling_lookup_unchecked(table, gpus, counts, bands, n);
+}
+
 BandFactors IterationBand::factors(double iteration_s) const {
   BandFactors f;
   if (!known() || !(iteration_s > 0)) {
@@ -142,7 +145,7 @@ IterationBand iteration_band_unchecked(const IterationResult& result, const Grou
   }
   out.compute_group = slowest;
   out.compute = instances > 1 ? bands[slowest].compute_several : bands[slowest].compute;
-  out.scaling = scaling_lookup(table, gpus, counts, bands, n);
+  out.scaling = scaling_lookup_unchecked(table, gpus, counts, bands, n);
   out.link = BandFactors{};
   for (int j = 0; j < n; ++j) {
     out.link.p10 = std::min(out.link.p10, bands[j].link.p10);
@@ -219,8 +222,8 @@ double normal_quantile(double p) {
   return x - u / (1 + x * u / 2);
 }
 
-double deadline_probability(double nominal_s, const BandFactors& band, double interruptions_per_hour,
-                            const SpotParams& params, double deadline_s) {
+double deadline_probability_unchecked(double nominal_s, const BandFactors& band, double interruptions_per_hour,
+                                      const SpotParams& params, double deadline_s) {
   const bool spread = band.known() && !band.trivial();
   if (!spread) return 1.0 - spot_miss_probability(nominal_s, interruptions_per_hour, params, deadline_s);
   const double sigma_lo = -std::log(band.p10) / kZ90;
@@ -235,17 +238,33 @@ double deadline_probability(double nominal_s, const BandFactors& band, double in
     if (x >= 0) band_alone = sigma_hi > 0 ? normal_cdf(x / sigma_hi) : 1.0;
     else band_alone = sigma_lo > 0 ? normal_cdf(x / sigma_lo) : 0.0;
   }
-  if (!(interruptions_per_hour > 0)) return band_alone;
-  const BandNodes& nodes = band_nodes();
+  if (!(interruptions_per_hour > 0) || !(band_alone > 0)) return band_alone;
+  // Preemption only adds time: runs of the band past the deadline miss it anyway, so average
+  // over the slices of the band below it (note "deadline probability").
   double met = 0;
   for (int i = 0; i < kBandNodes; ++i) {
-    const double z = nodes.z[i];
+    const double u = (i + 0.5) / kBandNodes * band_alone;
+    const double z = u >= 1.0 ? 8.0 : normal_quantile(u);
     const double f = std::exp(z * (z < 0 ? sigma_lo : sigma_hi));
     met += 1.0 - spot_miss_probability(nominal_s * f, interruptions_per_hour, params, deadline_s);
   }
-  // Preemption only adds time, so the chance is never above the band's alone; the min keeps
-  // the quadrature's rounding from crossing it (the search's bounds rely on it).
-  return std::min(met / kBandNodes, band_alone);
+  return std::min(band_alone, band_alone * met / kBandNodes);
+}
+
+double deadline_probability(double nominal_s, const BandFactors& band, double interruptions_per_hour,
+                            const SpotParams& params, double deadline_s) {
+  detail::require_finite_nonneg("nominal_s", nominal_s);
+  band.validate("band");
+  detail::require_finite_nonneg("interruptions_per_hour", interruptions_per_hour);
+  params.validate();
+  if (!(deadline_s > 0)) detail::fail("deadline_s", "> 0 (+inf: none)", deadline_s);
+  return deadline_probability_unchecked(nominal_s, band, interruptions_per_hour, params, deadline_s);
+}
+
+double band_quantile_factor(const BandFactors& band, double q) {
+  if (!(q >= 0.5 && q < 1)) detail::fail("q", "in [0.5, 1)", q);
+  if (!band.known() || band.trivial()) return 1.0;
+  return std::exp(normal_quantile(q) / kZ90 * std::log(band.p90));
 }
 
 }  // namespace srift

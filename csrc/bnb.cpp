@@ -860,7 +860,10 @@ SearchResult search(const SearchRequest& request, const CancelToken* cancel) {
     relaxed.collect_pareto = false;
     SearchResult near = run(relaxed, cancel, stop_at);
     const bool any_feasible = !near.plans.empty();
-    if (any_feasible) result.closest = near.plans.front();
+    if (any_feasible) {
+      result.closest = near.plans.front();
+      plan_totals(request, result.closest);  // its spot estimate and chances against the real deadline
+    }
     result.stats.evaluated += near.stats.evaluated;
     result.stats.nodes += near.stats.nodes;
     result.stats.infeasible_memory += near.stats.infeasible_memory;

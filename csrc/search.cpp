@@ -321,8 +321,8 @@ void plan_totals(const SearchRequest& request, Plan& plan) {
   }
   plan.band = iteration_band_unchecked(plan.iteration, groups, bands, n, request.scaling_band);
   if (std::isfinite(request.deadline_s)) {
-    plan.deadline_probability = deadline_probability(nominal, plan.band.factors(plan.iteration.iteration_s),
-                                                     rate, request.spot, request.deadline_s);
+    plan.deadline_probability = deadline_probability_unchecked(
+        nominal, plan.band.factors(plan.iteration.iteration_s), rate, request.spot, request.deadline_s);
   }
 }
 

@@ -101,13 +101,11 @@ inline bool meets_deadline(const SearchRequest& r, const IterationResult& it, do
   const double nominal = r.iterations * it.iteration_s;
   if (nominal > r.deadline_s) return false;  // at q >= 0.5 the median run must fit
   const BandFactors band = candidate_band(r, it, c);
-  const bool spread = band.known() && !band.trivial();
-  if (!spread && !(rate > 0)) return c.total_s <= r.deadline_s;
-  if (spread && rate > 0 &&
-      deadline_probability(nominal, band, 0.0, r.spot, r.deadline_s) < r.deadline_confidence) {
-    return false;  // preemption only adds time: the band alone already misses (no quadrature)
-  }
-  return deadline_probability(nominal, band, rate, r.spot, r.deadline_s) >= r.deadline_confidence;
+  // The band's q-quantile run must fit (exact without spot; a necessary condition with it,
+  // since preemption only adds time); tested on the time, not through the CDF's rounding.
+  if (nominal * band_quantile_factor(band, r.deadline_confidence) > r.deadline_s) return false;
+  if (!(rate > 0)) return true;
+  return deadline_probability_unchecked(nominal, band, rate, r.spot, r.deadline_s) >= r.deadline_confidence;
 }
 
 inline bool meets_budget(const SearchRequest& r, const Candidate& c, double usd_per_hour) {

@@ -73,23 +73,13 @@ void bind_band(py::module_& m) {
   m.def(
       "scaling_lookup",
       [](const ScalingBand& table, const std::vector<std::tuple<int, int, GroupBand>>& groups) {
-        if (groups.empty() || groups.size() > static_cast<std::size_t>(kMaxGroups)) {
-          throw py::value_error("groups: expected 1.." + std::to_string(kMaxGroups) + " groups, got " +
-                                std::to_string(groups.size()));
-        }
         std::vector<int> gpus, counts;
         std::vector<GroupBand> bands;
-        for (std::size_t j = 0; j < groups.size(); ++j) {
-          const auto& [g, c, band] = groups[j];
-          const std::string f = "groups[" + std::to_string(j) + "]";
-          if (g < 1) throw py::value_error(f + ": gpus per instance must be >= 1, got " + std::to_string(g));
-          if (c < 0) throw py::value_error(f + ": instance count must be >= 0, got " + std::to_string(c));
-          band.validate(("bands[" + std::to_string(j) + "]").c_str());
+        for (const auto& [g, c, band] : groups) {
           gpus.push_back(g);
           counts.push_back(c);
           bands.push_back(band);
         }
-        table.validate();
         return scaling_lookup(table, gpus.data(), counts.data(), bands.data(), static_cast<int>(groups.size()));
       },
       py::arg("table"), py::arg("groups"),
@@ -123,6 +113,8 @@ void bind_band(py::module_& m) {
         py::arg("interruptions_per_hour"), py::arg("params"), py::arg("deadline_s"),
         "Chance that a run of nominal_s predicted seconds meets deadline_s under the iteration band "
         "and spot preemption (band.hpp note \"deadline probability\").");
+  m.def("band_quantile_factor", &band_quantile_factor, py::arg("band"), py::arg("q"),
+        "The band's factor at quantile q in [0.5, 1): f90^(z_q / z90).");
 }
 
 }  // namespace srift::bindings

@@ -107,7 +107,7 @@ class Engine:
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
-        self._group_bands: dict[str, _core.GroupBand] = {}
+        self._group_bands: dict[tuple[str, bool], _core.GroupBand] = {}
         self._instance_points = self._instance_measurements()
         self._layers = self._layer_columns()
         self.workload = self._workload()
@@ -375,18 +375,18 @@ class Engine:
             raise ValueError("groups: expected at least one (instance type, count) group, got none")
         if len(groups) > _core.MAX_GROUPS:
             raise ValueError(f"groups: expected at most {_core.MAX_GROUPS} groups, got {len(groups)}")
-        rows = []
+        pairs = []
         for j, group in enumerate(groups):
             if not isinstance(group, (tuple, list)) or len(group) != 2:
                 raise ValueError(f"groups[{j}]: expected an (instance type, count) pair, got {group!r}")
             name, count = group
             if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 0:
                 raise ValueError(f"groups[{j}]: expected an instance count >= 0 for {name!r}, got {count!r}")
-            it = self.catalog.instance(name)  # an unknown type fails even at count 0
-            rows.append((int(it.gpu_count), int(count), self.group_band(it.name)))
-        if not any(count for _, count, _ in rows):
+            self.catalog.instance(name)  # an unknown type fails even at count 0
+            pairs.append((name, int(count)))
+        if not any(count for _, count in pairs):
             raise ValueError(f"groups: expected at least one instance, got counts {[c for _, c in groups]}")
-        found = _core.scaling_lookup(self.scaling_table(), rows)
+        found = _core.scaling_lookup(self.scaling_table_for(pairs), self._scaling_rows(pairs))
         if not found.applies:
             return 1.0, 1.0, ""
         gpus, where = found.gpus_per_instance, ("one instance" if found.instances == 1
@@ -401,26 +401,41 @@ class Engine:
 
         return default_models().scaling_table()
 
-    def group_band(self, instance_type: str) -> _core.GroupBand:
+    def _scaling_rows(self, groups: list[tuple[str, int]]) -> list[tuple[int, int, _core.GroupBand]]:
+        several = sum(count for _, count in groups) > 1
+        return [(int(self.catalog.instance(name).gpu_count), count, self.group_band(name, several=several))
+                for name, count in groups]
+
+    def scaling_table_for(self, groups: list[tuple[str, int]]) -> _core.ScalingBand:
+        """scaling_table where the scaling band applies to a cluster of (instance type, count)
+        groups, an empty table elsewhere: the cell rule needs no learned model, so a cluster
+        without a band (one GPU, one instance measured whole) loads none."""
+        if _core.scaling_lookup(_core.ScalingBand(), self._scaling_rows(groups)).applies:
+            return self.scaling_table()
+        return _core.ScalingBand()
+
+    def group_band(self, instance_type: str, several: bool = True) -> _core.GroupBand:
         """What srift knows of the spread of an instance type's part of an iteration, as the
         core's GroupBand (band.hpp note "iteration band"): its compute band alone and among
         several instances (instance_interval), the learned PCIe link's band (link_interval),
         and whether the profile measured it whole or `srift probe-network` its links. A
         compute band that does not hold its prediction is widened to it (the band widens only);
-        NaN where the compute model has no residuals (the plain roofline)."""
+        NaN where the compute model has no residuals (the plain roofline). several=False: for a
+        cluster of one instance, where compute_several is not used (it is set to compute, and a
+        whole-instance measurement's across-instance band is not looked up)."""
         it = self.catalog.instance(instance_type)
-        cached = self._group_bands.get(it.name)
+        cached = self._group_bands.get((it.name, several))
         if cached is not None:
             return cached
         band = _core.GroupBand()
         band.compute = _factors(*self.instance_interval(it.name, 1))
-        band.compute_several = _factors(*self.instance_interval(it.name, 2))
+        band.compute_several = _factors(*self.instance_interval(it.name, 2)) if several else band.compute
         band.link = _factors(*self.link_interval(it.name))
         band.measured_whole = it.name in self._instance_points
         band.intra_probed = bool(it.measured_intra_gbytes_s)
         band.network_probed = bool(it.measured_network_gbytes_s)
         band.validate(f"band of {it.name}")
-        self._group_bands[it.name] = band
+        self._group_bands[(it.name, several)] = band
         return band
 
     def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:

@@ -231,9 +231,12 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         # srift::iteration_band (band.hpp note "iteration band"): the slowest group's compute
         # band on its compute time, and the widest link band (the learned PCIe link's held-out
         # steps, or the scaling band over modelled or probed links) in quadrature with it.
-        bands = [engine.group_band(g.instance_type) for g in cluster.groups]
-        # no compute band anywhere (the plain roofline): no band, and no learned model to load
-        band = (_core.iteration_band(result, core_groups, bands, engine.scaling_table())
+        pairs = [(g.instance_type, g.count) for g in cluster.groups]
+        several = sum(count for _, count in pairs) > 1
+        bands = [engine.group_band(name, several=several) for name, _ in pairs]
+        # no compute band anywhere (the plain roofline): no band; a learned model loads only
+        # where a band needs one (engine.scaling_table_for)
+        band = (_core.iteration_band(result, core_groups, bands, engine.scaling_table_for(pairs))
                 if any(b.compute.known for b in bands) else None)
         if band is not None and band.known:
             p10, p90 = band.p10_s, band.p90_s
@@ -244,7 +247,7 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
                 band_from.append(f"learned PCIe link: held-out steps: x{band.link.p10:.2f}-x{band.link.p90:.2f} "
                                  f"of the iteration")
             if band.scaling.applies and not band.scaling.factors.trivial:
-                _, _, scaling = engine.scaling_band([(g.instance_type, g.count) for g in cluster.groups])
+                _, _, scaling = engine.scaling_band(pairs)
                 band_from.append(f"{scaling}: x{band.scaling.factors.p10:.2f}-x{band.scaling.factors.p90:.2f} "
                                  f"of the iteration")
     return Prediction(

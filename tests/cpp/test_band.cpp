@@ -222,9 +222,64 @@ TEST(Band, DeadlineProbabilityWithSpot) {
     EXPECT_LE(p, last) << w;
     last = p;
   }
-  // a vanishing rate approaches the band alone (within the 32-node quadrature)
+  // a vanishing rate is the band alone: no jump between on-demand and a spot offer that is
+  // (almost) never preempted
   EXPECT_NEAR(srift::deadline_probability(W, wide, 1e-12, spot, D), srift::deadline_probability(W, wide, 0, spot, D),
-              1.0 / 32);
+              1e-9);
+  // against a fine integral over the band (100,000 equal-probability slices)
+  for (double rate_h : {0.01, 0.05, 0.3}) {
+    for (double d : {21.0, 24.0, 28.0}) {
+      const double deadline = d * 3600;
+      const int n = 100000;
+      double fine = 0;
+      for (int i = 0; i < n; ++i) {
+        const double z = srift::normal_quantile((i + 0.5) / n);
+        const double f = std::exp(z * (z < 0 ? -std::log(wide.p10) : std::log(wide.p90)) / 1.2815515655446004);
+        fine += 1.0 - srift::spot_miss_probability(W * f, rate_h, spot, deadline);
+      }
+      EXPECT_NEAR(srift::deadline_probability(W, wide, rate_h, spot, deadline), fine / n, 0.01) << rate_h << " " << d;
+    }
+  }
+}
+
+TEST(Band, QuantileFactorIsTheBandsQuantile) {
+  const BandFactors band{0.8, 1.5};
+  EXPECT_DOUBLE_EQ(srift::band_quantile_factor(band, 0.9), 1.5);
+  EXPECT_EQ(srift::band_quantile_factor(band, 0.5), 1.0);
+  EXPECT_EQ(srift::band_quantile_factor(BandFactors{}, 0.95), 1.0);
+  EXPECT_EQ(srift::band_quantile_factor(BandFactors{NAN, NAN}, 0.95), 1.0);
+  const srift::SpotParams spot;
+  for (double q : {0.6, 0.75, 0.95}) {
+    const double f = srift::band_quantile_factor(band, q);
+    EXPECT_NEAR(srift::deadline_probability(1000, band, 0, spot, 1000 * f), q, 1e-12) << q;
+  }
+  EXPECT_THROW(srift::band_quantile_factor(band, 0.4), std::invalid_argument);
+}
+
+TEST(Band, DeadlineProbabilityRejectsBadInput) {
+  const srift::SpotParams spot;
+  auto expect_field = [](auto call, const std::string& field) {
+    try {
+      call();
+      ADD_FAILURE() << "expected std::invalid_argument for " << field;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  expect_field([&] { srift::deadline_probability(100, BandFactors{2, 3}, 0, spot, 200); }, "band.p10");
+  expect_field([&] { srift::deadline_probability(100, BandFactors{0.5, 0.8}, 0, spot, 200); }, "band.p90");
+  expect_field([&] { srift::deadline_probability(-1, BandFactors{}, 0, spot, 200); }, "nominal_s");
+  expect_field([&] { srift::deadline_probability(100, BandFactors{}, -1, spot, 200); }, "interruptions_per_hour");
+  expect_field([&] { srift::deadline_probability(100, BandFactors{}, 0, spot, 0); }, "deadline_s");
+  srift::SpotParams bad = spot;
+  bad.write_bytes_per_s = 0;
+  expect_field([&] { srift::deadline_probability(100, BandFactors{}, 0.1, bad, 200); }, "spot.write_bytes_per_s");
+  const ScalingBand t;
+  GroupBand plain;
+  int gpus[] = {8}, zero[] = {0}, one[] = {1}, none[] = {0};
+  expect_field([&] { srift::scaling_lookup(t, gpus, zero, &plain, 1); }, "groups (instances in all)");
+  expect_field([&] { srift::scaling_lookup(t, none, one, &plain, 1); }, "groups[0].gpus");
+  expect_field([&] { srift::scaling_lookup(t, gpus, one, &plain, 0); }, "groups");
 }
 
 }  // namespace

@@ -88,12 +88,15 @@ SearchRequest random_request(std::uint64_t seed) {
   // Iteration bands on half the spaces (a separate stream keeps the spaces above unchanged).
   std::mt19937_64 band_rng(seed * 31 + 17);
   if (uniform(band_rng, 0, 1) < 0.5) {
+    const bool some_unknown = uniform(band_rng, 0, 1) < 0.1;  // the floor is off then
     for (Offer& o : r.offers) {
       o.band.compute = {uniform(band_rng, 0.7, 1.0), uniform(band_rng, 1.0, 1.6)};
       o.band.compute_several = {o.band.compute.p10 * 0.95, o.band.compute.p90 * 1.05};
+      if (some_unknown && uniform(band_rng, 0, 1) < 0.5) o.band.compute = o.band.compute_several = {NAN, NAN};
       if (uniform(band_rng, 0, 1) < 0.2) o.band.link = {0.88, 1.24};
       o.band.measured_whole = uniform(band_rng, 0, 1) < 0.2;
-      o.band.intra_probed = o.band.network_probed = uniform(band_rng, 0, 1) < 0.2;
+      o.band.intra_probed = uniform(band_rng, 0, 1) < 0.3;
+      o.band.network_probed = uniform(band_rng, 0, 1) < 0.3;
     }
     for (int s = 0; s < srift::kScalingScopes; ++s) {
       for (int b = 0; b < srift::kScalingBuckets; ++b) {
@@ -156,8 +159,13 @@ void expect_same(const SearchRequest& r, const SearchResult& ex, const SearchRes
       EXPECT_EQ(ex.pareto[i].total_usd, bb.pareto[i].total_usd) << ctx;
     }
   }
+  for (std::size_t i = 0; i < ex.plans.size() && i < bb.plans.size(); ++i) {
+    EXPECT_EQ(ex.plans[i].deadline_probability, bb.plans[i].deadline_probability) << ctx;
+  }
   if (ex.plans.empty()) {
     expect_same_plan(ex.closest, bb.closest, ctx + " closest");
+    EXPECT_EQ(ex.closest.deadline_probability, bb.closest.deadline_probability) << ctx;
+    if (!ex.closest.groups.empty()) EXPECT_EQ(ex.why_none, bb.why_none) << ctx;  // (counts of infeasible differ)
     EXPECT_FALSE(bb.why_none.empty()) << ctx;
   }
   EXPECT_TRUE(bb.optimal) << ctx;
@@ -183,6 +191,10 @@ TEST(Search, EqualsExhaustiveWithBandsAndConfidence) {
   for (std::uint64_t seed = 5000; seed < 6200; ++seed) {
     SearchRequest r = random_request(seed);
     if (!(r.deadline_confidence > 0) || r.scaling_band.cell(srift::ScalingScope::single_instance, 0).trivial()) continue;
+    if (seed % 4 == 0 && !r.offers.empty() && r.offers[0].max_count > 0) {
+      r.max_types = std::max(r.max_types, 2);
+      r.held.push_back({0, 1});
+    }
     bind_constraints(r, seed);
     // move the deadline to where the bands, not the predictions, decide
     if (std::isfinite(r.deadline_s)) r.deadline_s *= 1.0 + (seed % 7) * 0.25;
@@ -206,8 +218,8 @@ TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {
     if (r.objective != Objective::min_cost || !std::isfinite(r.deadline_s)) continue;
     const SearchResult res = srift::search(r);
     for (const Plan& p : res.plans) {
-      EXPECT_GE(p.deadline_probability, r.deadline_confidence) << "seed " << seed << " " << describe(p);
-      EXPECT_TRUE(p.band.known()) << "seed " << seed;
+      EXPECT_GE(p.deadline_probability, r.deadline_confidence - 1e-12) << "seed " << seed << " " << describe(p);
+      if (!p.band.known()) continue;  // the slowest group's compute band is unknown
       EXPECT_LE(p.band.p10_s, p.iteration.iteration_s);
       EXPECT_GE(p.band.p90_s, p.iteration.iteration_s);
     }

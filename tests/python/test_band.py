@@ -76,5 +76,28 @@ def test_no_band_means_the_confidence_covers_preemption_alone(resnet50_profile):
 
 def test_nothing_fits_says_the_probability(resnet50_profile):
     rec = _rec(resnet50_profile, deadline_hours=0.5, deadline_confidence=0.95)
-    assert rec.best is None
+    assert rec.best is None and rec.closest is not None
     assert "with probability 0.95" in rec.why_none
+    # the closest plan's chance is against the real deadline (it takes longer than 0.5 h)
+    assert rec.closest.total_hours > 0.5 and rec.closest.deadline_probability < 0.5
+    assert f"meets it with probability {rec.closest.deadline_probability:.2g}" in rec.why_none
+
+
+def test_no_learned_model_where_no_band_needs_one(resnet50_profile, monkeypatch):
+    """Under the roofline compute model a measured GPU on one instance has its measurement's
+    band and no link band: predicting it loads no learned model."""
+    import copy
+
+    import srift.learn.models as models
+
+    prof = copy.deepcopy(resnet50_profile)
+    prof.add_measurement("V100-16GB", local_batch=32, iteration_s=0.1)
+
+    def refuse():
+        raise AssertionError("a learned model was loaded")
+
+    monkeypatch.setattr(models, "default_models", refuse)
+    monkeypatch.setattr("srift.learn.default_models", refuse)
+    p = srift.predict(prof, "1x p3.2xlarge", 32, config=EngineConfig(compute_model="roofline"))
+    assert p.iteration_s == pytest.approx(0.1)
+    assert p.iteration_p10_s < 0.1 < p.iteration_p90_s

@@ -15,8 +15,8 @@
 // - The compute error and the link error are independent: they add in quadrature in log
 //   space, log(p90 / t) = hypot(log(compute p90 / t), log(link p90)), and likewise below.
 //   The links only ever widen the band.
-// - Where a group's compute band is unknown (NaN: the plain roofline has no residuals) the
-//   iteration has no band.
+// - Where the slowest group's compute band is unknown (NaN: the plain roofline has no
+//   residuals) the iteration has no band.
 //
 // Note "deadline probability": the iteration's factor F is taken as two-piece log-normal
 // with its median at the prediction and its p10 and p90 at the band's edges (log F has
@@ -24,9 +24,14 @@
 // run of nominal time W (iterations x the predicted iteration) takes W F before preemption;
 // preemption (spot.hpp note "spot model") then acts on W F. So
 //   P(meet D) = E_F[ 1 - miss_probability(W F, rate, D) ],
-// exact (the normal CDF) without spot, and with spot the mean over 32 equal-probability
-// quantiles of F, capped at the band's chance alone (preemption only adds time). A band of
-// (1, 1) gives the spot model's answer bit for bit.
+// exact (the normal CDF) without spot. With spot, preemption only adds time, so
+//   P(meet D) = P(F <= D / W) x E[ 1 - miss(W F) | F <= D / W ],
+// the expectation taken as the mean over 32 equal-probability slices of that conditional
+// band (their midpoints): exact as the rate goes to 0, never above the band's chance alone.
+// A band of (1, 1) gives the spot model's answer bit for bit. A confidence q >= 0.5 is met
+// without spot exactly when the band's q-quantile run fits, W f90^(z_q / z90) <= D
+// (band_quantile_factor), which the searches test directly rather than through the CDF's
+// rounding.
 #include <array>
 #include <limits>
 
@@ -99,8 +104,13 @@ struct ScalingLookup {
 /// several instances of types all measured whole take (1, 1). Otherwise the probed scope where
 /// the links that matter were probed (a lone instance's intra link; across several, every
 /// network and every multi-GPU type's intra link), the modelled scope elsewhere.
+/// Validates (n in 1..kMaxGroups, gpus >= 1, counts >= 0 with at least one instance, every
+/// band and the table) and throws std::invalid_argument naming the field.
 ScalingLookup scaling_lookup(const ScalingBand& table, const int* gpus, const int* counts,
                              const GroupBand* bands, int n);
+/// The hot-path form: no validation.
+ScalingLookup scaling_lookup_unchecked(const ScalingBand& table, const int* gpus, const int* counts,
+                                       const GroupBand* bands, int n);
 
 /// One iteration's band (note "iteration band").
 struct IterationBand {
@@ -132,7 +142,17 @@ double normal_quantile(double p);
 /// Chance that a run of `nominal_s` predicted seconds meets `deadline_s` when the iteration
 /// time carries `band` (factors on it; (1, 1) or unknown: exact) and the plan is preempted
 /// at `interruptions_per_hour` (note "deadline probability"). `deadline_s` may be +inf.
+/// Throws std::invalid_argument naming the field (nominal_s, band, interruptions_per_hour,
+/// params, deadline_s).
 double deadline_probability(double nominal_s, const BandFactors& band, double interruptions_per_hour,
                             const SpotParams& params, double deadline_s);
+/// The hot-path form: no validation.
+double deadline_probability_unchecked(double nominal_s, const BandFactors& band, double interruptions_per_hour,
+                                      const SpotParams& params, double deadline_s);
+
+/// The band's factor at quantile q in [0.5, 1): f90^(z_q / z90) (1 for an unknown or (1, 1)
+/// band). A run of W predicted seconds meets a deadline D with probability >= q without
+/// preemption exactly when W x this <= D.
+double band_quantile_factor(const BandFactors& band, double q);
 
 }  // namespace srift

@@ -108,7 +108,7 @@ struct Plan {
   double total_s = 0;
   double total_usd = 0;  ///< USD for the whole run: cluster USD/hour x total_s / 3600
   SpotEstimate spot;     ///< the preemption assumptions and outcome (rate 0: none)
-  IterationBand band;    ///< the iteration's p10-p90 band (unknown where an offer's is)
+  IterationBand band;    ///< the iteration's p10-p90 band (unknown where the slowest group's compute band is)
   /// Chance that the run meets the request's deadline, preemption and band together (1 when
   /// there is no deadline).
   double deadline_probability = 1;
