@@ -110,6 +110,11 @@ SearchRequest random_request(std::uint64_t seed) {
   return r;
 }
 
+// Whether random_request gave the space bands and a deadline confidence.
+bool asks_confidence_over_bands(const SearchRequest& r) {
+  return r.deadline_confidence > 0 && !r.scaling_band.cell(srift::ScalingScope::single_instance, 0).trivial();
+}
+
 // Sets a deadline or budget near a point of the true Pareto front so constraints bind.
 void bind_constraints(SearchRequest& r, std::uint64_t seed) {
   std::mt19937_64 rng(seed * 7919 + 1);
@@ -190,7 +195,7 @@ TEST(Search, EqualsExhaustiveWithBandsAndConfidence) {
   int tested = 0;
   for (std::uint64_t seed = 5000; seed < 6200; ++seed) {
     SearchRequest r = random_request(seed);
-    if (!(r.deadline_confidence > 0) || r.scaling_band.cell(srift::ScalingScope::single_instance, 0).trivial()) continue;
+    if (!asks_confidence_over_bands(r)) continue;
     if (seed % 4 == 0 && !r.offers.empty() && r.offers[0].max_count > 0) {
       r.max_types = std::max(r.max_types, 2);
       r.held.push_back({0, 1});
@@ -213,7 +218,7 @@ TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {
   int tested = 0;
   for (std::uint64_t seed = 0; seed < 400; ++seed) {
     SearchRequest r = random_request(seed);
-    if (!(r.deadline_confidence > 0) || r.scaling_band.cell(srift::ScalingScope::single_instance, 0).trivial()) continue;
+    if (!asks_confidence_over_bands(r)) continue;
     bind_constraints(r, seed);
     if (r.objective != Objective::min_cost || !std::isfinite(r.deadline_s)) continue;
     const SearchResult res = srift::search(r);
