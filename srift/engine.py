@@ -389,11 +389,7 @@ class Engine:
         found = _core.scaling_lookup(self.scaling_table_for(pairs), self._scaling_rows(pairs))
         if not found.applies:
             return 1.0, 1.0, ""
-        gpus, where = found.gpus_per_instance, ("one instance" if found.instances == 1
-                                                 else f"{found.instances} instances")
-        return found.factors.p10, found.factors.p90, (
-            f"{'probed' if found.probed else 'modelled'} links, {where} of up to {gpus} "
-            f"GPU{'s' if gpus > 1 else ''}: measured multi-GPU steps' held-out spread")
+        return found.factors.p10, found.factors.p90, scaling_description(found)
 
     def scaling_table(self) -> _core.ScalingBand:
         """The learned scaling band as the core's table (srift.learn.scaling_band)."""
@@ -464,6 +460,13 @@ class Engine:
                 _core.anchor_to_measurements(single, points), "measured-instance",
                 self.config.measured_p10, self.config.measured_p90)
         return cached
+
+
+def scaling_description(found: _core.ScalingLookup) -> str:
+    """What a scaling band cell that applies stands for, in words."""
+    gpus, where = found.gpus_per_instance, ("one instance" if found.instances == 1 else f"{found.instances} instances")
+    return (f"{'probed' if found.probed else 'modelled'} links, {where} of up to {gpus} "
+            f"GPU{'s' if gpus > 1 else ''}: measured multi-GPU steps' held-out spread")
 
 
 def _factors(p10: float, p90: float) -> _core.BandFactors:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from srift import _core
 from srift.cluster import Cluster
-from srift.engine import GIB, INSIDE_MEASUREMENT_BYTES_S, Engine, EngineConfig
+from srift.engine import GIB, INSIDE_MEASUREMENT_BYTES_S, Engine, EngineConfig, scaling_description
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -247,9 +247,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
                 band_from.append(f"learned PCIe link: held-out steps: x{band.link.p10:.2f}-x{band.link.p90:.2f} "
                                  f"of the iteration")
             if band.scaling.applies and not band.scaling.factors.trivial:
-                _, _, scaling = engine.scaling_band(pairs)
-                band_from.append(f"{scaling}: x{band.scaling.factors.p10:.2f}-x{band.scaling.factors.p90:.2f} "
-                                 f"of the iteration")
+                band_from.append(f"{scaling_description(band.scaling)}: x{band.scaling.factors.p10:.2f}-"
+                                 f"x{band.scaling.factors.p90:.2f} of the iteration")
     return Prediction(
         cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
         feasible=ok, why_infeasible=why,

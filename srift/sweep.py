@@ -52,8 +52,9 @@ __all__ = ["SweepSpec", "SweepResult", "load_spec", "parse_spec", "tasks", "run_
 ENGINES = ("processes", "ray")
 COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline_hours", "budget_usd",
            "max_usd_per_hour", "regions", "markets", "found", "plan", "region", "instances", "gpus",
-           "total_hours", "total_hours_p10", "total_hours_p90", "deadline_probability", "total_usd", "samples_per_s", "usd_per_hour",
-           "usd_per_1k_samples", "iteration_s", "evaluated", "search_s", "why_none", "error"]
+           "total_hours", "total_hours_p10", "total_hours_p90", "deadline_probability", "total_usd",
+           "samples_per_s", "usd_per_hour", "usd_per_1k_samples", "iteration_s", "evaluated", "search_s", "why_none",
+           "error"]
 
 _SPEC_KEYS = {"models", "device", "global_batch", "iterations", "constraints", "regions", "markets", "types",
               "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
