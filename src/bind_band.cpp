@@ -95,14 +95,9 @@ void bind_band(py::module_& m) {
           throw py::value_error("bands: expected one per group (" + std::to_string(groups.size()) + "), got " +
                                 std::to_string(bands.size()));
         }
-        std::vector<InstanceSpec> instances;
-        instances.reserve(groups.size());
-        for (const auto& g : groups) instances.push_back(std::get<0>(g));
-        std::vector<GroupSpec> specs;
-        for (std::size_t i = 0; i < groups.size(); ++i) {
-          specs.push_back({&instances[i], std::get<1>(groups[i]), std::get<2>(groups[i]), std::get<3>(groups[i])});
-        }
-        return iteration_band(result, specs.data(), bands.data(), static_cast<int>(specs.size()), table);
+        const GroupSpecs cluster(groups);
+        return iteration_band(result, cluster.specs.data(), bands.data(), static_cast<int>(cluster.specs.size()),
+                              table);
       },
       py::arg("result"), py::arg("groups"), py::arg("bands"), py::arg("table"),
       "The p10-p90 band of a feasible iteration (band.hpp note \"iteration band\").");

@@ -68,14 +68,7 @@ void bind_simulator(py::module_& m) {
       [](const Workload& workload,
          const std::vector<std::tuple<InstanceSpec, int, ComputeModel, double>>& groups,
          int global_batch, double usable_memory_fraction, bool timeline) {
-        std::vector<InstanceSpec> instances;
-        instances.reserve(groups.size());
-        for (const auto& g : groups) instances.push_back(std::get<0>(g));
-        std::vector<GroupSpec> specs;
-        for (std::size_t i = 0; i < groups.size(); ++i) {
-          specs.push_back({&instances[i], std::get<1>(groups[i]), std::get<2>(groups[i]),
-                           std::get<3>(groups[i])});
-        }
+        const GroupSpecs cluster(groups);
         SimOptions options;
         options.global_batch = global_batch;
         options.usable_memory_fraction = usable_memory_fraction;
@@ -84,7 +77,7 @@ void bind_simulator(py::module_& m) {
         std::string why;
         {
           py::gil_scoped_release release;
-          result = simulate(workload, specs, options, timeline ? &events : nullptr);
+          result = simulate(workload, cluster.specs, options, timeline ? &events : nullptr);
           why = describe_infeasible(result, options);
         }
         return py::make_tuple(result, events, why);

@@ -3,7 +3,28 @@
 // GIL and call the core; nothing else lives here.
 #include <pybind11/pybind11.h>
 
+#include <tuple>
+#include <vector>
+
+#include "srift/simulator.hpp"
+
 namespace srift::bindings {
+
+/// Python's cluster groups, (InstanceSpec, count, ComputeModel, usd_per_hour per instance),
+/// as the core's GroupSpecs; `specs` point into `instances`.
+struct GroupSpecs {
+  std::vector<InstanceSpec> instances;
+  std::vector<GroupSpec> specs;
+  explicit GroupSpecs(const std::vector<std::tuple<InstanceSpec, int, ComputeModel, double>>& groups) {
+    instances.reserve(groups.size());
+    for (const auto& g : groups) instances.push_back(std::get<0>(g));
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      specs.push_back({&instances[i], std::get<1>(groups[i]), std::get<2>(groups[i]), std::get<3>(groups[i])});
+    }
+  }
+  GroupSpecs(const GroupSpecs&) = delete;  // specs point into instances
+  GroupSpecs& operator=(const GroupSpecs&) = delete;
+};
 
 void bind_hardware(pybind11::module_& m);
 void bind_compute(pybind11::module_& m);
