@@ -312,14 +312,12 @@ void plan_totals(const SearchRequest& request, Plan& plan) {
   plan.deadline_probability = 1;
   if (!plan.iteration.feasible()) return;
   const int n = static_cast<int>(plan.groups.size());
-  GroupSpec groups[kMaxGroups];
-  GroupBand bands[kMaxGroups];
+  int offers[kMaxGroups], counts[kMaxGroups];
   for (int k = 0; k < n && k < kMaxGroups; ++k) {
-    const Offer& o = request.offers[plan.groups[k].offer];
-    groups[k] = {&request.instances[o.instance], plan.groups[k].count, o.compute, o.usd_per_hour};
-    bands[k] = o.band;
+    offers[k] = plan.groups[k].offer;
+    counts[k] = plan.groups[k].count;
   }
-  plan.band = iteration_band_unchecked(plan.iteration, groups, bands, n, request.scaling_band);
+  plan.band = detail::plan_band(request, plan.iteration, offers, counts, std::min(n, kMaxGroups));
   if (std::isfinite(request.deadline_s)) {
     plan.deadline_probability = deadline_probability_unchecked(
         nominal, plan.band.factors(plan.iteration.iteration_s), rate, request.spot, request.deadline_s);

@@ -81,16 +81,23 @@ inline void set_totals(const SearchRequest& r, const IterationResult& it, double
   c.total_usd = it.usd_per_hour * c.total_s / 3600.0;
 }
 
-/// The band factors of a feasible candidate's iteration `it` (band.hpp note "iteration band").
-inline BandFactors candidate_band(const SearchRequest& r, const IterationResult& it, const Candidate& c) {
+/// The band of a feasible iteration `it` of `n` groups (counts[k] instances of offers[k]),
+/// band.hpp note "iteration band".
+inline IterationBand plan_band(const SearchRequest& r, const IterationResult& it, const int* offers,
+                               const int* counts, int n) {
   GroupSpec groups[kMaxGroups];
   GroupBand bands[kMaxGroups];
-  for (int k = 0; k < c.n; ++k) {
-    const Offer& o = r.offers[c.offer[k]];
-    groups[k] = {&r.instances[o.instance], c.count[k], o.compute, o.usd_per_hour};
+  for (int k = 0; k < n; ++k) {
+    const Offer& o = r.offers[offers[k]];
+    groups[k] = {&r.instances[o.instance], counts[k], o.compute, o.usd_per_hour};
     bands[k] = o.band;
   }
-  return iteration_band_unchecked(it, groups, bands, c.n, r.scaling_band).factors(it.iteration_s);
+  return iteration_band_unchecked(it, groups, bands, n, r.scaling_band);
+}
+
+/// The band factors of a feasible candidate's iteration `it`.
+inline BandFactors candidate_band(const SearchRequest& r, const IterationResult& it, const Candidate& c) {
+  return plan_band(r, it, c.offer, c.count, c.n).factors(it.iteration_s);
 }
 
 /// Whether a candidate meets the deadline: in expectation, or with deadline_confidence under
