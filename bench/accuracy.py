@@ -83,7 +83,7 @@ import numpy as np
 from srift.learn.comm import build_cases, instance_anchored_steps, overhead_dataset, site
 from srift.learn.datasets import compute_rows, sia_rows
 from srift.learn.pcie_link import calibration_points, held_out_pcie_steps
-from srift.learn.train import absolute_dataset, ape, candidates, git_commit, loco_errors, ratio_dataset
+from srift.learn.train import absolute_dataset, absolute_guard, ape, candidates, git_commit, loco_errors, ratio_dataset
 from srift.learn.workloads import load_workloads
 
 
@@ -252,7 +252,7 @@ def scaling_band_with_predicted_compute(w) -> None:
     from srift.learn.scaling_band import balanced_quantiles, bucket_of, scaling_residuals
 
     X, y, base, truth, meta = absolute_dataset(compute_rows(cpu=True), w)
-    pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], "chip")
+    pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], "chip", absolute_guard(meta, w, "chip"))
     compute = {(r.workload, r.gpu, r.precision, r.batch): t - (p + b)
                for (_, r), p, t, b, m in zip(meta, pred, truth, base, mask) if m and r.source == "lambda"}
     doc = default_models().absolute.doc["residuals"]
@@ -319,6 +319,10 @@ def compute(w, kinds: list[str]) -> None:
                     pred, mask, _ = loco_errors(X, y, meta, candidates()[k], split)
                     m = mask & gpu
                     out[k] = stats(ape(pred[m] + base[m], truth[m]))
+                    if builder is absolute_dataset:  # srift.learn.dominance note "dominance"
+                        pred, mask, _ = loco_errors(X, y, meta, candidates()[k], split, absolute_guard(meta, w, split))
+                        m = mask & gpu
+                        out[f"{k}_dominance_guard"] = stats(ape(pred[m] + base[m], truth[m]))
                 print(json.dumps(out))
     blended_anchor(w)
     ratio_engine_path(w)
@@ -444,12 +448,14 @@ def absolute_engine_path(w) -> None:
     model evaluated at each row's own batch (the split above) and the reference-batch-32
     scaling the engine used before. Shipped training data (CPU rows in), GPU targets."""
     from srift.learn.datasets import device_peaks
+    from srift.learn.dominance import guarded_correction, reference_gpus
     from srift.learn.features import absolute_features, roofline
     from srift.learn.models import absolute_on_grid
 
     X, y, base, truth, meta = absolute_dataset(compute_rows(cpu=True), w)
     peaks = device_peaks()
-    cols = ("at_row_batch", "grid_to_4x_batch", "grid_to_64x_batch", "reference_batch_32")
+    cols = ("at_row_batch", "grid_to_4x_batch", "grid_to_64x_batch", "reference_batch_32",
+            "at_row_batch_dominance_guard", "grid_to_4x_batch_dominance_guard", "grid_to_64x_batch_dominance_guard")
     pred = {k: np.full(len(y), np.nan) for k in cols}
     for i, est in held_out_huber(X, y, meta):
         r = meta[i][1]
@@ -457,17 +463,21 @@ def absolute_engine_path(w) -> None:
             continue
         wl, gpu, b = w[r.workload], peaks[r.gpu], r.batch
         prior = roofline(wl, gpu, r.precision)
+        refs = reference_gpus({r.chip})
 
-        def corr(batch: float) -> float:
-            f = absolute_features(wl, gpu, batch, r.precision)
-            return float(est.predict(np.asarray([f]))[0])
+        def corr(batches, guard: bool = False) -> np.ndarray:
+            if guard:
+                return guarded_correction(est.predict, wl, gpu, batches, r.precision, refs)
+            return est.predict(np.asarray([absolute_features(wl, gpu, float(x), r.precision) for x in batches]))
 
         roof = (prior.compute_s(b) + prior.optimizer_s) / b
-        pred["at_row_batch"][i] = math.log(roof) + corr(b)
-        pred["reference_batch_32"][i] = math.log(roof) + corr(32.0)
+        pred["at_row_batch"][i] = math.log(roof) + corr([b])[0]
+        pred["at_row_batch_dominance_guard"][i] = math.log(roof) + corr([b], True)[0]
+        pred["reference_batch_32"][i] = math.log(roof) + corr([32.0])[0]
         for k, mult in (("grid_to_4x_batch", 4), ("grid_to_64x_batch", 64)):
-            m = absolute_on_grid(prior, corr, mult * b)
-            pred[k][i] = math.log((m.compute_s(b) + m.optimizer_s) / b)
+            for suffix, guard in (("", False), ("_dominance_guard", True)):
+                m = absolute_on_grid(prior, lambda grid: corr(grid, guard), mult * b)
+                pred[k + suffix][i] = math.log((m.compute_s(b) + m.optimizer_s) / b)
     ok = ~np.isnan(pred["at_row_batch"])
     print(json.dumps({"split": "compute_absolute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
                       **{k: stats(ape(v[ok], truth[ok])) for k, v in pred.items()}}))
@@ -512,6 +522,12 @@ def interval_coverage(w, cases, steps, sites) -> None:
         groups = sorted({t[1] for t in touched if t[1] is not None})  # GPU chips or models
 
         fits: dict[tuple, object] = {}  # the folds do not depend on the band rule: fit each once
+        # The absolute model as shipped: clipped by the reference GPUs (srift.learn.dominance).
+        post = absolute_guard(meta, w, by) if builder is absolute_dataset else None
+
+        def predicted(est, rows: np.ndarray, held: set[str]) -> np.ndarray:
+            idx = np.flatnonzero(rows)
+            return est.predict(X[idx]) if post is None else post(est, idx, held)
 
         def fit(key: tuple, train: np.ndarray):
             if key not in fits:
@@ -531,7 +547,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
                 if not test.any():
                     continue  # a CPU (or, for the shipped band rule, a Sia-only chip): trained on, never scored
                 held += 1
-                resid[test] = y[test] - fit((g,), clean).predict(X[test])
+                resid[test] = y[test] - predicted(fit((g,), clean), test, {g})
                 inner = []
                 for h in groups:
                     if h == g:
@@ -539,7 +555,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
                     t_h = clean & gpu & np.array([t[1] == h for t in touched])
                     train_h = clean & np.array([h not in t[0] for t in touched])
                     if t_h.any() and train_h.sum() >= 10:
-                        inner.append(y[t_h] - fit((g, h), train_h).predict(X[t_h]))
+                        inner.append(y[t_h] - predicted(fit((g, h), train_h), t_h, {g, h}))
                 r = np.concatenate(inner)
                 lo[test], hi[test] = np.quantile(r, 0.1), np.quantile(r, 0.9)
             report(label + suffix, resid, lo, hi, held)

@@ -78,6 +78,7 @@ class CostModels:
         self._pcie_domain = _pcie_domain_bytes_s(self.pcie_efficiency.doc)
         self._scaling_band = validate_scaling_band(self.overhead.doc.get("scaling_band"))
         self._scaling_table: Any = None
+        self._references = _guard_references(self.absolute.doc)
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | None = None,
@@ -124,8 +125,19 @@ class CostModels:
                 lo, hi = float(blend["residuals"]["p10"]), float(blend["residuals"]["p90"])
             return _scaled(anchored, math.exp(f[0] + corr)), math.exp(lo), math.exp(hi), "learned"
         prior = roofline(w, target, precision)
-        return (absolute_on_grid(prior, lambda b: self.absolute.predict(absolute_features(w, target, b, precision)),
-                                 max_batch), math.exp(self.absolute.p10), math.exp(self.absolute.p90), "learned")
+        return (absolute_on_grid(prior, lambda grid: self.absolute_corrections(w, target, grid, precision), max_batch),
+                math.exp(self.absolute.p10), math.exp(self.absolute.p90), "learned")
+
+    def absolute_corrections(self, workload: Any, target: Any, batches: Any, precision: str) -> np.ndarray:
+        """The absolute model's log corrections of `target`'s roofline (log(t / roofline),
+        per-sample) at `batches`, clipped by its predictions of the reference GPUs where the
+        shipped model was selected and scored that way (srift.learn.dominance note "dominance")."""
+        if self._references:
+            from srift.learn.dominance import guarded_correction
+
+            return guarded_correction(self.absolute.core.predict, workload, target, batches, precision, self._references)
+        return np.asarray(self.absolute.core.predict(np.asarray([absolute_features(workload, target, float(b), precision)
+                                                                  for b in batches], dtype=np.float64)))
 
     def tcp_link(self, nominal_bytes_s: float, ranks_per_node: int) -> tuple[float, float]:
         """(achieved bandwidth bytes/s, latency s per ring step) of a TCP network link of
@@ -260,19 +272,39 @@ def batch_grid(max_batch: float | None) -> np.ndarray:
     return np.unique(np.maximum(1.0, np.round(np.geomspace(1.0, hi, n))))
 
 
-def absolute_on_grid(prior: Any, log_correction: Any, max_batch: float | None) -> Any:
+def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None) -> Any:
     """The roofline `prior` (a _core.ComputeModel) anchored to its corrected iteration times
-    on batch_grid(max_batch); log_correction(batch) -> log(t / roofline)."""
+    on batch_grid(max_batch); log_corrections(batches) -> log(t / roofline) at each batch."""
     from srift import _core
 
     grid = batch_grid(max_batch)
-    t = np.array([(prior.compute_s(b) + prior.optimizer_s) * math.exp(log_correction(float(b))) for b in grid])
+    corr = np.asarray(log_corrections(grid), dtype=np.float64)
+    if corr.shape != grid.shape or not np.all(np.isfinite(corr)):
+        raise ValueError(f"log_corrections: expected {grid.size} finite values, got {corr.tolist()!r}")
+    t = np.array([prior.compute_s(b) + prior.optimizer_s for b in grid]) * np.exp(corr)
     fixed, per_sample = affine_relative_fit(grid, t)
     lo, hi = float(grid[0]), float(grid[-1])
     # Two points on the fitted line: the core's anchoring reproduces it exactly and splits it
     # into forward, backward and optimizer as the roofline does.
     return _core.anchor_to_measurements(prior, [_core.Measurement(lo, fixed + per_sample * lo),
                                                 _core.Measurement(hi, fixed + per_sample * hi)])
+
+
+def _guard_references(doc: dict[str, Any]) -> list[Any]:
+    """The reference GPUs the absolute model's document says its predictions are clipped by
+    (srift.learn.dominance note "dominance"); none where it predates the guard."""
+    from srift.learn.gpus import TRAINING_GPUS
+
+    guard = doc.get("dominance_guard")
+    if guard is None:
+        return []
+    keys = guard.get("references") if isinstance(guard, dict) else None
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
+        raise ValueError(f"compute_absolute: dominance_guard.references must be a list of GPU keys, got {keys!r}")
+    unknown = [k for k in keys if k not in TRAINING_GPUS]
+    if unknown:
+        raise ValueError(f"compute_absolute: dominance_guard.references names GPUs this srift does not know: {unknown!r}")
+    return [TRAINING_GPUS[k] for k in keys]
 
 
 def _scaled(m: Any, k: float) -> Any:

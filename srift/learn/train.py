@@ -18,10 +18,11 @@ from typing import Any, Callable
 import numpy as np
 
 from srift.learn.datasets import ComputeRow, compute_rows, device_peaks
+from srift.learn.gpus import TRAINING_GPUS
 from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
 from srift.learn.workloads import WorkloadInfo, load_workloads
 
-__all__ = ["train_all", "train_overhead", "train_links", "train_pcie_link", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "train_compute",
+__all__ = ["train_all", "train_overhead", "train_links", "train_pcie_link", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "absolute_guard", "train_compute",
            "select_blend", "git_commit", "MODELS_DIR"]
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
@@ -104,10 +105,13 @@ def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
     return {b.workload}, b.workload
 
 
-def loco_errors(X, y, meta, make: Callable[[], Any], by: str = "chip") -> tuple[np.ndarray, np.ndarray, list[str]]:
+def loco_errors(X, y, meta, make: Callable[[], Any], by: str = "chip",
+                post: Callable[[Any, np.ndarray, str], np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Leave-one-group-out: for every held-out group g (a GPU chip, or a workload), train on
     the rows touching no g and predict the rows whose target is g. Returns (predicted y,
-    mask of rows predicted, group of each row)."""
+    mask of rows predicted, group of each row). post(estimator, test row indices, g) -> their
+    predicted y, where the prediction is more than the estimator's (absolute_guard)."""
     touched = [_split_key(m, by) for m in meta]
     groups = sorted({t[1] for t in touched})
     pred = np.full(len(y), np.nan)
@@ -119,8 +123,36 @@ def loco_errors(X, y, meta, make: Callable[[], Any], by: str = "chip") -> tuple[
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est = make().fit(X[train], y[train])
-        pred[test] = est.predict(X[test])
+        pred[test] = est.predict(X[test]) if post is None else post(est, np.flatnonzero(test), g)
     return pred, ~np.isnan(pred), [t[1] for t in touched]
+
+
+def absolute_guard(meta: list[tuple[Any, ComputeRow]], workloads: dict[str, WorkloadInfo],
+                   by: str) -> Callable[[Any, np.ndarray, str], np.ndarray]:
+    """loco_errors' post for the absolute dataset: each GPU row's correction as the engine
+    applies it, clipped by the held-out model's predictions of the reference GPUs (srift.learn.
+    dominance note "dominance"); the held-out chip's variants are no reference. CPU rows are
+    training rows only and keep the estimator's prediction."""
+    from srift.learn.datasets import device_peaks
+    from srift.learn.dominance import guarded_correction, reference_gpus
+
+    peaks = device_peaks()
+
+    def post(est: Any, idx: np.ndarray, group: str | set[str]) -> np.ndarray:
+        held_out = {group} if isinstance(group, str) else set(group)  # nested folds hold out several
+        refs = reference_gpus(held_out if by == "chip" else ())
+        out = []
+        for i in idx:
+            r = meta[i][1]
+            if r.source == "cpu":
+                out.append(float(est.predict(np.asarray([absolute_features(workloads[r.workload], peaks[r.gpu], r.batch,
+                                                                             r.precision)]))[0]))
+            else:
+                out.append(float(guarded_correction(est.predict, workloads[r.workload], peaks[r.gpu], [r.batch],
+                                                    r.precision, refs)[0]))
+        return np.asarray(out)
+
+    return post
 
 
 def ape(pred_log: np.ndarray, true_log: np.ndarray) -> np.ndarray:
@@ -425,7 +457,10 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
             for kind, make in candidates().items():
                 per_split = {}
                 for split, by in SELECTION_SPLITS.items():  # note "two splits"
-                    pred, mask, _ = loco_errors(X, y, meta, make, by)
+                    # srift.learn.dominance note "dominance": the absolute model is scored, and
+                    # its band taken, as the engine applies it.
+                    post = absolute_guard(meta, workloads, by) if builder is absolute_dataset else None
+                    pred, mask, _ = loco_errors(X, y, meta, make, by, post)
                     held_out_by.setdefault(kind + suffix, {})[by] = pred
                     per_split[split] = _ape_stats(ape(pred[mask & on_gpu] + base[mask & on_gpu],
                                                       truth[mask & on_gpu]))
@@ -456,6 +491,8 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
                   "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         doc = _fit_export(name, kind, X, y, features, resid_by[best], record, target,
                           "leave-one-GPU-chip-out, rows timed without the Sia harness (note \"band rows\")")
+        if builder is absolute_dataset:
+            doc["dominance_guard"] = {"references": sorted(TRAINING_GPUS)}
         # The target is the roofline's own log error, so its quantiles are the interval of a
         # prediction that falls back to the roofline (srift.learn.models note "no fp16 path").
         on_gpu = np.array([b.source != "cpu" for _, b in data_by[label][4]])

@@ -181,7 +181,7 @@ def test_absolute_on_grid_is_exact_for_a_batch_independent_correction() -> None:
     model, batch, loss = zoo.build("resnet18_cifar", 2, device="meta")
     w = workload_from_profile(srift.profile(model, batch, loss, device="meta"))
     prior = roofline(w, peaks_from_catalog(Catalog.default(), "T4"), "amp")
-    m = absolute_on_grid(prior, lambda b: math.log(1.7), 5000)
+    m = absolute_on_grid(prior, lambda grid: np.full(len(grid), math.log(1.7)), 5000)
     for b in (1.0, 7.0, 300.0, 5000.0):
         assert m.compute_s(b) + m.optimizer_s == pytest.approx(1.7 * (prior.compute_s(b) + prior.optimizer_s), rel=1e-9)
 
