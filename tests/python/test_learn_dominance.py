@@ -1,0 +1,133 @@
+"""srift.learn.dominance note "dominance": a no-measurement prediction is clipped by the
+absolute model's predictions of the reference GPUs the target beats, or is beaten by, on every
+spec."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from srift.learn.dominance import clip_to_bounds, dominance_bounds, dominates, guarded_log_times, reference_gpus
+from srift.learn.gpus import TRAINING_GPUS, GpuPeaks, peaks_from_catalog
+
+G = TRAINING_GPUS
+
+
+def test_dominance_needs_every_spec_and_one_strictly() -> None:
+    assert dominates(G["H100-80GB"], G["A100-40GB"], "amp")
+    assert dominates(G["A100-80GB"], G["A100-40GB"], "tf32")          # bandwidth alone
+    assert not dominates(G["A100-40GB"], G["A100-40GB-PCIe"], "amp")  # identical specs
+    # RTX 4090 has 4x the A100's FP32 peak, the A100 1.5x its bandwidth: neither.
+    assert not dominates(G["RTX4090"], G["A100-40GB"], "fp32")
+    assert not dominates(G["A100-40GB"], G["RTX4090"], "fp32")
+    assert dominates(G["A100-40GB"], G["V100-16GB"], "fp32")
+    # A V100 in TF32 mode runs FP32: its peak is its FP32 peak, which the P100 does not reach.
+    assert dominates(G["V100-16GB"], G["P100"], "tf32")
+
+
+def test_dominance_refuses_an_unknown_precision() -> None:
+    with pytest.raises(ValueError, match="precision.*'fp8'"):
+        dominates(G["H100-80GB"], G["A100-40GB"], "fp8")
+
+
+def test_reference_gpus_drop_every_variant_of_a_held_out_chip() -> None:
+    keys = {g.key for g in reference_gpus({"A100"})}
+    assert not keys & {"A100-40GB", "A100-40GB-PCIe", "A100-80GB", "A100-80GB-PCIe"}
+    assert "H100-80GB" in keys and len(keys) == len(TRAINING_GPUS) - 4
+    assert {g.key for g in reference_gpus()} == set(TRAINING_GPUS)
+
+
+def test_bounds_of_a_gpu_between_others() -> None:
+    below, above = dominance_bounds(G["A100-40GB"], list(G.values()), "amp")
+    assert {"V100-16GB", "P100", "K80"} <= {g.key for g in below}
+    assert {g.key for g in above} == {"A100-80GB", "A100-80GB-PCIe", "H100-PCIe", "H100-80GB"}
+
+
+def test_clip_to_bounds_exact_values() -> None:
+    t = np.array([0.0, 1.0, 2.0, 3.0])
+    upper = np.array([[2.5, 2.5, 2.5, 2.5], [2.2, 9.0, 9.0, 9.0]])
+    lower = np.array([[0.5, -1.0, -1.0, 2.8]])
+    assert clip_to_bounds(t, upper, lower).tolist() == [0.5, 1.0, 2.0, 2.5]  # last: bounds cross, upper wins
+    assert clip_to_bounds(t, np.zeros((0, 4)), np.zeros((0, 4))).tolist() == t.tolist()
+
+
+def test_guarded_log_times_refuse_non_finite_times() -> None:
+    with pytest.raises(ValueError, match="log times of H100-80GB"):
+        guarded_log_times(lambda g: np.array([math.nan]), G["H100-80GB"], [G["A100-40GB"]], "amp")
+
+
+def _shipped_absolute():
+    from srift.learn.models import default_models
+
+    return default_models()
+
+
+def test_shipped_absolute_model_records_its_guard() -> None:
+    from srift.learn.models import MODELS_DIR
+
+    doc = json.loads((MODELS_DIR / "compute_absolute.json").read_text())
+    assert doc["dominance_guard"]["references"] == sorted(TRAINING_GPUS)
+
+
+def test_a_guard_naming_an_unknown_gpu_is_refused() -> None:
+    from srift.learn.models import _guard_references
+
+    with pytest.raises(ValueError, match="dominance_guard.references.*'Z9000'"):
+        _guard_references({"dominance_guard": {"references": ["A100-40GB", "Z9000"]}})
+    with pytest.raises(ValueError, match="dominance_guard.references must be a list"):
+        _guard_references({"dominance_guard": {"references": []}})
+    assert _guard_references({}) == []
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "amp"])
+def test_no_measurement_times_respect_every_reference(precision: str) -> None:
+    """For every catalog GPU and every workload of the training data, the shipped prediction
+    at every batch of the engine's grid is no slower than any reference GPU it dominates, and
+    no faster than any that dominates it, by the model's own predictions of those GPUs."""
+    from srift.catalog import Catalog
+    from srift.learn.features import absolute_features, roofline_per_sample
+    from srift.learn.models import batch_grid
+    from srift.learn.workloads import load_workloads
+
+    models, catalog = _shipped_absolute(), Catalog.default()
+    refs = reference_gpus()
+    grid = batch_grid(None)
+    for w in load_workloads().values():
+        def raw(g: GpuPeaks) -> np.ndarray:
+            roof = np.log([roofline_per_sample(w, g, precision, b) for b in grid])
+            return roof + models.absolute.core.predict(np.asarray([absolute_features(w, g, b, precision) for b in grid]))
+
+        for key in catalog.gpu_keys():
+            target = peaks_from_catalog(catalog, key)
+            roof = np.log([roofline_per_sample(w, target, precision, b) for b in grid])
+            t = roof + models.absolute_corrections(w, target, grid, precision)
+            below, above = dominance_bounds(target, refs, precision)
+            for g in below:
+                assert np.all(t <= raw(g) + 1e-12), (w.key, key, g.key)
+            if below:
+                cap = np.min([raw(g) for g in below], axis=0)
+                for g in above:  # a lower bound holds wherever it does not cross the upper one
+                    lo = raw(g)
+                    assert np.all((t >= lo - 1e-12) | (lo > cap)), (w.key, key, g.key)
+
+
+def test_a_dominating_gpu_is_not_slower_at_a_small_batch() -> None:
+    """The case that motivated the guard: ResNet-18 (CIFAR) at AMP and batch 8, where the
+    unguarded model put an L40S 1.4x behind the A10 it beats on every spec."""
+    from srift.catalog import Catalog
+    from srift.learn.features import absolute_features, roofline_per_sample
+    from srift.learn.workloads import load_workloads
+
+    w = load_workloads()["resnet18_cifar"] if "resnet18_cifar" in load_workloads() else None
+    if w is None:
+        pytest.skip("resnet18_cifar is not a training workload")
+    models, catalog = _shipped_absolute(), Catalog.default()
+    l40s, a10 = peaks_from_catalog(catalog, "L40S"), G["A10"]
+    assert dominates(l40s, a10, "amp")
+    for b in (8.0, 64.0, 256.0):
+        t_l40s = math.log(roofline_per_sample(w, l40s, "amp", b)) + models.absolute_corrections(w, l40s, [b], "amp")[0]
+        t_a10 = math.log(roofline_per_sample(w, a10, "amp", b)) + float(
+            models.absolute.core.predict(np.asarray([absolute_features(w, a10, b, "amp")]))[0])
+        assert t_l40s <= t_a10 + 1e-12, b
