@@ -4,7 +4,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_leave_one_gpu_out   single-GPU compute, anchored on another GPU's measurement
   compute_absolute_leave_one_{gpu,model}_out  single-GPU compute with no measurement at all, a
                               GPU chip or a whole model held out (Lambda's and Gavel's rows:
-                              srift.learn.features note "new models")
+                              srift.learn.features note "new models"); *_dominance_guard: as
+                              shipped, clipped by the model's predictions of the GPUs the
+                              target beats or is beaten by on every spec (srift.learn.dominance)
   compute_leave_one_model_out anchored cross-GPU compute for a model never seen in training
   compute_leave_one_{gpu,model}_out_blended  the anchored ratio as shipped: the ratio model
                               blended with the absolute model differenced, then shrunk toward

@@ -28,8 +28,10 @@ APE on Lambda's and Gavel's rows (147; bench/accuracy.py, Huber, CPU rows in tra
   all 17, Sia rows in, harness flag           40.6 / 109            18.6 / 48
   roofline and GPU only, Sia rows in          22.4 / 54             19.9 / 52
   roofline and GPU only, Sia rows out         14.5 / 39             13.5 / 43
-  the same, precision flags as run (*)        13.7 / 35             13.0 / 38   (shipped)
+  the same, precision flags as run (*)        13.7 / 35             13.0 / 38
+  the same, clipped by dominance (**)         13.3 / 34             10.5 / 35   (shipped)
 (*) absolute_features: TF32 mode without TF32 units, and autocast without an FP16 path, run FP32.
+(**) srift.learn.dominance note "dominance".
 Adding the FLOP shares back: 21.4 / 46 and 14.9 / 43; the intensity: 16.9 / 40 and 13.9 / 43.
 The ratio model keeps its workload features: anchor and target run the same model, so they
 describe the pair, not the model's speed, and its two splits agree (19.0 / 61 and 18.6 / 60).
@@ -105,13 +107,22 @@ class WorkloadStats:
         traffic = float(3 * self.fb.sum() + self.pb.sum()) or 1.0
         self.log_intensity = math.log10(max(total, 1.0) / traffic)
         self.flops_per_sample = total
+        self._membound: dict[tuple[GpuPeaks, str], float] = {}
 
     def log_work(self, batch: float) -> float:
         """log10 of the FLOPs of one iteration: small iterations are launch/host bound."""
         return math.log10(max(self.flops_per_sample * batch, 1.0))
 
     def membound_share(self, p: GpuPeaks, precision: str) -> float:
-        """Share of the roofline's per-sample time spent in bandwidth-bound layers."""
+        """Share of the roofline's per-sample time spent in bandwidth-bound layers (memoised:
+        it does not depend on the batch, and the batch grid asks for it at every point)."""
+        key = (p, precision)
+        cached = self._membound.get(key)
+        if cached is None:
+            cached = self._membound[key] = self._membound_share(p, precision)
+        return cached
+
+    def _membound_share(self, p: GpuPeaks, precision: str) -> float:
         tensor = np.isin(self.kinds, (_MATMUL, _CONV, _ATTN, _REC))
         peak_t = p.peak_tflops(precision) * 1e12 * (_TENSOR_EFF if precision != "fp32" and
                                                     p.peak_tflops(precision) > p.fp32_tflops else _CUDA_EFF)
