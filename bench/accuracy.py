@@ -356,7 +356,8 @@ def blended_anchor(w) -> None:
     shipped shrink (both chosen by `srift train` on these same two splits: two numbers fitted),
     both models held out together; the shipped training data (CPU rows in), GPU targets,
     overall and by source."""
-    from srift.learn.blend import anchored_correction, blended, held_out_absolute_terms, observed_anchor_error
+    from srift.learn.blend import (anchored_correction, blended, held_out_absolute_terms, held_out_guarded_corrections,
+                                   observed_anchor_error)
 
     rows = compute_rows(cpu=True)
     X, y, base, truth, meta = ratio_dataset(rows, w)
@@ -369,7 +370,9 @@ def blended_anchor(w) -> None:
         corr_a, corr_b = held_out_absolute_terms(meta, w, Xa, ya, meta_a, candidates()["huber"], split)
         corr = corr_b - corr_a
         shipped = anchored_correction(pred, corr_a, corr_b, observed, weight, shrink)
-        ok = mask & ~np.isnan(corr) & (src != "cpu")
+        guarded = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, candidates()["huber"],
+                                               candidates()["huber"], split, weight, shrink, observed)
+        ok = mask & ~np.isnan(corr) & (src != "cpu") & ~np.isnan(guarded)
         for s in ("ALL", "lambda", "gavel", "sia"):
             m = ok & ((src == s) if s != "ALL" else True)
             print(json.dumps({"split": f"compute_leave_one_{held_out}_out_blended" + ("" if s == "ALL" else f"/{s}"),
@@ -377,7 +380,9 @@ def blended_anchor(w) -> None:
                               "ratio_model": stats(ape(pred[m] + base[m], truth[m])),
                               "absolute_differenced": stats(ape(corr[m] + base[m], truth[m])),
                               f"blend_{weight}": stats(ape(blended(pred[m], corr[m], weight) + base[m], truth[m])),
-                              f"blend_{weight}_shrink_{shrink}": stats(ape(shipped[m] + base[m], truth[m]))}))
+                              f"blend_{weight}_shrink_{shrink}": stats(ape(shipped[m] + base[m], truth[m])),
+                              f"blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[m] + base[m],
+                                                                                          truth[m]))}))
 
 
 def held_out_huber(X, y, meta):
@@ -402,8 +407,9 @@ def ratio_engine_path(w) -> None:
     at the anchor's batch and the result at the target's batch; beside the pair features of the
     split above. Shipped training data (CPU rows in), GPU targets."""
     from srift import _core
-    from srift.learn.blend import anchored_correction, blended, observed_anchor_error
+    from srift.learn.blend import anchored_correction, anchored_log_ratio, blended, observed_anchor_error
     from srift.learn.datasets import device_peaks
+    from srift.learn.dominance import guarded_log_ratio, reference_gpus
     from srift.learn.features import absolute_features, ratio_features, roofline
 
     rows = compute_rows(cpu=True)
@@ -412,7 +418,7 @@ def ratio_engine_path(w) -> None:
     chips_a = np.array([r.chip for _, r in meta_a])
     peaks, (weight, shrink) = device_peaks(), shipped_blend()
     absolute: dict[str, object] = {}
-    pair, engine, blend_only, ratio_only = (np.full(len(y), np.nan) for _ in range(4))
+    pair, engine, blend_only, ratio_only, guarded = (np.full(len(y), np.nan) for _ in range(5))
     for i, est in held_out_huber(X, y, meta):
         a, b = meta[i]
         if b.source == "cpu":
@@ -435,12 +441,19 @@ def ratio_engine_path(w) -> None:
         for out, c in ((ratio_only, corr), (blend_only, blended(corr, corr_b - corr_a, weight)),
                        (engine, anchored_correction(corr, corr_a, corr_b, observed, weight, shrink))):
             out[i] = math.log(t_anchor * math.exp(f[0] + c) / b.batch / a.per_sample_s)
+        # As shipped: the same ratio clipped by the anchored predictions of the reference GPUs
+        # (srift.learn.dominance), the held-out chip's variants no reference.
+        ratio = guarded_log_ratio(lambda g: anchored_log_ratio(est.predict, est_a.predict, wl, pa, a.batch, g, a.batch,
+                                                               a.precision, observed, weight, shrink),
+                                  pa, pb, reference_gpus({b.chip}), a.precision)
+        guarded[i] = math.log(t_anchor * math.exp(ratio) / b.batch / a.per_sample_s)
     ok = ~np.isnan(engine)
     print(json.dumps({"split": "compute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
                       "pair_features": stats(ape(pair[ok], truth[ok])),
                       "engine_path_ratio_model": stats(ape(ratio_only[ok], truth[ok])),
                       f"engine_path_blend_{weight}": stats(ape(blend_only[ok], truth[ok])),
-                      f"engine_path_blend_{weight}_shrink_{shrink}": stats(ape(engine[ok], truth[ok]))}))
+                      f"engine_path_blend_{weight}_shrink_{shrink}": stats(ape(engine[ok], truth[ok])),
+                      f"engine_path_blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[ok], truth[ok]))}))
 
 
 def absolute_engine_path(w) -> None:
@@ -575,16 +588,20 @@ def interval_coverage(w, cases, steps, sites) -> None:
 
 def blended_band_coverage(w, rows, report) -> None:
     """interval_coverage of the shipped anchored band (srift.learn.blend notes "blend" and
-    "shrink"): for every held-out GPU chip g, the band is the 10th-90th percentile of the held-out
+    "shrink", clipped by dominance as shipped: srift.learn.dominance): for every held-out GPU
+    chip g, the band is the 10th-90th percentile of the held-out
     residuals of the other chips h (both models fitted without g and h), checked on g's rows
     timed without the Sia harness."""
-    from srift.learn.blend import anchored_correction, observed_anchor_error, pair_absolute_terms
+    from srift.learn.blend import anchored_log_ratio, observed_anchor_error
+    from srift.learn.datasets import device_peaks
+    from srift.learn.dominance import guarded_log_ratio, reference_gpus
     from srift.learn.train import _split_key
 
     X, y, _, _, meta = ratio_dataset(rows, w)
     Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
     weight, shrink = shipped_blend()
     observed = observed_anchor_error(meta, w)
+    peaks = device_peaks()
     touched = [_split_key(m, "chip") for m in meta]
     chips_a = np.array([r.chip for _, r in meta_a])
     band_rows = np.array([b.source not in ("cpu", "sia") for _, b in meta])
@@ -596,9 +613,16 @@ def blended_band_coverage(w, rows, report) -> None:
             warnings.simplefilter("ignore")
             ratio = candidates()["huber"]().fit(X[train], y[train])
             absolute = candidates()["huber"]().fit(Xa[~np.isin(chips_a, list(out))], ya[~np.isin(chips_a, list(out))])
-        idx = np.flatnonzero(test)
-        corr_a, corr_b = pair_absolute_terms(absolute.predict, [meta[i] for i in idx], w)
-        return y[idx] - anchored_correction(ratio.predict(X[idx]), corr_a, corr_b, observed[idx], weight, shrink)
+        refs = reference_gpus(out)
+        resid = []
+        for i in np.flatnonzero(test):  # as shipped: clipped by dominance (srift.learn.dominance)
+            a, b = meta[i]
+            wl, pa = w[a.workload], peaks[a.gpu]
+            ratio_ab = guarded_log_ratio(
+                lambda g: anchored_log_ratio(ratio.predict, absolute.predict, wl, pa, a.batch, g, b.batch, a.precision,
+                                             float(observed[i]), weight, shrink), pa, peaks[b.gpu], refs, a.precision)
+            resid.append(y[i] - (ratio_ab - X[i, 0]))
+        return np.asarray(resid)
 
     resid, lo, hi = (np.full(len(y), np.nan) for _ in range(3))
     held = 0

@@ -59,11 +59,13 @@ from typing import Any, Callable
 import numpy as np
 
 from srift.learn.datasets import ComputeRow, device_peaks
-from srift.learn.features import absolute_features, roofline_per_sample
+from srift.learn.features import absolute_features, ratio_features, roofline_per_sample
+from srift.learn.gpus import GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["BLEND_WEIGHTS", "SHRINK_WEIGHTS", "pair_absolute_terms", "held_out_absolute_terms",
-           "observed_anchor_error", "blended", "anchored_correction"]
+           "observed_anchor_error", "blended", "anchored_correction", "has_fp16_path", "anchored_log_ratio",
+           "held_out_guarded_corrections"]
 
 BLEND_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 SHRINK_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
@@ -141,3 +143,67 @@ def anchored_correction(ratio_correction: Any, corr_anchor: Any, corr_target: An
     toward = np.subtract(corr_target, observed_anchor)
     out = np.where(np.isnan(toward), blend, (1.0 - shrink) * blend + shrink * np.nan_to_num(toward))
     return float(out) if np.ndim(out) == 0 else out
+
+
+def has_fp16_path(anchor: GpuPeaks, target: GpuPeaks, precision: str) -> bool:
+    """Whether the ratio model covers the pair: every AMP pair it learned from runs FP16 on
+    both GPUs (srift.learn.models note "no fp16 path"); FP32 and TF32 pairs always."""
+    return precision != "amp" or bool(anchor.fp16_tflops and target.fp16_tflops)
+
+
+def anchored_log_ratio(ratio_predict: Callable[[np.ndarray], np.ndarray],
+                       absolute_predict: Callable[[np.ndarray], np.ndarray], workload: WorkloadInfo,
+                       anchor: GpuPeaks, anchor_batch: float, target: GpuPeaks, target_batch: float,
+                       precision: str, observed_anchor: float, weight: float, shrink: float) -> float:
+    """log(t_target / t_anchor), per-sample time, as the engine predicts it from a measurement
+    on `anchor` whose log deviation from its roofline is `observed_anchor` (NaN: not
+    comparable): the roofline ratio times the blended, shrunk correction (notes "blend" and
+    "shrink"), or the roofline ratio alone where the ratio model does not cover the pair."""
+    f = ratio_features(workload, anchor, anchor_batch, target, target_batch, precision)
+    if not has_fp16_path(anchor, target, precision):
+        return float(f[0])
+    corr = float(ratio_predict(np.asarray([f]))[0])
+    terms = absolute_predict(np.asarray([absolute_features(workload, anchor, anchor_batch, precision),
+                                         absolute_features(workload, target, target_batch, precision)]))
+    return float(f[0]) + float(anchored_correction(corr, float(terms[0]), float(terms[1]), observed_anchor,
+                                                   weight, shrink))
+
+
+def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], workloads: dict[str, WorkloadInfo],
+                                 X: np.ndarray, y: np.ndarray, X_abs: np.ndarray, y_abs: np.ndarray,
+                                 meta_abs: list[tuple[Any, ComputeRow]], make_ratio: Callable[[], Any],
+                                 make_absolute: Callable[[], Any], by: str, weight: float, shrink: float,
+                                 observed: np.ndarray) -> np.ndarray:
+    """The shipped anchored correction of every pair with a GPU target (log ratio minus the
+    roofline ratio, as the ratio dataset's y), clipped by the anchored predictions of the
+    reference GPUs (srift.learn.dominance note "dominance"), both models fitted without the
+    pair's held-out group (its target's GPU chip, or its model), whose variants are no
+    reference. NaN where the pair is not predicted (a CPU target, or too few rows to train)."""
+    from srift.learn.dominance import guarded_log_ratio, reference_gpus
+    from srift.learn.train import _split_key
+
+    peaks = device_peaks()
+    pair_key = [_split_key(m, by) for m in meta]
+    abs_touched = [_split_key(m, by)[0] for m in meta_abs]
+    out = np.full(len(meta), np.nan)
+    for g in sorted({k[1] for k in pair_key}):
+        test = [i for i, k in enumerate(pair_key) if k[1] == g and meta[i][1].source != "cpu"]
+        train = np.array([g not in k[0] for k in pair_key])
+        train_abs = np.array([g not in t for t in abs_touched])
+        if not test or train.sum() < 10 or train_abs.sum() < 10:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ratio = make_ratio().fit(X[train], y[train])
+            absolute = make_absolute().fit(X_abs[train_abs], y_abs[train_abs])
+        refs = reference_gpus({g} if by == "chip" else ())
+        for i in test:
+            a, b = meta[i]
+            wl, pa = workloads[a.workload], peaks[a.gpu]
+
+            def log_ratio(gpu: GpuPeaks) -> float:
+                return anchored_log_ratio(ratio.predict, absolute.predict, wl, pa, a.batch, gpu, b.batch,
+                                          a.precision, float(observed[i]), weight, shrink)
+
+            out[i] = guarded_log_ratio(log_ratio, pa, peaks[b.gpu], refs, a.precision) - X[i, 0]
+    return out

@@ -46,7 +46,7 @@ from srift.learn.gpus import TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["dominates", "reference_gpus", "dominance_bounds", "clip_to_bounds", "guarded_log_times",
-           "guarded_correction"]
+           "guarded_correction", "guarded_log_ratio"]
 
 _PRECISIONS = ("fp32", "tf32", "amp")
 
@@ -118,3 +118,24 @@ def guarded_correction(predict: Callable[[np.ndarray], np.ndarray], workload: Wo
 
     own_roof = np.log([roofline_per_sample(workload, target, precision, x) for x in b])
     return guarded_log_times(log_times, target, references, precision) - own_roof
+
+
+def guarded_log_ratio(log_ratio: Callable[[GpuPeaks], float], anchor: GpuPeaks, target: GpuPeaks,
+                      references: Sequence[GpuPeaks], precision: str) -> float:
+    """log(t_target / t_anchor) from a measurement on `anchor`, clipped by the anchored
+    predictions of the references the target dominates and that dominate it (note "dominance",
+    anchored). The anchor is a reference too, and any reference with the anchor's specs stands
+    for the measurement itself (log ratio 0). log_ratio(gpu) -> the anchored model's log ratio."""
+    anchor_specs = _specs(anchor, precision)
+
+    def ratio(g: GpuPeaks) -> float:
+        return 0.0 if _specs(g, precision) == anchor_specs else float(log_ratio(g))
+
+    below, above = dominance_bounds(target, [*references, anchor], precision)
+    own = float(log_ratio(target))
+    out = clip_to_bounds(np.array([own]), np.array([[ratio(g)] for g in below]).reshape(len(below), 1),
+                         np.array([[ratio(g)] for g in above]).reshape(len(above), 1))[0]
+    if not np.isfinite(out):
+        raise ValueError(f"log ratio of {target.key} anchored on {anchor.key} at {precision}: expected a finite "
+                         f"value, got {out!r}")
+    return float(out)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from srift.learn.blend import anchored_correction
+from srift.learn.blend import anchored_log_ratio
 from srift.learn.features import absolute_features, ratio_features, roofline
 from srift.learn.gpus import peaks_from_catalog
 from srift.learn.loader import load_model
@@ -78,7 +78,9 @@ class CostModels:
         self._pcie_domain = _pcie_domain_bytes_s(self.pcie_efficiency.doc)
         self._scaling_band = validate_scaling_band(self.overhead.doc.get("scaling_band"))
         self._scaling_table: Any = None
-        self._references = _guard_references(self.absolute.doc)
+        self._references = _guard_references(self.absolute.doc, "compute_absolute")
+        self._ratio_references = _guard_references(self.ratio.doc.get("absolute_blend") or {},
+                                                   "compute_ratio: absolute_blend")
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | None = None,
@@ -114,16 +116,27 @@ class CostModels:
                 # with the roofline's own error interval is the honest answer there.
                 lo, hi = self.ratio.roofline_interval()
                 return _scaled(anchored, math.exp(f[0])), math.exp(lo), math.exp(hi), "anchored-roofline"
-            corr, (lo, hi) = self.ratio.predict(f), (self.ratio.p10, self.ratio.p90)
+            lo, hi = self.ratio.p10, self.ratio.p90
+            weight = shrink = 0.0
+            observed = math.nan
             blend = self.ratio.doc.get("absolute_blend")
             if blend is not None:  # srift.learn.blend notes "blend" and "shrink"
                 observed = math.log((anchored.compute_s(batch) + anchored.optimizer_s) /
                                     (source_roofline.compute_s(batch) + source_roofline.optimizer_s))
-                corr = anchored_correction(corr, self.absolute.predict(absolute_features(w, source, batch, precision)),
-                                           self.absolute.predict(absolute_features(w, target, batch, precision)),
-                                           observed, float(blend["weight"]), float(blend.get("shrink", 0.0)))
+                weight, shrink = float(blend["weight"]), float(blend.get("shrink", 0.0))
                 lo, hi = float(blend["residuals"]["p10"]), float(blend["residuals"]["p90"])
-            return _scaled(anchored, math.exp(f[0] + corr)), math.exp(lo), math.exp(hi), "learned"
+
+            def log_ratio(gpu: Any) -> float:
+                return anchored_log_ratio(self.ratio.core.predict, self.absolute.core.predict, w, source, batch,
+                                          gpu, batch, precision, observed, weight, shrink)
+
+            if self._ratio_references:  # srift.learn.dominance note "dominance", anchored
+                from srift.learn.dominance import guarded_log_ratio
+
+                ratio = guarded_log_ratio(log_ratio, source, target, self._ratio_references, precision)
+            else:
+                ratio = log_ratio(target)
+            return _scaled(anchored, math.exp(ratio)), math.exp(lo), math.exp(hi), "learned"
         prior = roofline(w, target, precision)
         return (absolute_on_grid(prior, lambda grid: self.absolute_corrections(w, target, grid, precision), max_batch),
                 math.exp(self.absolute.p10), math.exp(self.absolute.p90), "learned")
@@ -290,9 +303,9 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None) 
                                                 _core.Measurement(hi, fixed + per_sample * hi)])
 
 
-def _guard_references(doc: dict[str, Any]) -> list[Any]:
-    """The reference GPUs the absolute model's document says its predictions are clipped by
-    (srift.learn.dominance note "dominance"); none where it predates the guard."""
+def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:
+    """The reference GPUs a model document (or its absolute_blend) says its predictions are
+    clipped by (srift.learn.dominance note "dominance"); none where it predates the guard."""
     from srift.learn.gpus import TRAINING_GPUS
 
     guard = doc.get("dominance_guard")
@@ -300,10 +313,10 @@ def _guard_references(doc: dict[str, Any]) -> list[Any]:
         return []
     keys = guard.get("references") if isinstance(guard, dict) else None
     if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
-        raise ValueError(f"compute_absolute: dominance_guard.references must be a list of GPU keys, got {keys!r}")
+        raise ValueError(f"{where}: dominance_guard.references must be a list of GPU keys, got {keys!r}")
     unknown = [k for k in keys if k not in TRAINING_GPUS]
     if unknown:
-        raise ValueError(f"compute_absolute: dominance_guard.references names GPUs this srift does not know: {unknown!r}")
+        raise ValueError(f"{where}: dominance_guard.references names GPUs this srift does not know: {unknown!r}")
     return [TRAINING_GPUS[k] for k in keys]
 
 

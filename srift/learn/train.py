@@ -522,7 +522,7 @@ def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workload
     ratio_held_out: the ratio model's loco_errors predictions by split ("chip", "model") when
     the caller has them already (train_compute), else they are computed here."""
     from srift.learn.blend import (BLEND_WEIGHTS, SHRINK_WEIGHTS, anchored_correction, held_out_absolute_terms,
-                                   observed_anchor_error)
+                                   held_out_guarded_corrections, observed_anchor_error)
 
     (ratio_kind, (X, y, base, truth, meta)), (abs_kind, (Xa, ya, _, _, meta_a)) = ratio, absolute
     on_gpu = np.array([b.source != "cpu" for _, b in meta])
@@ -550,8 +550,22 @@ def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workload
         print("compute_ratio blend weight, shrink: " + ", ".join(
             f"{wt}, {sh} " + " | ".join(f"{v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for v in scores[(wt, sh)].values())
             for wt, sh in shown) + f" -> {best}  (leave a GPU chip out | leave a model out)")
+    # srift.learn.dominance note "dominance", anchored: the chosen blend is clipped by the
+    # anchored predictions of the reference GPUs; scored, and its band taken, as applied.
+    guarded: dict[str, Any] = {}
+    for split, by in SELECTION_SPLITS.items():
+        p = held_out_guarded_corrections(meta, workloads, X, y, Xa, ya, meta_a, candidates()[ratio_kind],
+                                         candidates()[abs_kind], by, best[0], best[1], observed)
+        ok = ~np.isnan(p) & on_gpu
+        guarded[split] = _ape_stats(ape(p[ok] + base[ok], truth[ok]))
+        if by == "chip":
+            band[best] = (y - p)[ok & in_band]
+    if verbose:
+        print("compute_ratio blend clipped by dominance: " +
+              " | ".join(f"{v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for v in guarded.values()))
     r = band[best]
     return {"weight": best[0], "shrink": best[1], "absolute_model": "compute_absolute",
+            "dominance_guard": {"references": sorted(TRAINING_GPUS), "scores": guarded},
             "residuals": {"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
                           "p90": float(np.quantile(r, 0.9)), "n": int(r.size),
                           "split": "leave-one-GPU-chip-out, rows timed without the Sia harness (note \"band rows\")"},

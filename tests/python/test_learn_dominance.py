@@ -74,11 +74,11 @@ def test_shipped_absolute_model_records_its_guard() -> None:
 def test_a_guard_naming_an_unknown_gpu_is_refused() -> None:
     from srift.learn.models import _guard_references
 
-    with pytest.raises(ValueError, match="dominance_guard.references.*'Z9000'"):
-        _guard_references({"dominance_guard": {"references": ["A100-40GB", "Z9000"]}})
+    with pytest.raises(ValueError, match="compute_absolute: dominance_guard.references.*'Z9000'"):
+        _guard_references({"dominance_guard": {"references": ["A100-40GB", "Z9000"]}}, "compute_absolute")
     with pytest.raises(ValueError, match="dominance_guard.references must be a list"):
-        _guard_references({"dominance_guard": {"references": []}})
-    assert _guard_references({}) == []
+        _guard_references({"dominance_guard": {"references": []}}, "compute_absolute")
+    assert _guard_references({}, "compute_absolute") == []
 
 
 @pytest.mark.parametrize("precision", ["fp32", "tf32", "amp"])
