@@ -124,12 +124,20 @@ def guarded_log_ratio(log_ratio: Callable[[GpuPeaks], float], anchor: GpuPeaks, 
                       references: Sequence[GpuPeaks], precision: str) -> float:
     """log(t_target / t_anchor) from a measurement on `anchor`, clipped by the anchored
     predictions of the references the target dominates and that dominate it (note "dominance",
-    anchored). The anchor is a reference too, and any reference with the anchor's specs stands
-    for the measurement itself (log ratio 0). log_ratio(gpu) -> the anchored model's log ratio."""
+    anchored). The measurement is exact: the anchor is a reference (log ratio 0), so is any
+    reference with its specs, and every other reference's prediction is first clipped against
+    it, so that a target the anchor dominates is never predicted faster than the measurement,
+    nor one that dominates the anchor slower (dominance is transitive). log_ratio(gpu) -> the
+    anchored model's log ratio."""
     anchor_specs = _specs(anchor, precision)
 
     def ratio(g: GpuPeaks) -> float:
-        return 0.0 if _specs(g, precision) == anchor_specs else float(log_ratio(g))
+        if _specs(g, precision) == anchor_specs:
+            return 0.0
+        r = float(log_ratio(g))
+        if dominates(g, anchor, precision):
+            return min(r, 0.0)
+        return max(r, 0.0) if dominates(anchor, g, precision) else r
 
     below, above = dominance_bounds(target, [*references, anchor], precision)
     own = float(log_ratio(target))

@@ -131,3 +131,48 @@ def test_a_dominating_gpu_is_not_slower_at_a_small_batch() -> None:
         t_a10 = math.log(roofline_per_sample(w, a10, "amp", b)) + float(
             models.absolute.core.predict(np.asarray([absolute_features(w, a10, b, "amp")]))[0])
         assert t_l40s <= t_a10 + 1e-12, b
+
+
+def test_shipped_anchored_blend_records_its_guard() -> None:
+    from srift.learn.models import MODELS_DIR
+
+    blend = json.loads((MODELS_DIR / "compute_ratio.json").read_text())["absolute_blend"]
+    guard = blend["dominance_guard"]
+    assert guard["references"] == sorted(TRAINING_GPUS)
+    # train.py select_blend scored the clipped blend as applied, on both held-out splits.
+    assert set(guard["scores"]) == {"leave_one_gpu_chip_out", "leave_one_model_out"}
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "amp"])
+def test_anchored_predictions_respect_the_measurement(precision: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a measurement on one GPU, a catalog GPU that beats it on every spec is predicted no
+    slower than the measurement, and one it beats no faster, at the measured batch."""
+    from srift import _core
+    from srift.catalog import Catalog
+    from srift.learn.blend import has_fp16_path
+    from srift.learn.workloads import load_workloads
+
+    import srift.learn.models as learned
+
+    models, catalog = _shipped_absolute(), Catalog.default()
+    workloads = load_workloads()
+    # The training data's workloads stand in for profiles (compute_model reads a profile only
+    # through workload_from_profile).
+    monkeypatch.setattr(learned, "workload_from_profile", lambda w: w)
+    for name in ("resnet50", "bert_large", "ncf", "gpt2_512"):
+        w = workloads[name]
+        for anchor_key in ("T4", "A10G", "V100-16GB", "A100-40GB", "H100-80GB"):
+            anchor = peaks_from_catalog(catalog, anchor_key)
+            seconds = 0.05 * (1 + catalog.gpu_keys().index(anchor_key))
+            for key in catalog.gpu_keys():
+                target = peaks_from_catalog(catalog, key)
+                if not has_fp16_path(anchor, target, precision):
+                    continue  # the roofline ratio, no learned correction to clip
+                m, *_ = models.compute_model(w, key, catalog, precision,
+                                             anchor=(anchor_key, [_core.Measurement(32, seconds)]))
+                t = m.compute_s(32) + m.optimizer_s
+                if dominates(target, anchor, precision):
+                    assert t <= seconds * (1 + 1e-12), (name, anchor_key, key)
+                if dominates(anchor, target, precision):
+                    assert t >= seconds * (1 - 1e-12), (name, anchor_key, key)
+
