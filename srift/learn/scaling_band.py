@@ -55,7 +55,7 @@ itself predicted, its band and this one add in quadrature in log space (srift.pr
 two errors are taken as independent). Checked where the data allows it, Lambda's host steps with
 nothing measured (the 1-GPU time from the no-measurement model held out by chip, the other
 sources' band; bench interval_coverage/scaling_band_predicted_compute/lambda): quadrature holds
-89.4% of 311 steps (1.3% above p90), the widest of the two bands 85.5% (4.2% above). Both over-
+91.6% of 311 steps (1.3% above p90), the widest of the two bands 88.1% (4.5% above). Both over-
 cover there, because the other sources' band is wide for Lambda's well-behaved hosts, so the data
 does not choose; quadrature is kept for the independence it assumes by construction.
 The band widens the prediction's p10-p90, never narrows it. It does not
