@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from srift.learn.blend import anchored_log_ratio
+from srift.learn.blend import anchored_log_ratio, has_fp16_path
 from srift.learn.features import absolute_features, ratio_features, roofline
 from srift.learn.gpus import peaks_from_catalog
 from srift.learn.loader import load_model
@@ -91,8 +91,9 @@ class CostModels:
         the learned GPU-to-GPU ratio (the ratio model blended with the absolute model's
         differenced correction and shrunk toward the absolute model's own prediction:
         srift.learn.blend notes "blend" and "shrink") scales the anchored model,
-        else the absolute model scales the roofline. The factors multiply the predicted time for the p10/p90 interval. source:
-        "learned", or "anchored-roofline" where the pair is one the ratio model never saw
+        else the absolute model scales the roofline; either clipped by dominance where the
+        shipped document says so (srift.learn.dominance note "dominance"). The factors
+        multiply the predicted time for the p10/p90 interval. source: "learned", or "anchored-roofline" where the pair is one the ratio model never saw
         (note "no fp16 path"). max_batch: the largest local batch that fits this GPU (samples;
         the absolute model is fitted over 1..max(max_batch, 1024), note "batch grid")."""
         from srift import _core
@@ -105,8 +106,7 @@ class CostModels:
             batch = float(np.mean([m.local_batch for m in meas]))
             source_roofline = roofline(w, source, precision)
             anchored = _core.anchor_to_measurements(source_roofline, meas)
-            f = ratio_features(w, source, batch, target, batch, precision)
-            if precision == "amp" and not (source.fp16_tflops and target.fp16_tflops):
+            if not has_fp16_path(source, target, precision):
                 # Note "no fp16 path": every AMP pair in the training data runs FP16 on tensor
                 # cores (or packed FP16) on both GPUs. On a GPU without an FP16 path (K80, M60)
                 # autocast runs at the FP32 peak, the roofline ratio jumps ~10x, and the linear
@@ -115,7 +115,8 @@ class CostModels:
                 # and Lambda's V100 AMP/FP32 2.3x put it near 13x). The roofline ratio (10x)
                 # with the roofline's own error interval is the honest answer there.
                 lo, hi = self.ratio.roofline_interval()
-                return _scaled(anchored, math.exp(f[0])), math.exp(lo), math.exp(hi), "anchored-roofline"
+                roof_ratio = ratio_features(w, source, batch, target, batch, precision)[0]
+                return _scaled(anchored, math.exp(roof_ratio)), math.exp(lo), math.exp(hi), "anchored-roofline"
             lo, hi = self.ratio.p10, self.ratio.p90
             weight = shrink = 0.0
             observed = math.nan
