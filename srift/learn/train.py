@@ -511,14 +511,20 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
     return results
 
 
+# select_blend: how many of the best (weight, shrink) pairs, by their unclipped held-out score,
+# are scored again as applied (clipped by dominance) to choose the shipped one.
+GUARDED_CANDIDATES = 6
+
+
 def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workloads: dict[str, WorkloadInfo],
                  verbose: bool = True, ratio_held_out: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     """The weight of the absolute model's differenced correction in the anchored ratio and the
     shrink toward the absolute model's own prediction of the target (srift.learn.blend notes
     "blend" and "shrink"), chosen jointly from BLEND_WEIGHTS x SHRINK_WEIGHTS by the two
-    held-out splits and the score of the candidates (note "two splits"), with the band of the
-    chosen pair from the GPU-chip-out residuals of the rows timed without the Sia harness (note
-    "band rows"). ratio / absolute: (chosen kind, the dataset it was chosen on);
+    held-out splits and the score of the candidates (note "two splits"): the best
+    GUARDED_CANDIDATES pairs are scored again as applied, clipped by dominance
+    (srift.learn.dominance), and the best of those ships, with the band from its clipped
+    GPU-chip-out residuals of the rows timed without the Sia harness (note "band rows"). ratio / absolute: (chosen kind, the dataset it was chosen on);
     ratio_held_out: the ratio model's loco_errors predictions by split ("chip", "model") when
     the caller has them already (train_compute), else they are computed here."""
     from srift.learn.blend import (BLEND_WEIGHTS, SHRINK_WEIGHTS, anchored_correction, held_out_absolute_terms,
@@ -544,28 +550,34 @@ def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workload
             scores[(wt, sh)][split] = _ape_stats(ape(p[ok] + base[ok], truth[ok]))
             if by == "chip":
                 band[(wt, sh)] = (y - p)[ok & in_band]
-    best = min(grid, key=lambda g: selection_score(scores[g]))
+    ranked = sorted(grid, key=lambda g: selection_score(scores[g]))
     if verbose:
-        shown = sorted(grid, key=lambda g: selection_score(scores[g]))[:5] + [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0)]
+        shown = ranked[:5] + [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0)]
         print("compute_ratio blend weight, shrink: " + ", ".join(
             f"{wt}, {sh} " + " | ".join(f"{v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for v in scores[(wt, sh)].values())
-            for wt, sh in shown) + f" -> {best}  (leave a GPU chip out | leave a model out)")
-    # srift.learn.dominance note "dominance", anchored: the chosen blend is clipped by the
-    # anchored predictions of the reference GPUs; scored, and its band taken, as applied.
-    guarded: dict[str, Any] = {}
-    for split, by in SELECTION_SPLITS.items():
-        p = held_out_guarded_corrections(meta, workloads, X, y, Xa, ya, meta_a, candidates()[ratio_kind],
-                                         candidates()[abs_kind], by, best[0], best[1], observed)
-        ok = ~np.isnan(p) & on_gpu
-        guarded[split] = _ape_stats(ape(p[ok] + base[ok], truth[ok]))
-        if by == "chip":
-            band[best] = (y - p)[ok & in_band]
+            for wt, sh in shown) + "  (leave a GPU chip out | leave a model out)")
+    # srift.learn.dominance note "dominance", anchored: the blend is applied clipped by the
+    # anchored predictions of the reference GPUs, so the best GUARDED_CANDIDATES pairs above are
+    # scored as applied, the best of them ships, and its band comes from its clipped residuals.
+    guarded: dict[tuple[float, float], dict[str, Any]] = {}
+    for pair in ranked[:GUARDED_CANDIDATES]:
+        guarded[pair] = {}
+        for split, by in SELECTION_SPLITS.items():
+            p = held_out_guarded_corrections(meta, workloads, X, y, Xa, ya, meta_a, candidates()[ratio_kind],
+                                             candidates()[abs_kind], by, pair[0], pair[1], observed)
+            ok = ~np.isnan(p) & on_gpu
+            guarded[pair][split] = _ape_stats(ape(p[ok] + base[ok], truth[ok]))
+            if by == "chip":
+                band[pair] = (y - p)[ok & in_band]
+    best = min(guarded, key=lambda g: selection_score(guarded[g]))
     if verbose:
-        print("compute_ratio blend clipped by dominance: " +
-              " | ".join(f"{v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for v in guarded.values()))
+        print("compute_ratio blend clipped by dominance: " + ", ".join(
+            f"{wt}, {sh} " + " | ".join(f"{v['median_ape']:.1f}%/{v['p90_ape']:.1f}%" for v in guarded[(wt, sh)].values())
+            for wt, sh in guarded) + f" -> {best}  (leave a GPU chip out | leave a model out)")
     r = band[best]
     return {"weight": best[0], "shrink": best[1], "absolute_model": "compute_absolute",
-            "dominance_guard": {"references": sorted(TRAINING_GPUS), "scores": guarded},
+            "dominance_guard": {"references": sorted(TRAINING_GPUS), "scores": guarded[best],
+                                "candidates": [{"weight": wt, "shrink": sh, **guarded[(wt, sh)]} for wt, sh in guarded]},
             "residuals": {"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
                           "p90": float(np.quantile(r, 0.9)), "n": int(r.size),
                           "split": "leave-one-GPU-chip-out, rows timed without the Sia harness (note \"band rows\")"},

@@ -347,9 +347,10 @@ def test_anchored_ratio_is_the_shipped_blend_of_both_models(resnet50_amp) -> Non
 def test_shipped_blend_beats_either_model_alone_on_both_splits() -> None:
     """train.py select_blend: the recorded held-out scores of the chosen (weight, shrink) are at
     least as good, on both splits, as the ratio model alone (0, 0), the absolute model
-    differenced (1, 0) and the absolute model's own prediction (0, 1), and the chosen pair is
-    the best recorded."""
-    from srift.learn.train import SELECTION_SPLITS, selection_score
+    differenced (1, 0) and the absolute model's own prediction (0, 1); the chosen pair is among
+    the GUARDED_CANDIDATES best recorded, and the best of those as applied (clipped by
+    dominance, srift.learn.dominance)."""
+    from srift.learn.train import GUARDED_CANDIDATES, SELECTION_SPLITS, selection_score
 
     _, doc = load_model(MODELS / "compute_ratio.json")
     sel = doc["absolute_blend"]["selection"]
@@ -360,7 +361,12 @@ def test_shipped_blend_beats_either_model_alone_on_both_splits() -> None:
     for alone in ((0.0, 0.0), (1.0, 0.0), (0.0, 1.0)):
         for split, stats in chosen.items():
             assert stats["median_ape"] <= scores[alone][split]["median_ape"], (alone, split)
-    assert selection_score(chosen) == min(selection_score(s) for s in scores.values())
+    ranked = sorted(scores, key=lambda pair: selection_score(scores[pair]))
+    guard = doc["absolute_blend"]["dominance_guard"]
+    clipped = {(c["weight"], c["shrink"]): {k: c[k] for k in SELECTION_SPLITS} for c in guard["candidates"]}
+    assert set(clipped) == set(ranked[:GUARDED_CANDIDATES])
+    assert selection_score(clipped[best]) == min(selection_score(c) for c in clipped.values())
+    assert guard["scores"] == clipped[best]
 
 
 def test_blend_weight_outside_unit_interval_is_rejected(tmp_path: Path) -> None:
