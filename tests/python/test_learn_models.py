@@ -404,12 +404,14 @@ def test_select_blend_scores_each_weight_on_the_held_out_predictions_of_both_mod
     """train.py select_blend on synthetic rows: (weight 0, shrink 0) scores exactly the ratio
     model's own leave-one-group-out predictions, (1, 0) the absolute model differenced with the
     same groups held out, (0, 1) the absolute model's own held-out prediction of the target, and
-    the chosen pair has the best score."""
-    from srift.learn.blend import BLEND_WEIGHTS, SHRINK_WEIGHTS, held_out_absolute_terms
+    the chosen pair has the best score as applied (clipped by dominance) among the
+    GUARDED_CANDIDATES best unclipped, whose clipped scores are the held-out clipped predictions'."""
+    from srift.learn.blend import (BLEND_WEIGHTS, SHRINK_WEIGHTS, held_out_absolute_terms, held_out_guarded_corrections,
+                                   observed_anchor_error)
     from srift.learn.datasets import ComputeRow, device_peaks
     from srift.learn.features import absolute_features, roofline_per_sample
-    from srift.learn.train import (SELECTION_SPLITS, absolute_dataset, ape, candidates, loco_errors, ratio_dataset,
-                                   select_blend, selection_score)
+    from srift.learn.train import (GUARDED_CANDIDATES, SELECTION_SPLITS, absolute_dataset, ape, candidates,
+                                   loco_errors, ratio_dataset, select_blend, selection_score)
     from srift.learn.workloads import load_workloads
 
     workloads, peaks = load_workloads(), device_peaks()
@@ -429,9 +431,19 @@ def test_select_blend_scores_each_weight_on_the_held_out_predictions_of_both_mod
     assert set(scores) == {(w, s) for w in BLEND_WEIGHTS for s in SHRINK_WEIGHTS}
     best = (out["weight"], out["shrink"])
     assert out["selection"]["chosen"] == {"weight": best[0], "shrink": best[1]}
-    assert selection_score(scores[best]) == min(selection_score(s) for s in scores.values())
+    ranked = sorted(scores, key=lambda pair: selection_score(scores[pair]))
+    clipped = {(c["weight"], c["shrink"]): {k: c[k] for k in SELECTION_SPLITS}
+               for c in out["dominance_guard"]["candidates"]}
+    assert set(clipped) == set(ranked[:GUARDED_CANDIDATES])
+    assert selection_score(clipped[best]) == min(selection_score(c) for c in clipped.values())
     X, y, base, truth, meta = ratio
     Xa, ya, _, _, meta_a = absolute
+    for split, by in SELECTION_SPLITS.items():
+        p = held_out_guarded_corrections(meta, workloads, X, y, Xa, ya, meta_a, candidates()["huber"],
+                                         candidates()["huber"], by, best[0], best[1],
+                                         observed_anchor_error(meta, workloads))
+        e = ape(p + base, truth)
+        assert out["dominance_guard"]["scores"][split]["median_ape"] == pytest.approx(float(np.median(e)), rel=1e-12)
     log_t_a = np.log([a.per_sample_s for a, _ in meta])
     log_roof_b = np.log([roofline_per_sample(workloads[b.workload], peaks[b.gpu], "amp", b.batch) for _, b in meta])
     for split, by in SELECTION_SPLITS.items():
