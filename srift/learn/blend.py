@@ -40,7 +40,12 @@ a user's anchor is always the profiled model. Median / p90 APE, GPU targets
   (w, s)                          leave one GPU chip out          leave one model out
   (0.4, 0) blend alone, before        15.9 / 59                       17.3 / 58
   (0, 1) absolute model alone         20.8 / 71                       21.7 / 71
-  (0.3, 0.3) shipped                  14.9 / 55                       15.5 / 53
+  (0.3, 0.3) shipped before           14.9 / 55                       15.5 / 53
+  (0.4, 0.3) clipped, shipped (*)     14.5 / 52                       15.3 / 55
+(*) srift.learn.dominance note "dominance": the prediction as applied is clipped by the anchored
+predictions of the reference GPUs, which changes the best pair; select_blend scores the
+GUARDED_CANDIDATES best unclipped pairs again clipped and ships the best of those. The figures
+below are the unclipped (0.3, 0.3).
 By source leaving a chip out: Lambda 12.9 / 34 -> 12.1 / 33, Gavel 24.0 / 64 -> 21.7 / 65, Sia
 31.1 / 157 -> 31.0 / 95 (the shrink bounds the host-bound pairs' excursions). As the engine
 applies it (compute_leave_one_gpu_out_engine_path): 16.7 / 61 -> 15.7 / 59. The band of the

@@ -35,11 +35,13 @@ by the anchored predictions of the references, and a is a reference whose predic
 (log ratio 0). Each reference's prediction is first clipped against the measurement, so that,
 dominance being transitive, a target a dominates is never predicted faster than the
 measurement and one that dominates a never slower (guarded_log_ratio). Held out, shipped blend
-(bench/accuracy.py compute_leave_one_*_out_blended, *_dominance_guard):
-  leave one GPU chip out   14.9 / 55 -> 14.7 / 53 (Lambda 12.1 -> 11.9, Sia 31.0 / 95 -> 27.5 / 96)
-  leave one model out      15.5 / 53 -> 15.5 / 55 (Lambda 13.2 -> 12.9, Gavel 21.9 -> 23.1 median)
-  as the engine applies it 15.7 / 59 -> 15.6 / 57
-train.py's selection score (mean over both splits of median + p90/4): 28.8 -> 28.5. Letting the
+(bench/accuracy.py compute_leave_one_*_out_blended, *_dominance_guard), the blend (weight,
+shrink) as shipped before, (0.3, 0.3) unclipped -> (0.3, 0.3) clipped -> (0.4, 0.3) clipped,
+which train.py select_blend now ships (it scores its best pairs again as applied):
+  leave one GPU chip out   14.9 / 55 -> 14.7 / 53 -> 14.5 / 52 (Lambda 12.1 -> 11.8, Sia 31.0 -> 29.0)
+  leave one model out      15.5 / 53 -> 15.5 / 55 -> 15.3 / 55 (Lambda 13.2 -> 12.5, Gavel 21.9 -> 22.4)
+  as the engine applies it 15.7 / 59 -> 15.6 / 57 -> 15.4 / 56
+train.py's selection score (mean over both splits of median + p90/4): 28.8 -> 28.5 -> 28.3. Letting the
 references overrule the measurement (the upper bound winning over the anchor) scored 14.6 / 51
 and 15.5 / 53, but left an A100-80GB predicted faster than a measured H100: not shipped.
 With each anchor's time set to its own no-measurement prediction, the catalog's wrong-way
