@@ -371,7 +371,8 @@ def blended_anchor(w) -> None:
         corr = corr_b - corr_a
         shipped = anchored_correction(pred, corr_a, corr_b, observed, weight, shrink)
         guarded = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, candidates()["huber"],
-                                               candidates()["huber"], split, weight, shrink, observed)
+                                               candidates()["huber"], split, [(weight, shrink)],
+                                               observed)[(weight, shrink)]
         ok = mask & ~np.isnan(corr) & (src != "cpu") & ~np.isnan(guarded)
         for s in ("ALL", "lambda", "gavel", "sia"):
             m = ok & ((src == s) if s != "ALL" else True)

@@ -69,8 +69,8 @@ from srift.learn.gpus import GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["BLEND_WEIGHTS", "SHRINK_WEIGHTS", "pair_absolute_terms", "held_out_absolute_terms",
-           "observed_anchor_error", "blended", "anchored_correction", "has_fp16_path", "anchored_log_ratio",
-           "held_out_guarded_corrections"]
+           "observed_anchor_error", "blended", "anchored_correction", "has_fp16_path", "anchored_terms",
+           "combined_log_ratio", "anchored_log_ratio", "held_out_guarded_corrections"]
 
 BLEND_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 SHRINK_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
@@ -156,6 +156,33 @@ def has_fp16_path(anchor: GpuPeaks, target: GpuPeaks, precision: str) -> bool:
     return precision != "amp" or bool(anchor.fp16_tflops and target.fp16_tflops)
 
 
+def anchored_terms(ratio_predict: Callable[[np.ndarray], np.ndarray],
+                   absolute_predict: Callable[[np.ndarray], np.ndarray], workload: WorkloadInfo,
+                   anchor: GpuPeaks, anchor_batch: float, target: GpuPeaks, target_batch: float,
+                   precision: str) -> tuple[float, float, float, float]:
+    """(log roofline ratio, ratio model's correction, absolute model's correction of the anchor,
+    of the target): what every (weight, shrink) combines (combined_log_ratio). The corrections
+    are NaN where the ratio model does not cover the pair (has_fp16_path)."""
+    f = ratio_features(workload, anchor, anchor_batch, target, target_batch, precision)
+    if not has_fp16_path(anchor, target, precision):
+        return float(f[0]), math.nan, math.nan, math.nan
+    corr = float(ratio_predict(np.asarray([f]))[0])
+    terms = absolute_predict(np.asarray([absolute_features(workload, anchor, anchor_batch, precision),
+                                         absolute_features(workload, target, target_batch, precision)]))
+    return float(f[0]), corr, float(terms[0]), float(terms[1])
+
+
+def combined_log_ratio(terms: tuple[float, float, float, float], observed_anchor: float, weight: float,
+                       shrink: float) -> float:
+    """log(t_target / t_anchor) from anchored_terms: the roofline ratio times the blended,
+    shrunk correction (notes "blend" and "shrink"), or the roofline ratio alone where the ratio
+    model does not cover the pair."""
+    roof, corr, corr_anchor, corr_target = terms
+    if math.isnan(corr):
+        return roof
+    return roof + float(anchored_correction(corr, corr_anchor, corr_target, observed_anchor, weight, shrink))
+
+
 def anchored_log_ratio(ratio_predict: Callable[[np.ndarray], np.ndarray],
                        absolute_predict: Callable[[np.ndarray], np.ndarray], workload: WorkloadInfo,
                        anchor: GpuPeaks, anchor_batch: float, target: GpuPeaks, target_batch: float,
@@ -164,33 +191,29 @@ def anchored_log_ratio(ratio_predict: Callable[[np.ndarray], np.ndarray],
     on `anchor` whose log deviation from its roofline is `observed_anchor` (NaN: not
     comparable): the roofline ratio times the blended, shrunk correction (notes "blend" and
     "shrink"), or the roofline ratio alone where the ratio model does not cover the pair."""
-    f = ratio_features(workload, anchor, anchor_batch, target, target_batch, precision)
-    if not has_fp16_path(anchor, target, precision):
-        return float(f[0])
-    corr = float(ratio_predict(np.asarray([f]))[0])
-    terms = absolute_predict(np.asarray([absolute_features(workload, anchor, anchor_batch, precision),
-                                         absolute_features(workload, target, target_batch, precision)]))
-    return float(f[0]) + float(anchored_correction(corr, float(terms[0]), float(terms[1]), observed_anchor,
-                                                   weight, shrink))
+    return combined_log_ratio(anchored_terms(ratio_predict, absolute_predict, workload, anchor, anchor_batch, target,
+                                             target_batch, precision), observed_anchor, weight, shrink)
 
 
 def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], workloads: dict[str, WorkloadInfo],
                                  X: np.ndarray, y: np.ndarray, X_abs: np.ndarray, y_abs: np.ndarray,
                                  meta_abs: list[tuple[Any, ComputeRow]], make_ratio: Callable[[], Any],
-                                 make_absolute: Callable[[], Any], by: str, weight: float, shrink: float,
-                                 observed: np.ndarray) -> np.ndarray:
-    """The shipped anchored correction of every pair with a GPU target (log ratio minus the
-    roofline ratio, as the ratio dataset's y), clipped by the anchored predictions of the
-    reference GPUs (srift.learn.dominance note "dominance"), both models fitted without the
-    pair's held-out group (its target's GPU chip, or its model), whose variants are no
-    reference. NaN where the pair is not predicted (a CPU target, or too few rows to train)."""
+                                 make_absolute: Callable[[], Any], by: str,
+                                 blends: list[tuple[float, float]],
+                                 observed: np.ndarray) -> dict[tuple[float, float], np.ndarray]:
+    """For each (weight, shrink) in `blends`, the shipped anchored correction of every pair with
+    a GPU target (log ratio minus the roofline ratio, as the ratio dataset's y), clipped by the
+    anchored predictions of the reference GPUs (srift.learn.dominance note "dominance"), both
+    models fitted once per held-out group (the pair's target's GPU chip, or its model), whose
+    variants are no reference. NaN where the pair is not predicted (a CPU target, or too few
+    rows to train)."""
     from srift.learn.dominance import guarded_log_ratio, reference_gpus
     from srift.learn.train import _split_key
 
     peaks = device_peaks()
     pair_key = [_split_key(m, by) for m in meta]
     abs_touched = [_split_key(m, by)[0] for m in meta_abs]
-    out = np.full(len(meta), np.nan)
+    out = {blend: np.full(len(meta), np.nan) for blend in blends}
     for g in sorted({k[1] for k in pair_key}):
         test = [i for i, k in enumerate(pair_key) if k[1] == g and meta[i][1].source != "cpu"]
         train = np.array([g not in k[0] for k in pair_key])
@@ -205,10 +228,16 @@ def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], work
         for i in test:
             a, b = meta[i]
             wl, pa = workloads[a.workload], peaks[a.gpu]
+            terms: dict[GpuPeaks, tuple[float, float, float, float]] = {}
 
-            def log_ratio(gpu: GpuPeaks) -> float:
-                return anchored_log_ratio(ratio.predict, absolute.predict, wl, pa, a.batch, gpu, b.batch,
-                                          a.precision, float(observed[i]), weight, shrink)
+            def terms_of(gpu: GpuPeaks) -> tuple[float, float, float, float]:
+                if gpu not in terms:  # the models' part, shared by every (weight, shrink)
+                    terms[gpu] = anchored_terms(ratio.predict, absolute.predict, wl, pa, a.batch, gpu, b.batch,
+                                                a.precision)
+                return terms[gpu]
 
-            out[i] = guarded_log_ratio(log_ratio, pa, peaks[b.gpu], refs, a.precision) - X[i, 0]
+            for (weight, shrink), col in out.items():
+                col[i] = guarded_log_ratio(lambda gpu: combined_log_ratio(terms_of(gpu), float(observed[i]), weight,
+                                                                          shrink),
+                                           pa, peaks[b.gpu], refs, a.precision) - X[i, 0]
     return out

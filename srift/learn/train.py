@@ -559,12 +559,11 @@ def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workload
     # srift.learn.dominance note "dominance", anchored: the blend is applied clipped by the
     # anchored predictions of the reference GPUs, so the best GUARDED_CANDIDATES pairs above are
     # scored as applied, the best of them ships, and its band comes from its clipped residuals.
-    guarded: dict[tuple[float, float], dict[str, Any]] = {}
-    for pair in ranked[:GUARDED_CANDIDATES]:
-        guarded[pair] = {}
-        for split, by in SELECTION_SPLITS.items():
-            p = held_out_guarded_corrections(meta, workloads, X, y, Xa, ya, meta_a, candidates()[ratio_kind],
-                                             candidates()[abs_kind], by, pair[0], pair[1], observed)
+    guarded: dict[tuple[float, float], dict[str, Any]] = {pair: {} for pair in ranked[:GUARDED_CANDIDATES]}
+    for split, by in SELECTION_SPLITS.items():
+        clipped = held_out_guarded_corrections(meta, workloads, X, y, Xa, ya, meta_a, candidates()[ratio_kind],
+                                               candidates()[abs_kind], by, list(guarded), observed)
+        for pair, p in clipped.items():
             ok = ~np.isnan(p) & on_gpu
             guarded[pair][split] = _ape_stats(ape(p[ok] + base[ok], truth[ok]))
             if by == "chip":

@@ -440,8 +440,8 @@ def test_select_blend_scores_each_weight_on_the_held_out_predictions_of_both_mod
     Xa, ya, _, _, meta_a = absolute
     for split, by in SELECTION_SPLITS.items():
         p = held_out_guarded_corrections(meta, workloads, X, y, Xa, ya, meta_a, candidates()["huber"],
-                                         candidates()["huber"], by, best[0], best[1],
-                                         observed_anchor_error(meta, workloads))
+                                         candidates()["huber"], by, [best],
+                                         observed_anchor_error(meta, workloads))[best]
         e = ape(p + base, truth)
         assert out["dominance_guard"]["scores"][split]["median_ape"] == pytest.approx(float(np.median(e)), rel=1e-12)
     log_t_a = np.log([a.per_sample_s for a, _ in meta])
