@@ -154,11 +154,7 @@ def guarded_log_ratio(log_ratio: Callable[[GpuPeaks], float], anchor: GpuPeaks, 
             return min(r, 0.0)
         return max(r, 0.0) if dominates(anchor, g, precision) else r
 
-    below, above = dominance_bounds(target, [*references, anchor], precision)
-    own = float(log_ratio(target))
-    out = clip_to_bounds(np.array([own]), np.array([[ratio(g)] for g in below]).reshape(len(below), 1),
-                         np.array([[ratio(g)] for g in above]).reshape(len(above), 1))[0]
-    if not np.isfinite(out):
-        raise ValueError(f"log ratio of {target.key} anchored on {anchor.key} at {precision}: expected a finite "
-                         f"value, got {out!r}")
-    return float(out)
+    def log_times(g: GpuPeaks) -> np.ndarray:  # log(t / t_anchor): a time up to the anchor's constant
+        return np.array([float(log_ratio(g)) if g is target else ratio(g)])
+
+    return float(guarded_log_times(log_times, target, [*references, anchor], precision)[0])
