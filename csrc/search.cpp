@@ -54,6 +54,31 @@ std::string hours(double seconds) {
   s << seconds / 3600.0 << " h";
   return s.str();
 }
+
+// `srift replan`: every plan keeps the held groups, so a held instance can bound them all (a
+// small instance's NIC in the ring makes every plan's allreduce slow). Say which groups are
+// held, and when the closest plan's ring is bounded by a held group's network link, that too.
+void describe_held(std::ostringstream& why, const SearchRequest& r, const Plan* closest) {
+  if (r.held.empty()) return;
+  why << "; every plan keeps the held ";
+  for (std::size_t i = 0; i < r.held.size(); ++i) {
+    if (i > 0) why << " + ";
+    why << r.held[i].count << "x " << r.instances[r.offers[r.held[i].offer].instance].name;
+  }
+  if (closest == nullptr || closest->iteration.bottleneck != Bottleneck::network) return;
+  const int g = closest->iteration.bottleneck_group;
+  if (g < 0 || g >= static_cast<int>(closest->groups.size())) return;
+  const int offer = closest->groups[static_cast<std::size_t>(g)].offer;
+  for (const PlanGroup& h : r.held) {
+    if (h.offer != offer) continue;
+    std::ostringstream gbs;
+    gbs.precision(3);
+    gbs << closest->iteration.ring_bandwidth / 1e9;
+    why << ", and the network link of " << r.instances[r.offers[offer].instance].name << " (" << gbs.str()
+        << " GB/s) bounds the allreduce of the closest";
+    return;
+  }
+}
 }  // namespace
 
 std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t infeasible_memory,
@@ -80,6 +105,7 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
     if (std::isfinite(r.budget_usd) || std::isfinite(r.max_usd_per_hour)) {
       why << " (within the budget limits)";
     }
+    describe_held(why, r, closest != nullptr && !closest->groups.empty() ? closest : nullptr);
   } else {
     why << "no plan fits the budget";
     if (closest != nullptr && !closest->groups.empty()) {
@@ -88,6 +114,7 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
       usd << closest->total_usd;
       why << "; the cheapest costs USD " << usd.str();
     }
+    describe_held(why, r, nullptr);  // the cheapest plan's ring says nothing of the budget
   }
   return why.str();
 }

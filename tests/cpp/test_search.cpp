@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -241,6 +242,52 @@ TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {
     ++tested;
   }
   EXPECT_GT(tested, 20);
+}
+
+TEST(Search, WhyNoneNamesTheHeldGroupThatBoundsEveryPlan) {
+  // `srift replan` holds a 1-GPU instance with a slow NIC: every plan keeps it, so its link
+  // bounds every plan's allreduce, and the answer says so.
+  SearchRequest r;
+  r.workload.bucket_bytes = {5e7, 5e7};
+  r.workload.bucket_ready_fraction = {0.5, 1.0};
+  r.workload.fixed_memory_bytes = 2e9;
+  r.workload.activation_bytes_per_sample = 1e8;
+  for (const char* name : {"small", "big"}) {
+    srift::InstanceSpec s;
+    s.name = name;
+    s.gpus = 1;
+    s.gpu_memory_bytes = 24e9;
+    s.intra = {1e11, 5e-6};
+    s.network = {std::string(name) == "small" ? 3e8 : 1.2e10, 3e-5};
+    r.instances.push_back(s);
+    Offer o;
+    o.instance = static_cast<int>(r.instances.size()) - 1;
+    o.usd_per_hour = 1.0;
+    o.max_count = 4;
+    o.compute.forward_per_sample_s = 1e-2;  // 1.9 s an iteration alone: more GPUs pay off
+    o.compute.backward_per_sample_s = 2e-2;
+    r.offers.push_back(o);
+  }
+  r.global_batch = 64;
+  r.iterations = 1e4;
+  r.max_types = 2;
+  r.held = {{0, 1}};
+  r.deadline_s = 60;  // nothing trains 10k iterations in a minute
+  const SearchResult res = srift::search(r);
+  ASSERT_TRUE(res.plans.empty());
+  EXPECT_NE(res.why_none.find("every plan keeps the held 1x small"), std::string::npos) << res.why_none;
+  EXPECT_NE(res.why_none.find("network link of small (0.3 GB/s) bounds the allreduce"), std::string::npos)
+      << res.why_none;
+  r.objective = Objective::max_throughput;
+  r.budget_usd = 1e-3;
+  const SearchResult broke = srift::search(r);
+  ASSERT_TRUE(broke.plans.empty());
+  EXPECT_NE(broke.why_none.find("no plan fits the budget"), std::string::npos) << broke.why_none;
+  EXPECT_NE(broke.why_none.find("every plan keeps the held 1x small"), std::string::npos) << broke.why_none;
+  r.held.clear();
+  r.objective = Objective::min_cost;
+  r.budget_usd = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(srift::search(r).why_none.find("held"), std::string::npos);
 }
 
 TEST(Search, EqualsExhaustiveWithHeldGroups) {

@@ -58,6 +58,17 @@ def test_held_groups_stay_in_every_plan(resnet50_profile):
         assert p.region == "us-east-1"
 
 
+def test_why_none_names_the_held_group_whose_nic_bounds_every_plan(resnet50_profile):
+    """A held g5.xlarge (one A10G, a 2.5 Gbit/s NIC) stays in every plan, so its NIC bounds
+    every plan's allreduce: the answer says so instead of only "the fastest takes 13 h"."""
+    rec = srift.recommend(resnet50_profile, global_batch=256, iterations=100_000, deadline_hours=0.5,
+                          regions=["us-east-1"], held="1x g5.xlarge @us-east-1")
+    assert rec.best is None
+    assert "every plan keeps the held 1x g5.xlarge" in rec.why_none
+    assert "the network link of g5.xlarge" in rec.why_none and "bounds the allreduce" in rec.why_none
+    assert any(g.instance_type == "g5.xlarge" for g in rec.closest.cluster.groups)
+
+
 def test_held_group_in_several_regions_needs_one(resnet50_profile):
     with pytest.raises(ValueError, match="say which one with '@REGION'"):
         srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=6,
