@@ -51,11 +51,14 @@ def device_key(threads: int) -> str:
 
 
 def _zoo_entry(key: str) -> tuple[str, dict[str, Any]]:
-    from srift.learn.workloads import DATA_MODELS
+    from srift.learn.workloads import CPU_ONLY_MODELS, DATA_MODELS
 
     for wkey, name, options, _ in DATA_MODELS.values():
         if wkey == key:
             return name, dict(options)
+    if key in CPU_ONLY_MODELS:
+        name, options = CPU_ONLY_MODELS[key]
+        return name, dict(options)
     raise ValueError(f"workload: {key!r} is not a model of the training data (srift.learn.workloads.DATA_MODELS)")
 
 

@@ -20,7 +20,7 @@ from statistics import median
 from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import DATA_MODELS
 
-__all__ = ["ComputeRow", "SiaRow", "data_dir", "lambda_gpu", "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP",
+__all__ = ["ComputeRow", "SiaRow", "data_dir", "lambda_gpu", "lambda_samples_per_s", "LAMBDA_TOKENS_PER_SAMPLE", "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP",
            "load_cpu_sweep", "cpu_peaks", "cpu_rows", "device_peaks"]
 
 CPU_SWEEP = Path(__file__).resolve().parent.parent / "data" / "measurements" / "compute_cpu.json"
@@ -65,12 +65,21 @@ class ComputeRow:
 
 # Lambda throughput units that count the zoo model's samples.
 _LAMBDA_UNITS_OK = {"resnet50": True, "bert_base_squad": True, "bert_large_squad": True, "ncf": True,
-                    "ssd": True, "transformerxlbase": False, "transformerxllarge": False}
+                    "ssd": True, "transformerxlbase": True, "transformerxllarge": True}
+# Lambda reports Transformer-XL in tokens/s; its batch counts sequences of tgt_len tokens (the
+# benchmark's --tgt_len, also the zoo model's default), the zoo model's sample.
+LAMBDA_TOKENS_PER_SAMPLE = {"transformerxlbase": 192, "transformerxllarge": 256}
+
+
+def lambda_samples_per_s(model: str, throughput: float) -> float:
+    """A Lambda throughput in the zoo model's samples per second."""
+    return throughput / LAMBDA_TOKENS_PER_SAMPLE.get(model, 1)
 
 
 def lambda_repeats(d: Path | None = None) -> dict[tuple, list[float]]:
-    """(GPU, model, precision, batch) -> the throughputs Lambda reports for it (1 GPU): the
-    same benchmark run on several hosts or dates, whose spread is the data's own noise."""
+    """(GPU, model, precision, batch) -> the throughputs Lambda reports for it (1 GPU, in the zoo
+    model's samples/s): the same benchmark run on several hosts or dates, whose spread is the
+    data's own noise."""
     return _lambda_throughputs(d or data_dir())
 
 
@@ -94,7 +103,7 @@ def _lambda_throughputs(d: Path) -> dict[tuple, list[float]]:
                 continue
             prec = "amp" if r["precision"] == "fp16" else "tf32"
             key = (gpu, r["model"], prec, float(r["global_batch_size"]))
-            acc[key].append(float(r["throughput"]))
+            acc[key].append(lambda_samples_per_s(r["model"], float(r["throughput"])))
     return acc
 
 

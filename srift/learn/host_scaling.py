@@ -42,7 +42,7 @@ from typing import Callable
 import numpy as np
 
 from srift.learn.comm import LATENCY, _node_spec, _workload
-from srift.learn.datasets import _LAMBDA_UNITS_OK, data_dir
+from srift.learn.datasets import _LAMBDA_UNITS_OK, data_dir, lambda_samples_per_s
 from srift.learn.workloads import DATA_MODELS, WorkloadInfo
 
 __all__ = ["HostCase", "host_link", "lambda_host_cases", "simulate_host_case", "host_steps", "MAX_SUPERLINEAR"]
@@ -98,7 +98,7 @@ def lambda_host_cases(d: Path | None = None) -> list[HostCase]:
     one: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r in rows:
         if r["num_gpu"] == "1":
-            one[(r["config"], r["precision"], r["model"])].append(float(r["throughput"]))
+            one[(r["config"], r["precision"], r["model"])].append(lambda_samples_per_s(r["model"], float(r["throughput"])))
     cases = []
     for r in rows:
         gpus = int(r["num_gpu"])
@@ -115,7 +115,7 @@ def lambda_host_cases(d: Path | None = None) -> list[HostCase]:
             continue
         per_sample = 1.0 / median(ref)
         local = float(r["global_batch_size"]) / gpus
-        step = float(r["global_batch_size"]) / float(r["throughput"])
+        step = float(r["global_batch_size"]) / lambda_samples_per_s(r["model"], float(r["throughput"]))
         if step * MAX_SUPERLINEAR < local * per_sample:
             continue
         interconnect, nominal = host_link(r["config"])

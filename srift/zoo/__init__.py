@@ -18,14 +18,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from srift.zoo import bert, deepspeech2, gpt2, ncf, resnet, vgg, yolov3
+from srift.zoo import bert, deepspeech2, gpt2, ncf, resnet, ssd, transformer_xl, vgg, yolov3
 from srift.zoo._common import BatchFactory, LossFn, Options, ZooEntry
 
 __all__ = ["build", "info", "names"]
 
 _ENTRIES: dict[str, ZooEntry] = {
     e.name: e
-    for module in (resnet, vgg, bert, gpt2, yolov3, deepspeech2, ncf)
+    for module in (resnet, vgg, bert, gpt2, transformer_xl, yolov3, ssd, deepspeech2, ncf)
     for e in module.ENTRIES
 }
 

@@ -54,7 +54,9 @@ def test_lambda_cases_keep_what_note_host_scaling_says(monkeypatch) -> None:
     monkeypatch.setenv("SRIFT_DATA_DIR", str(MEASURED))
     cases = lambda_host_cases()
     assert cases and all(c.gpus in (2, 4, 8) for c in cases)
-    assert {c.model for c in cases} <= {"resnet50", "bert_base_squad", "bert_large_squad", "ncf", "ssd"}
+    assert {c.model for c in cases} <= {"resnet50", "bert_base_squad", "bert_large_squad", "ncf", "ssd",
+                                        "transformerxlbase", "transformerxllarge"}
+    assert {"transformerxlbase", "transformerxllarge"} <= {c.model for c in cases}  # tokens/s made sequences/s
     assert all(DATA_MODELS[("lambda", c.model)][0] == c.workload for c in cases)
     # nothing faster per GPU than 1.5x its host's own 1-GPU row; the vendor H100 NCF rows are out
     assert all(c.step_time * MAX_SUPERLINEAR >= c.linear_step for c in cases)

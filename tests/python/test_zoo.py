@@ -26,6 +26,9 @@ PUBLISHED: dict[str, int] = {
     "yolov3": 61_949_149,  # yolov3.cfg, ultralytics model summary
     "deepspeech2": 86_618_400,  # deepspeech.pytorch V3 defaults (computed)
     "ncf": 31_832_577,  # MLPerf NCF on ml-20m (computed)
+    "transformer_xl_base": 191_948_759,  # Lambda's NVIDIA Transformer-XL run, "#params" in its log
+    "transformer_xl_large": 519_963_095,  # the same, large
+    "ssd300": 22_894_902,  # NVIDIA SSD300 v1.1, ResNet-50 trunk (computed)
 }
 BERT_MODEL_WITH_POOLER = {"bert_base": 109_482_240, "bert_large": 335_141_888}
 
