@@ -33,9 +33,10 @@ prediction of b, corr(b) - log(t_a / roofline_a) in the same log-correction spac
 none of it. The shipped correction shrinks the blend toward it:
     (1 - s) * [(1 - w) * ratio + w * (corr(b) - corr(a))] + s * (corr(b) - log(t_a / roof_a))
 with (w, s) chosen jointly by `srift train` (select_blend) from BLEND_WEIGHTS x SHRINK_WEIGHTS
-on both held-out splits. Where the data's sample is not the profiled model's (Lambda's
-Transformer-XL counts tokens), absolute times do not compare and the shrink term is left out;
-a user's anchor is always the profiled model. Median / p90 APE, GPU targets
+on both held-out splits. Where the data's sample is not the profiled model's (a row whose
+units_match is false: none since Lambda's Transformer-XL tokens are read as sequences),
+absolute times do not compare and the shrink term is left out; a user's anchor is always the
+profiled model. Median / p90 APE, GPU targets
 (bench/accuracy.py compute_leave_one_*_out_blended):
   (w, s)                          leave one GPU chip out          leave one model out
   (0.4, 0) blend alone, before        15.9 / 59                       17.3 / 58

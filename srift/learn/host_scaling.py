@@ -14,8 +14,8 @@ Lambda's PCIe hosts scale close to linearly (comm-heavy BERT-large: 0.98-1.13x l
 6000 Ada), where Sia's line, extrapolated to 8 GPUs, asks for 1.7-1.9x. That is why the engine
 keeps the line to the PCIe generation it was fitted on (CostModels.pcie_link_applies).
 Rows left out, each for a stated reason:
-  - models whose throughput unit is not the model's sample (Transformer-XL counts tokens, the
-    batch sequences), and models srift has no workload for (gnmt, tacotron2, ...);
+  - models srift has no workload for (gnmt, tacotron2, ...); Transformer-XL's tokens/s are
+    read as sequences/s of its tgt_len (srift.learn.datasets.lambda_samples_per_s);
   - rows more than 1.5x *faster* per GPU than the host's own 1-GPU row, which synchronous data
     parallelism cannot be: Lambda's NCF on the vendor H100 SXM5 hosts reads 1.9-48x;
   - hosts without a 1-GPU row of their own ("LambdaCloud 8x H100 80GB SXM5").
