@@ -68,7 +68,10 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   measurement_noise/sia_multi_node_own_batches  the same for Sia's multi-node steps: each
                                    predicted from its own placement's other batches
 beside "linear" (perfect linear scaling / peak-FLOPs ratio) and "v0" (roofline / nominal
-links). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp]
+links). Columns "as shipped" (blend_*, *_engine_path, *_dominance_guard beyond the per-kind
+ones, interval_coverage, deadline_probability_calibration) refit the estimator kinds `srift
+train` chose for the shipped ratio and absolute models (shipped_kind: their JSON's
+training.selection.chosen, e.g. "huber+cpu", "gbdt"). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp]
 """
 from __future__ import annotations
 
@@ -253,8 +256,8 @@ def scaling_band_with_predicted_compute(w) -> None:
     from srift.learn.models import default_models
     from srift.learn.scaling_band import balanced_quantiles, bucket_of, scaling_residuals
 
-    X, y, base, truth, meta = absolute_dataset(compute_rows(cpu=True), w)
-    pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], "chip", absolute_guard(meta, w, "chip"))
+    X, y, base, truth, meta = shipped_absolute_dataset(w)
+    pred, mask, _ = loco_errors(X, y, meta, shipped_factory("absolute"), "chip", absolute_guard(meta, w, "chip"))
     compute = {(r.workload, r.gpu, r.precision, r.batch): t - (p + b)
                for (_, r), p, t, b, m in zip(meta, pred, truth, base, mask) if m and r.source == "lambda"}
     doc = default_models().absolute.doc["residuals"]
@@ -349,6 +352,25 @@ def shipped_blend() -> tuple[float, float]:
     return float(doc["weight"]), float(doc.get("shrink", 0.0))
 
 
+def shipped_kind(which: str) -> tuple[str, bool]:
+    """(candidate kind, trained with the CPU rows) of a shipped compute model ("ratio" or
+    "absolute"), as `srift train` chose it: the "as shipped" columns refit that kind."""
+    from srift.learn.models import default_models
+
+    chosen = getattr(default_models(), which).doc["training"]["selection"]["chosen"]
+    kind, _, extra = chosen.partition("+")
+    return kind, extra == "cpu"
+
+
+def shipped_factory(which: str):
+    return candidates()[shipped_kind(which)[0]]
+
+
+def shipped_absolute_dataset(w):
+    """absolute_dataset of the rows the shipped absolute model trains on (CPU rows or not)."""
+    return absolute_dataset(compute_rows(cpu=shipped_kind("absolute")[1]), w)
+
+
 def blended_anchor(w) -> None:
     """Anchored cross-GPU compute as the engine predicts it (srift.learn.blend notes "blend" and
     "shrink"): the ratio model, the absolute model differenced, their blend at the shipped
@@ -361,17 +383,18 @@ def blended_anchor(w) -> None:
 
     rows = compute_rows(cpu=True)
     X, y, base, truth, meta = ratio_dataset(rows, w)
-    Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
+    Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
     weight, shrink = shipped_blend()
     observed = observed_anchor_error(meta, w)
     src = np.array([b.source for _, b in meta])
+    ratio_est, absolute_est = shipped_factory("ratio"), shipped_factory("absolute")
     for split, held_out in (("chip", "gpu"), ("model", "model")):
-        pred, mask, _ = loco_errors(X, y, meta, candidates()["huber"], split)
-        corr_a, corr_b = held_out_absolute_terms(meta, w, Xa, ya, meta_a, candidates()["huber"], split)
+        pred, mask, _ = loco_errors(X, y, meta, ratio_est, split)
+        corr_a, corr_b = held_out_absolute_terms(meta, w, Xa, ya, meta_a, absolute_est, split)
         corr = corr_b - corr_a
         shipped = anchored_correction(pred, corr_a, corr_b, observed, weight, shrink)
-        guarded = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, candidates()["huber"],
-                                               candidates()["huber"], split, [(weight, shrink)],
+        guarded = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, ratio_est,
+                                               absolute_est, split, [(weight, shrink)],
                                                observed)[(weight, shrink)]
         ok = mask & ~np.isnan(corr) & (src != "cpu") & ~np.isnan(guarded)
         for s in ("ALL", "lambda", "gavel", "sia"):
@@ -386,8 +409,8 @@ def blended_anchor(w) -> None:
                                                                                           truth[m]))}))
 
 
-def held_out_huber(X, y, meta):
-    """(row, Huber model fitted without the row's GPU chip) for every row, chip by chip."""
+def held_out_fits(X, y, meta, factory):
+    """(row, `factory` model fitted without the row's GPU chip) for every row, chip by chip."""
     from srift.learn.train import _split_key
 
     touched = [_split_key(m, "chip") for m in meta]
@@ -396,7 +419,7 @@ def held_out_huber(X, y, meta):
         train = np.array([g not in t[0] for t in touched])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = candidates()["huber"]().fit(X[train], y[train])
+            est = factory().fit(X[train], y[train])
         for i in np.flatnonzero(test):
             yield i, est
 
@@ -415,19 +438,19 @@ def ratio_engine_path(w) -> None:
 
     rows = compute_rows(cpu=True)
     X, y, base, truth, meta = ratio_dataset(rows, w)
-    Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
+    Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
     chips_a = np.array([r.chip for _, r in meta_a])
     peaks, (weight, shrink) = device_peaks(), shipped_blend()
     absolute: dict[str, object] = {}
     pair, engine, blend_only, ratio_only, guarded = (np.full(len(y), np.nan) for _ in range(5))
-    for i, est in held_out_huber(X, y, meta):
+    for i, est in held_out_fits(X, y, meta, shipped_factory("ratio")):
         a, b = meta[i]
         if b.source == "cpu":
             continue
         if b.chip not in absolute:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                absolute[b.chip] = candidates()["huber"]().fit(Xa[chips_a != b.chip], ya[chips_a != b.chip])
+                absolute[b.chip] = shipped_factory("absolute")().fit(Xa[chips_a != b.chip], ya[chips_a != b.chip])
         est_a = absolute[b.chip]
         wl, pa, pb = w[a.workload], peaks[a.gpu], peaks[b.gpu]
         pair[i] = base[i] + est.predict(X[i:i + 1])[0]
@@ -468,12 +491,12 @@ def absolute_engine_path(w) -> None:
     from srift.learn.features import absolute_features, roofline
     from srift.learn.models import absolute_on_grid
 
-    X, y, base, truth, meta = absolute_dataset(compute_rows(cpu=True), w)
+    X, y, base, truth, meta = shipped_absolute_dataset(w)
     peaks = device_peaks()
     cols = ("at_row_batch", "grid_to_4x_batch", "grid_to_64x_batch", "reference_batch_32",
             "at_row_batch_dominance_guard", "grid_to_4x_batch_dominance_guard", "grid_to_64x_batch_dominance_guard")
     pred = {k: np.full(len(y), np.nan) for k in cols}
-    for i, est in held_out_huber(X, y, meta):
+    for i, est in held_out_fits(X, y, meta, shipped_factory("absolute")):
         r = meta[i][1]
         if r.source == "cpu":
             continue
@@ -533,7 +556,8 @@ def interval_coverage(w, cases, steps, sites) -> None:
             ("compute_anchored_leave_one_gpu_out", ratio_dataset, "chip", ("", "_all_gpu_rows")),
             ("compute_absolute_leave_one_gpu_out", absolute_dataset, "chip", ("",)),
             ("compute_absolute_leave_one_model_out", absolute_dataset, "model", ("",))):
-        X, y, base, truth, meta = builder(rows_c, w)
+        which = "absolute" if builder is absolute_dataset else "ratio"
+        X, y, base, truth, meta = builder(compute_rows(cpu=shipped_kind(which)[1]), w)
         touched = [_split_key(m, by) for m in meta]
         groups = sorted({t[1] for t in touched if t[1] is not None})  # GPU chips or models
 
@@ -549,7 +573,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
             if key not in fits:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fits[key] = candidates()["huber"]().fit(X[train], y[train])
+                    fits[key] = shipped_factory(which)().fit(X[train], y[train])
             return fits[key]
 
         for suffix in rules:
@@ -599,7 +623,7 @@ def blended_band_coverage(w, rows, report) -> None:
     from srift.learn.train import _split_key
 
     X, y, _, _, meta = ratio_dataset(rows, w)
-    Xa, ya, _, _, meta_a = absolute_dataset(rows, w)
+    Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
     weight, shrink = shipped_blend()
     observed = observed_anchor_error(meta, w)
     peaks = device_peaks()
@@ -612,8 +636,9 @@ def blended_band_coverage(w, rows, report) -> None:
         train = np.array([not (t[0] & out) for t in touched])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ratio = candidates()["huber"]().fit(X[train], y[train])
-            absolute = candidates()["huber"]().fit(Xa[~np.isin(chips_a, list(out))], ya[~np.isin(chips_a, list(out))])
+            ratio = shipped_factory("ratio")().fit(X[train], y[train])
+            absolute = shipped_factory("absolute")().fit(Xa[~np.isin(chips_a, list(out))],
+                                                         ya[~np.isin(chips_a, list(out))])
         refs = reference_gpus(out)
         resid = []
         for i in np.flatnonzero(test):  # as shipped: clipped by dominance (srift.learn.dominance)
