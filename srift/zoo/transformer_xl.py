@@ -249,6 +249,14 @@ def _embedding(num: int, dim: int) -> nn.Embedding:
     return nn.Embedding(num, dim, _weight=torch.empty(num, dim))
 
 
+def _set_clusters(m: nn.Module, n_token: int, d_embed: int, d_proj: int, cutoffs: Sequence[int],
+                  div_val: int) -> None:
+    """The vocabulary split both adaptive modules share (the reference's attribute names)."""
+    m.n_token, m.d_embed, m.d_proj, m.div_val = n_token, d_embed, d_proj, div_val
+    m.cutoffs = [*cutoffs, n_token]
+    m.cutoff_ends = [0, *m.cutoffs]
+
+
 class AdaptiveEmbedding(nn.Module):
     """Adaptive input: per-cluster tables of width d_embed / div_val**i, projected to d_proj."""
 
@@ -257,12 +265,7 @@ class AdaptiveEmbedding(nn.Module):
         shares: Sequence[float],
     ) -> None:
         super().__init__()
-        self.n_token = n_token
-        self.d_embed = d_embed
-        self.d_proj = d_proj
-        self.div_val = div_val
-        self.cutoffs = [*cutoffs, n_token]
-        self.cutoff_ends = [0, *self.cutoffs]
+        _set_clusters(self, n_token, d_embed, d_proj, cutoffs, div_val)
         self.shares = list(shares)
         self.emb_scale = d_proj**0.5
         self.emb_layers = nn.ModuleList()
@@ -313,12 +316,7 @@ class ProjectedAdaptiveLogSoftmax(nn.Module):
         tie_projs: Sequence[bool], tie_weight: bool, shares: Sequence[float],
     ) -> None:
         super().__init__()
-        self.n_token = n_token
-        self.d_embed = d_embed
-        self.d_proj = d_proj
-        self.div_val = div_val
-        self.cutoffs = [*cutoffs, n_token]
-        self.cutoff_ends = [0, *self.cutoffs]
+        _set_clusters(self, n_token, d_embed, d_proj, cutoffs, div_val)
         self.n_clusters = len(self.cutoffs) - 1
         self.shortlist_size = self.cutoffs[0]
         self.tie_projs = list(tie_projs)

@@ -26,3 +26,20 @@ def fresh_profile(resnet50_profile):
     from srift.profile_data import Profile
 
     return Profile.from_dict(resnet50_profile.to_dict())
+
+
+@pytest.fixture()
+def one_torch_thread():
+    """One intra-op thread: the suite shares a small machine, and OpenMP spinning against other
+    processes costs more than the parallelism gains at the zoo tests' tiny batches."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def n_params(model) -> int:
+    """Parameters of a torch module, shared ones once (as model.parameters() yields them)."""
+    return sum(p.numel() for p in model.parameters())

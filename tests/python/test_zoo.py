@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import n_params
 import torch
 
 import srift.zoo as zoo
@@ -42,18 +42,9 @@ CPU_SMALL: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    # the suite shares a small machine: one intra-op thread avoids OpenMP spinning against
-    # other processes, which costs more than the parallelism gains at batch 2
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def n_params(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
+@pytest.fixture(autouse=True)
+def _one_thread(one_torch_thread) -> None:
+    """Every test here on one intra-op thread (conftest.one_torch_thread)."""
 
 
 def tensors(obj: Any) -> list[torch.Tensor]:

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
+from conftest import n_params
 import torch
 
 import srift
@@ -29,16 +29,9 @@ TINY = txl.TransformerXLConfig(
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def n_params(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
+@pytest.fixture(autouse=True)
+def _one_thread(one_torch_thread) -> None:
+    """Every test here on one intra-op thread (conftest.one_torch_thread)."""
 
 
 def test_hand_counts() -> None:
