@@ -369,6 +369,24 @@ def test_shipped_blend_beats_either_model_alone_on_both_splits() -> None:
     assert guard["scores"] == clipped[best]
 
 
+def test_shipped_absolute_model_is_chosen_for_both_its_uses() -> None:
+    """train.py note "two uses": the BLEND_CONTENDERS best absolute candidates by their own score
+    were each scored inside their best clipped anchored blend; the shipped one has the best mean
+    of the two scores, and the shipped blend is the one scored with it."""
+    from srift.learn.train import BLEND_CONTENDERS, selection_score
+
+    _, absolute = load_model(MODELS / "compute_absolute.json")
+    _, ratio = load_model(MODELS / "compute_ratio.json")
+    sel = absolute["training"]["selection"]
+    own = {k: selection_score(v) for k, v in sel["scores"].items() if k != "v0_roofline"}
+    contenders = sel["in_anchored_blend"]["blend_scores"]
+    assert set(contenders) == set(sorted(own, key=own.get)[:BLEND_CONTENDERS])
+    mean = {k: (own[k] + contenders[k]) / 2 for k in contenders}
+    assert sel["chosen"] == min(mean, key=mean.get)
+    assert selection_score(ratio["absolute_blend"]["dominance_guard"]["scores"]) == pytest.approx(
+        contenders[sel["chosen"]], rel=1e-12)
+
+
 def test_blend_weight_outside_unit_interval_is_rejected(tmp_path: Path) -> None:
     from srift.learn.blend import anchored_correction, blended
 
