@@ -33,9 +33,10 @@ APE on Lambda's and Gavel's rows (147; bench/accuracy.py, Huber, CPU rows in tra
 (*) absolute_features: TF32 mode without TF32 units, and autocast without an FP16 path, run FP32.
 (**) srift.learn.dominance note "dominance".
 Since Lambda's Transformer-XL rows count sequences (srift.learn.workloads) they join these rows
-(195): the clipped Huber model with the CPU rows scores 14.2 / 40 and 13.2 / 37 on them, boosted
-trees without the CPU rows 11.6 / 36 and 14.7 / 43, which `srift train` now ships (its score, the
-mean over both splits of median + p90/4: 23.1 against 23.3).
+(195): the clipped Huber model with the CPU rows scores 14.2 / 40 and 13.2 / 37 on them (shipped),
+boosted trees without the CPU rows 11.6 / 36 and 14.7 / 43 (by the mean over both splits of
+median + p90/4, 23.1 against 23.3, but worse inside the anchored blend: srift.learn.train note
+"two uses").
 Adding the FLOP shares back: 21.4 / 46 and 14.9 / 43; the intensity: 16.9 / 40 and 13.9 / 43.
 The ratio model keeps its workload features: anchor and target run the same model, so they
 describe the pair, not the model's speed, and its two splits agree (19.0 / 61 and 18.6 / 60).
