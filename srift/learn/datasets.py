@@ -20,8 +20,9 @@ from statistics import median
 from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import DATA_MODELS
 
-__all__ = ["ComputeRow", "SiaRow", "data_dir", "lambda_gpu", "lambda_samples_per_s", "LAMBDA_TOKENS_PER_SAMPLE", "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP",
-           "load_cpu_sweep", "cpu_peaks", "cpu_rows", "device_peaks"]
+__all__ = ["ComputeRow", "SiaRow", "data_dir", "lambda_gpu", "lambda_samples_per_s", "LAMBDA_TOKENS_PER_SAMPLE",
+           "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP", "load_cpu_sweep", "cpu_peaks",
+           "cpu_rows", "device_peaks"]
 
 CPU_SWEEP = Path(__file__).resolve().parent.parent / "data" / "measurements" / "compute_cpu.json"
 

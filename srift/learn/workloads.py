@@ -8,8 +8,9 @@ either mapped to a declared stand-in of the same family (recorded as ``stand_in`
 translation Transformer now) or left out. Lambda's Transformer-XL and SSD300 were GPT-2 at 512
 tokens and VGG-16 at 300 px until the zoo built them as benchmarked: leaving a GPU chip out, the
 anchored Lambda rows went from 11.8 / 32.5 to 11.5 / 28.0 median / p90 APE at the same blend
-(Transformer-XL's 4090 / H100 rows had been 46-55% off; SSD300's p90 is now 19%). The result is cached in srift/data/models/workloads.json, written by `srift train`, so
-evaluation and tests need no torch run.
+(Transformer-XL's 4090 / H100 rows had been 46-55% off; SSD300's p90 is now 19%). The result
+is cached in srift/data/models/workloads.json, written by `srift train`, so evaluation and tests
+need no torch run.
 """
 from __future__ import annotations
 
