@@ -95,14 +95,10 @@ class TransformerXLConfig:
         return (False,) + (True,) * len(self.cutoffs)  # train.py for wt103
 
 
-# wt103_base.yaml / wt103_large.yaml, section train (init_std 0.02 is train.py's default)
+# wt103_base.yaml, section train (init_std 0.02 is train.py's default)
 WT103_BASE = TransformerXLConfig(
     n_layer=16, d_model=512, n_head=8, d_head=64, d_inner=2048, dropout=0.1, dropatt=0.0,
     tgt_len=192, mem_len=192, div_val=1, init_std=0.02,
-)
-WT103_LARGE = TransformerXLConfig(
-    n_layer=18, d_model=1024, n_head=16, d_head=64, d_inner=4096, dropout=0.2, dropatt=0.2,
-    tgt_len=384, mem_len=384, div_val=4, init_std=0.005,
 )
 # What Lambda's deeplearning-benchmark runs (config_v1 PyTorch_transformerxl{base,large}_*_PARAMS):
 # train.py's command line without --adaptive, i.e. a full softmax over all 267,735 words (tied
