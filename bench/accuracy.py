@@ -36,6 +36,11 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    wherever PCIe is (never fitted on these hosts), and the engine
                                    (the line within its PCIe generation only: srift.learn.host_scaling
                                    note "host scaling")
+  gavel_multi_gpu                  Gavel's 2/4/8-GPU runs of ResNet-18/50 on K80/P100/V100, in
+                                   one server or one GPU per server, given the 1-GPU step: the
+                                   engine's PCIe line (never fitted on Gavel), v0, linear, and
+                                   the probe path (srift.learn.gavel_scaling note "gavel scaling");
+                                   multi_gpu_pcie_line_sites: that line refitted with Gavel's servers
   multi_node_instance_anchored     Sia multi-node steps, given the test cluster's 1-GPU and
                                    single-node steps (a whole instance profiled; nothing learned
                                    from other clusters: srift.learn.comm note "instance anchor")
@@ -163,6 +168,7 @@ def main() -> None:
     scaling_band_with_predicted_compute(w)
     measurement_noise(cases)
     single_host_lambda(w)
+    gavel_multi_gpu(w)
     links()
 
 
@@ -759,3 +765,63 @@ def instance_anchored(steps, cases, base, truth, sites) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def gavel_multi_gpu(w) -> None:
+    """Gavel's multi-GPU runs, given the 1-GPU step at the same per-GPU batch (srift.learn.gavel_scaling
+    note "gavel scaling"): one server over PCIe with the engine's learned PCIe line (fitted on
+    Sia's servers only) against v0 and linear scaling, the probe path (links calibrated on the
+    other model), one worker per server; the shipped PCIe band's coverage; and the PCIe line
+    refitted with Gavel's servers, leaving one of the four PCIe sites out."""
+    from srift.learn import default_models
+    from srift.learn.comm import build_cases, simulate_case, v0_log_eff
+    from srift.learn.datasets import gavel_scaling_rows, sia_rows
+    from srift.learn.gavel_scaling import (gavel_cases, gavel_pcie_points, one_server, pcie_line_steps, pcie_known,
+                                           probe_calibrated_gavel_steps, v0_steps)
+    from srift.learn.pcie_link import calibration_points, fit_pcie_efficiency, pcie_log_efficiency
+
+    models = default_models()
+    cases, dropped = gavel_cases(gavel_scaling_rows())
+    truth = np.log([c.step_time for c in cases])
+    linear = np.log([c.one_gpu_time for c in cases])
+    v0 = np.log(v0_steps(cases, w))
+    line = np.log(pcie_line_steps(cases, w, lambda n: pcie_log_efficiency(models.pcie_efficiency.core.predict, n)))
+    probe, _ = probe_calibrated_gavel_steps(cases, w)
+    probe = np.log(probe)
+    gpu = np.array([c.cluster.split("/", 1)[1] for c in cases])
+    server = np.array([one_server(c) for c in cases])
+    pcie = np.array([pcie_known(c) for c in cases])
+    print(json.dumps({"split": "gavel_multi_gpu/rows", "kept": len(cases), "dropped_faster_than_one_gpu": len(dropped)}))
+
+    def emit(name: str, sel: np.ndarray, columns: dict[str, np.ndarray]) -> None:
+        for g in [*sorted(set(gpu[sel])), "ALL"]:
+            m = sel & ((gpu == g) if g != "ALL" else True)
+            print(json.dumps({"split": f"gavel_multi_gpu/{name}/{g}", "linear_scaling": stats(ape(linear[m], truth[m])),
+                              **{k: stats(ape(v[m], truth[m])) for k, v in columns.items()}}))
+
+    emit("one_server", server & pcie, {"v0_simulator": v0, "engine_pcie_line": line, "probe_on_every_gpu": probe})
+    emit("one_server_interconnect_unknown", server & ~pcie, {"probe_on_every_gpu": probe})
+    emit("one_gpu_per_server", ~server, {"v0_at_10gbps_assumed": v0, "probe_on_two_servers": probe})
+    lo, hi = np.log(models.pcie_link_interval())
+    r = (truth - line)[server & pcie]
+    print(json.dumps({"split": "interval_coverage/gavel_multi_gpu/one_server_engine_pcie_line",
+                      "inside_p10_p90": round(float(np.mean((r >= lo) & (r <= hi))), 3),
+                      "below_p10": round(float(np.mean(r < lo)), 3), "above_p90": round(float(np.mean(r > hi)), 3),
+                      "n": int(r.size)}))
+    # The line refitted with Gavel's servers (not shipped: srift.learn.gavel_scaling note).
+    sia = [c for c in build_cases(sia_rows()) if c.links.interconnect == "pcie"]
+    sia_points, gavel_points = calibration_points(sia, w), gavel_pcie_points(cases, w)
+    pcie_cases = sia + [c for c in cases if one_server(c) and pcie_known(c)]
+    sites = sorted({p[0] for p in sia_points + gavel_points})
+    for held in sites:
+        out = {"split": f"multi_gpu_pcie_line_sites/{held}"}
+        for label, points in (("sia_servers_only", sia_points), ("with_gavel_servers", sia_points + gavel_points)):
+            est = fit_pcie_efficiency([p for p in points if p[0] != held])
+            test = [c for c in pcie_cases if (site(c.cluster) if not c.cluster.startswith("gavel/") else c.cluster) == held]
+            pred = []
+            for c in test:
+                gpus = max(int(ch) for ch in c.placement)
+                le, net = pcie_log_efficiency(est.predict, gpus) if gpus > 1 else 0.0, v0_log_eff(c.links, True)
+                pred.append(simulate_case(c, w[c.workload], lambda f, v=le: v, lambda f, v=net: v))
+            out[label] = stats(ape(np.log(pred), np.log([c.step_time for c in test])))
+        print(json.dumps(out))

@@ -105,6 +105,11 @@ class ClusterCase:
     one_gpu_time: float      # T1(local_bsz) from the cluster's 1-GPU fit
     fixed: float
     per_sample: float
+    link: LinkClass | None = None  # the cluster's links when it is not a Sia cluster (SIA_LINKS)
+
+    @property
+    def links(self) -> LinkClass:
+        return self.link if self.link is not None else SIA_LINKS[self.cluster]
 
 
 def build_cases(rows: list[SiaRow]) -> list[ClusterCase]:
@@ -168,7 +173,7 @@ def simulate_case(case: ClusterCase, w: WorkloadInfo, intra_log_eff, net_log_eff
     """Simulated step time of a case. *_log_eff: callables (features -> log efficiency)."""
     from srift import _core
 
-    link = SIA_LINKS[case.cluster]
+    link = case.links
     counts = [int(c) for c in case.placement]
     ranks, nodes = sum(counts), len(counts)
     rpn = max(counts)

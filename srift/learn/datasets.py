@@ -4,7 +4,8 @@ Compute rows (single GPU): one per (source, model, GPU, precision, batch) with t
 per-sample iteration time. Lambda gives throughput at one batch per GPU (fp32 runs in NGC
 containers, where TF32 is on: recorded as "tf32"); Gavel gives steps/s at several batches
 (fp32 on K80/P100/V100); Sia's 1-GPU placements give step_time at many batches (mixed
-precision, says the data README). Multi-GPU rows: Sia's placements with ranks > 1. CPU rows (source "cpu"): the same models
+precision, says the data README). Multi-GPU rows: Sia's placements with ranks > 1, and Gavel's
+2/4/8-GPU runs in one server or one GPU per server (gavel_scaling_rows). CPU rows (source "cpu"): the same models
 profiled here on this machine's CPU at 1 and 2 threads (srift.learn.cpu_sweep, shipped in
 srift/data/measurements/compute_cpu.json), with that CPU's measured peaks as the device.
 """
@@ -22,7 +23,7 @@ from srift.learn.workloads import DATA_MODELS
 
 __all__ = ["ComputeRow", "SiaRow", "data_dir", "lambda_gpu", "lambda_samples_per_s", "LAMBDA_TOKENS_PER_SAMPLE",
            "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP", "load_cpu_sweep", "cpu_peaks",
-           "cpu_rows", "device_peaks"]
+           "cpu_rows", "device_peaks", "GavelScalingRow", "gavel_scaling_rows"]
 
 CPU_SWEEP = Path(__file__).resolve().parent.parent / "data" / "measurements" / "compute_cpu.json"
 
@@ -177,6 +178,35 @@ def _sia_compute_rows(d: Path) -> list[ComputeRow]:
             acc[(r.cluster, r.model, r.workload, r.gpu, r.local_bsz)].append(r.step_time)
     return [ComputeRow("sia", wl, gpu, "amp", b, median(t) / b, True, f"sia/{model}/b{int(b)}")
             for (cluster, model, wl, gpu, b), t in acc.items()]
+
+
+@dataclass(frozen=True)
+class GavelScalingRow:
+    """One of Gavel's isolated runs of a model it profiled exactly (no stand-in), 1-8 GPUs."""
+
+    gpu: str             # TRAINING_GPUS key (K80, P100, V100-16GB)
+    model: str           # Gavel's name (ResNet-18, ResNet-50)
+    workload: str        # key into workloads.json
+    batch: float         # per-GPU batch (samples)
+    gpus: int            # data-parallel workers
+    consolidated: bool   # all workers in one server (else one worker per server)
+    step_s: float        # one synchronous iteration: num_gpus / steps_per_sec (summed over workers)
+
+
+def gavel_scaling_rows(d: Path | None = None) -> list[GavelScalingRow]:
+    """Gavel's single- and multi-GPU rows of the models the zoo builds as Gavel trained them
+    (srift.learn.gavel_scaling); runs that did not happen (steps_per_sec <= 0) are left out."""
+    d = d or data_dir()
+    rows = []
+    with open(d / "gavel_isolated.csv", newline="") as f:
+        for r in csv.DictReader(f):
+            spec = DATA_MODELS.get(("gavel", r["model"]))
+            if spec is None or spec[3] or float(r["steps_per_sec"]) <= 0:
+                continue
+            n = int(r["num_gpus"])
+            rows.append(GavelScalingRow(DATA_GPU_NAMES[r["gpu"]], r["model"], spec[0], float(r["batch_size_per_gpu"]),
+                                        n, r["consolidated"] == "1", n / float(r["steps_per_sec"])))
+    return rows
 
 
 def _merge_repeats(rows: list[ComputeRow]) -> list[ComputeRow]:

@@ -33,7 +33,10 @@ scale close to linearly, and the line extrapolated to their 8-GPU servers overpr
 iteration (10.3 / 69 against v0's 4.3 / 22). So the line applies within the PCIe generation it
 was fitted on (DOMAIN_FACTOR: up to sqrt(2) x the fastest nominal link in its data, halfway to
 the next generation in log): g4dn, g3, g5g and p2 (PCIe 3.0) use it; g5, g6, g6e and g7e keep v0.
-A prediction on such a cluster carries the held-out step residuals of both clusters in its
+Gavel's K80 and P100 servers (PCIe 3.0 datacenter boards, a source the line never saw) check it:
+2-8 GPUs in one server, given the 1-GPU step, 9.7 / 25 against v0's 12.6 / 31 (srift.learn.gavel_scaling
+note "gavel scaling"; refitted with their calibrations the line is no better held out, so it
+stays Sia's). A prediction on such a cluster carries the held-out step residuals of both clusters in its
 p10-p90 band (x0.88-x1.24); nested, each cluster's band holds 67% (rtx, from quad's x0.95-x1.31:
 27% of rtx's steps fall below it) and 78% (quad, from rtx's) of the other's steps
 (bench/accuracy.py interval_coverage/multi_gpu_learned_pcie_links_*).
