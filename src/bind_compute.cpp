@@ -12,12 +12,7 @@
 namespace py = pybind11;
 
 namespace srift::bindings {
-namespace {
 
-using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
-using IntArray = py::array_t<int, py::array::c_style | py::array::forcecast>;
-
-// Layer columns (one entry per layer) -> the core's LayerCost rows.
 std::vector<LayerCost> to_layers(const IntArray& kind, const DoubleArray& forward_flops,
                                  const DoubleArray& backward_flops, const DoubleArray& forward_bytes,
                                  const DoubleArray& param_bytes) {
@@ -43,8 +38,6 @@ std::vector<LayerCost> to_layers(const IntArray& kind, const DoubleArray& forwar
   }
   return layers;
 }
-
-}  // namespace
 
 void bind_compute(py::module_& m) {
   py::enum_<Precision>(m, "Precision")

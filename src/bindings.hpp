@@ -1,11 +1,13 @@
 #pragma once
 // Shared declarations of the binding translation units. Bindings convert types, release the
 // GIL and call the core; nothing else lives here.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <tuple>
 #include <vector>
 
+#include "srift/compute.hpp"
 #include "srift/simulator.hpp"
 
 namespace srift::bindings {
@@ -26,6 +28,15 @@ struct GroupSpecs {
   GroupSpecs& operator=(const GroupSpecs&) = delete;
 };
 
+using DoubleArray = pybind11::array_t<double, pybind11::array::c_style | pybind11::array::forcecast>;
+using IntArray = pybind11::array_t<int, pybind11::array::c_style | pybind11::array::forcecast>;
+
+/// Layer columns (one entry per layer) as the core's LayerCost rows; ValueError when their
+/// lengths differ.
+std::vector<LayerCost> to_layers(const IntArray& kind, const DoubleArray& forward_flops,
+                                 const DoubleArray& backward_flops, const DoubleArray& forward_bytes,
+                                 const DoubleArray& param_bytes);
+
 void bind_hardware(pybind11::module_& m);
 void bind_compute(pybind11::module_& m);
 void bind_simulator(pybind11::module_& m);
@@ -33,5 +44,6 @@ void bind_search(pybind11::module_& m);
 void bind_spot(pybind11::module_& m);
 void bind_learned(pybind11::module_& m);
 void bind_band(pybind11::module_& m);
+void bind_learned_compute(pybind11::module_& m);
 
 }  // namespace srift::bindings

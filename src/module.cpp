@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   srift::bindings::bind_band(m);
   srift::bindings::bind_search(m);
   srift::bindings::bind_learned(m);
+  srift::bindings::bind_learned_compute(m);
 }

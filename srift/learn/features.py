@@ -50,7 +50,8 @@ import numpy as np
 from srift.learn.gpus import GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
-__all__ = ["RATIO_FEATURES", "ABSOLUTE_FEATURES", "gpu_spec", "roofline", "WorkloadStats",
+__all__ = ["RATIO_FEATURES", "ABSOLUTE_FEATURES", "gpu_spec", "roofline", "WorkloadStats", "core_precision",
+           "core_workload_stats",
            "ratio_features", "absolute_features", "PRECISIONS"]
 
 PRECISIONS = ("fp32", "tf32", "amp")
@@ -139,6 +140,26 @@ class WorkloadStats:
         t = np.maximum(t_flop, t_mem)
         total = float(t.sum()) or 1.0
         return float(t[t_mem > t_flop].sum()) / total
+
+
+def core_precision(precision: str):  # -> _core.Precision
+    """The core's Precision of "fp32" | "tf32" | "amp"; ValueError otherwise."""
+    from srift import _core
+
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision: expected one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return getattr(_core.Precision, precision)
+
+
+def core_workload_stats(w: WorkloadInfo):  # -> _core.WorkloadStats
+    """The core's twin of WorkloadStats (srift::WorkloadStats: the features the engine
+    evaluates in C++). Not cached: building it is one pass over the layers."""
+    from srift import _core
+
+    return _core.WorkloadStats(np.asarray(w.kinds, dtype=np.int32), np.asarray(w.forward_flops, dtype=np.float64),
+                               np.asarray(w.backward_flops, dtype=np.float64),
+                               np.asarray(w.forward_bytes, dtype=np.float64),
+                               np.asarray(w.param_bytes, dtype=np.float64), float(w.optimizer_bytes))
 
 
 _STATS: dict[int, WorkloadStats] = {}  # id(WorkloadInfo) -> stats; holds the info alive

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from srift.learn.blend import anchored_log_ratio, has_fp16_path
-from srift.learn.features import absolute_features, ratio_features, roofline
+from srift.learn.features import core_precision, core_workload_stats, gpu_spec
 from srift.learn.gpus import peaks_from_catalog
 from srift.learn.loader import load_model
 from srift.learn.scaling_band import band_factors, validate_scaling_band
@@ -81,6 +80,7 @@ class CostModels:
         self._references = _guard_references(self.absolute.doc, "compute_absolute")
         self._ratio_references = _guard_references(self.ratio.doc.get("absolute_blend") or {},
                                                    "compute_ratio: absolute_blend")
+        self._learned_compute: Any = None
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | None = None,
@@ -93,65 +93,57 @@ class CostModels:
         srift.learn.blend notes "blend" and "shrink") scales the anchored model,
         else the absolute model scales the roofline; either clipped by dominance where the
         shipped document says so (srift.learn.dominance note "dominance"). The factors
-        multiply the predicted time for the p10/p90 interval. source: "learned", or "anchored-roofline" where the pair is one the ratio model never saw
-        (note "no fp16 path"). max_batch: the largest local batch that fits this GPU (samples;
-        the absolute model is fitted over 1..max(max_batch, 1024), note "batch grid")."""
-        from srift import _core
-
-        w = workload_from_profile(profile)
-        target = peaks_from_catalog(catalog, gpu_key)
+        multiply the predicted time for the p10/p90 interval. source: "learned", or
+        "anchored-roofline" where the pair is one the ratio model never saw (note "no fp16
+        path"). max_batch: the largest local batch that fits this GPU (samples; the absolute
+        model is fitted over 1..max(max_batch, 1024), note "batch grid"). The core evaluates
+        all of it (srift::LearnedCompute, csrc/include/srift/learned_compute.hpp), as a C++
+        scheduler would."""
+        stats = core_workload_stats(workload_from_profile(profile))
+        target = gpu_spec(peaks_from_catalog(catalog, gpu_key))
+        prec = core_precision(precision)
         if anchor is not None and anchor[1]:
             src_key, meas = anchor
-            source = peaks_from_catalog(catalog, src_key)
-            batch = float(np.mean([m.local_batch for m in meas]))
-            source_roofline = roofline(w, source, precision)
-            anchored = _core.anchor_to_measurements(source_roofline, meas)
-            if not has_fp16_path(source, target, precision):
-                # Note "no fp16 path": every AMP pair in the training data runs FP16 on tensor
-                # cores (or packed FP16) on both GPUs. On a GPU without an FP16 path (K80, M60)
-                # autocast runs at the FP32 peak, the roofline ratio jumps ~10x, and the linear
-                # correction reads that jump as the tensor-core overstatement it learned to
-                # shrink (V100 -> K80 at AMP: 4.1x predicted, where Gavel's FP32 K80/V100 5.6x
-                # and Lambda's V100 AMP/FP32 2.3x put it near 13x). The roofline ratio (10x)
-                # with the roofline's own error interval is the honest answer there.
-                lo, hi = self.ratio.roofline_interval()
-                roof_ratio = ratio_features(w, source, batch, target, batch, precision)[0]
-                return _scaled(anchored, math.exp(roof_ratio)), math.exp(lo), math.exp(hi), "anchored-roofline"
-            lo, hi = self.ratio.p10, self.ratio.p90
-            weight = shrink = 0.0
-            observed = math.nan
+            r = self.learned_compute.predict_anchored(stats, gpu_spec(peaks_from_catalog(catalog, src_key)),
+                                                      list(meas), target, prec)
+            return r.model, r.p10_factor, r.p90_factor, "anchored-roofline" if r.roofline_ratio_only else "learned"
+        mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
+        r = self.learned_compute.predict_absolute(stats, target, prec, mb)
+        return r.model, r.p10_factor, r.p90_factor, "learned"
+
+    @property
+    def learned_compute(self) -> Any:
+        """The compute documents as the core combines them (_core.LearnedCompute)."""
+        if self._learned_compute is None:
+            from srift import _core
+
+            cfg = _core.LearnedComputeConfig()
             blend = self.ratio.doc.get("absolute_blend")
+            # Note "no fp16 path": every AMP pair in the training data runs FP16 on tensor cores
+            # (or packed FP16) on both GPUs. On a GPU without an FP16 path (K80, M60) autocast
+            # runs at the FP32 peak, the roofline ratio jumps ~10x, and the linear correction
+            # reads that jump as the tensor-core overstatement it learned to shrink (V100 -> K80
+            # at AMP: 4.1x predicted, where Gavel's FP32 K80/V100 5.6x and Lambda's V100
+            # AMP/FP32 2.3x put it near 13x). The roofline ratio (10x) with the roofline's own
+            # error interval is the honest answer there (the core's roofline_ratio_only).
+            cfg.roofline_p10, cfg.roofline_p90 = self.ratio.roofline_interval()
+            cfg.anchored_p10, cfg.anchored_p90 = self.ratio.p10, self.ratio.p90
             if blend is not None:  # srift.learn.blend notes "blend" and "shrink"
-                observed = math.log((anchored.compute_s(batch) + anchored.optimizer_s) /
-                                    (source_roofline.compute_s(batch) + source_roofline.optimizer_s))
-                weight, shrink = float(blend["weight"]), float(blend.get("shrink", 0.0))
-                lo, hi = float(blend["residuals"]["p10"]), float(blend["residuals"]["p90"])
-
-            def log_ratio(gpu: Any) -> float:
-                return anchored_log_ratio(self.ratio.core.predict, self.absolute.core.predict, w, source, batch,
-                                          gpu, batch, precision, observed, weight, shrink)
-
-            if self._ratio_references:  # srift.learn.dominance note "dominance", anchored
-                from srift.learn.dominance import guarded_log_ratio
-
-                ratio = guarded_log_ratio(log_ratio, source, target, self._ratio_references, precision)
-            else:
-                ratio = log_ratio(target)
-            return _scaled(anchored, math.exp(ratio)), math.exp(lo), math.exp(hi), "learned"
-        prior = roofline(w, target, precision)
-        return (absolute_on_grid(prior, lambda grid: self.absolute_corrections(w, target, grid, precision), max_batch),
-                math.exp(self.absolute.p10), math.exp(self.absolute.p90), "learned")
+                cfg.blend = True
+                cfg.blend_weight, cfg.shrink = float(blend["weight"]), float(blend.get("shrink", 0.0))
+                cfg.anchored_p10, cfg.anchored_p90 = float(blend["residuals"]["p10"]), float(blend["residuals"]["p90"])
+            cfg.absolute_p10, cfg.absolute_p90 = self.absolute.p10, self.absolute.p90
+            cfg.ratio_references = [gpu_spec(g) for g in self._ratio_references]
+            cfg.absolute_references = [gpu_spec(g) for g in self._references]
+            self._learned_compute = _core.LearnedCompute(self.ratio.core, self.absolute.core, cfg)
+        return self._learned_compute
 
     def absolute_corrections(self, workload: Any, target: Any, batches: Any, precision: str) -> np.ndarray:
         """The absolute model's log corrections of `target`'s roofline (log(t / roofline),
         per-sample) at `batches`, clipped by its predictions of the reference GPUs where the
         shipped model was selected and scored that way (srift.learn.dominance note "dominance")."""
-        if self._references:
-            from srift.learn.dominance import guarded_correction
-
-            return guarded_correction(self.absolute.core.predict, workload, target, batches, precision, self._references)
-        return np.asarray(self.absolute.core.predict(np.asarray([absolute_features(workload, target, float(b), precision)
-                                                                  for b in batches], dtype=np.float64)))
+        return np.asarray(self.learned_compute.absolute_corrections(core_workload_stats(workload), gpu_spec(target),
+                                                                    [float(b) for b in batches], core_precision(precision)))
 
     def tcp_link(self, nominal_bytes_s: float, ranks_per_node: int) -> tuple[float, float]:
         """(achieved bandwidth bytes/s, latency s per ring step) of a TCP network link of
@@ -297,11 +289,20 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None) 
         raise ValueError(f"log_corrections: expected {grid.size} finite values, got {corr.tolist()!r}")
     t = np.array([prior.compute_s(b) + prior.optimizer_s for b in grid]) * np.exp(corr)
     fixed, per_sample = affine_relative_fit(grid, t)
-    lo, hi = float(grid[0]), float(grid[-1])
-    # Two points on the fitted line: the core's anchoring reproduces it exactly and splits it
-    # into forward, backward and optimizer as the roofline does.
-    return _core.anchor_to_measurements(prior, [_core.Measurement(lo, fixed + per_sample * lo),
-                                                _core.Measurement(hi, fixed + per_sample * hi)])
+    # The line split as the prior splits its terms (the core's split_like): the optimizer step
+    # the prior's, at most half the fixed time; forward and backward in the prior's proportions.
+    # (Anchoring to two points on the line did the same, except where rounding left a line
+    # through the origin with a hair of negative intercept: its one-batch fallback then rescaled
+    # the prior's whole shape, 2000x too slow at batch 1 for NCF on an H200.)
+    prior_fixed = prior.forward_fixed_s + prior.backward_fixed_s
+    share_fixed = prior.forward_fixed_s / prior_fixed if prior_fixed > 0 else 0.5
+    share_slope = prior.forward_per_sample_s / (prior.forward_per_sample_s + prior.backward_per_sample_s)
+    out = _core.ComputeModel()
+    out.optimizer_s = min(prior.optimizer_s, 0.5 * fixed)
+    rest = fixed - out.optimizer_s
+    out.forward_fixed_s, out.backward_fixed_s = rest * share_fixed, rest * (1 - share_fixed)
+    out.forward_per_sample_s, out.backward_per_sample_s = per_sample * share_slope, per_sample * (1 - share_slope)
+    return out
 
 
 def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:
@@ -319,18 +320,6 @@ def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:
     if unknown:
         raise ValueError(f"{where}: dominance_guard.references names GPUs this srift does not know: {unknown!r}")
     return [TRAINING_GPUS[k] for k in keys]
-
-
-def _scaled(m: Any, k: float) -> Any:
-    from srift import _core
-
-    out = _core.ComputeModel()
-    out.forward_fixed_s = m.forward_fixed_s * k
-    out.forward_per_sample_s = m.forward_per_sample_s * k
-    out.backward_fixed_s = m.backward_fixed_s * k
-    out.backward_per_sample_s = m.backward_per_sample_s * k
-    out.optimizer_s = m.optimizer_s * k
-    return out
 
 
 @lru_cache(maxsize=1)

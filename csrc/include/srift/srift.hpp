@@ -4,6 +4,7 @@
 #include "srift/compute.hpp"
 #include "srift/hardware.hpp"
 #include "srift/learned.hpp"
+#include "srift/learned_compute.hpp"
 #include "srift/search.hpp"
 #include "srift/simulator.hpp"
 #include "srift/version.hpp"

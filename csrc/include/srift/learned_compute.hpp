@@ -1,0 +1,152 @@
+#pragma once
+// Learned compute time of a profiled workload on a GPU type: the features the learned models
+// read, and the way the engine combines the two shipped models (srift/data/models
+// compute_ratio.json and compute_absolute.json) into a ComputeModel, so that a C++ scheduler
+// gets the same prediction as `import srift`.
+//
+// Note "learned compute". Both models predict the log of what the v0 roofline gets wrong:
+//   ratio model    log(t_b / t_a) - log(roof_b / roof_a)   given a measurement on GPU a
+//   absolute model log(t / roof)                            no measurement anywhere
+// With a measurement on GPU a the time on b is the anchored model scaled by
+//   exp(roof ratio + (1 - s) [(1 - w) ratio + w (abs(b) - abs(a))] + s (abs(b) - observed(a)))
+// (blend weight w, shrink s; observed(a) = log of the measurement over a's roofline at the
+// measured batch), then clipped by the same prediction for the reference GPUs that b beats, or
+// is beaten by, on every spec (dominance). Without one, the absolute model's corrected
+// roofline, clipped the same way, is fitted on a geometric batch grid by an affine model.
+// srift.learn.blend, srift.learn.dominance and srift.learn.models document the choices and
+// the held-out errors behind them; the Python training code computes the same features
+// (srift.learn.features), and a test holds both implementations equal.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "srift/compute.hpp"
+#include "srift/hardware.hpp"
+#include "srift/learned.hpp"
+#include "srift/workload.hpp"
+
+namespace srift {
+
+/// GPU-independent descriptors of a profiled workload's layers (per sample).
+class WorkloadStats {
+ public:
+  /// `optimizer_bytes`: memory traffic of one optimizer step, bytes. Throws
+  /// std::invalid_argument on an empty or invalid layer table.
+  WorkloadStats(std::vector<LayerCost> layers, double optimizer_bytes);
+
+  const std::vector<LayerCost>& layers() const { return layers_; }
+  double optimizer_bytes() const { return optimizer_bytes_; }
+  /// Share of the FLOPs (forward + backward) in layers of `kind`, in [0, 1].
+  double flop_share(OpKind kind) const;
+  /// log10 of FLOPs per byte of activation and parameter traffic.
+  double log_intensity() const { return log_intensity_; }
+  /// FLOPs per sample, forward + backward (1 when the table has none).
+  double flops_per_sample() const { return flops_per_sample_; }
+  /// log10 of the FLOPs of one iteration at `batch` (at least 0).
+  double log_work(double batch) const;
+  /// Share of the roofline's per-sample time spent in bandwidth-bound layers on `gpu`.
+  double membound_share(const GpuSpec& gpu, Precision precision) const;
+  /// The v0 roofline (default RooflineParams) on `gpu`.
+  ComputeModel roofline(const GpuSpec& gpu, Precision precision) const;
+
+ private:
+  std::vector<LayerCost> layers_;
+  double optimizer_bytes_ = 0;
+  double shares_[kNumOpKinds] = {};
+  double log_intensity_ = 0;
+  double flops_per_sample_ = 1;
+};
+
+/// Peak FLOP/s that matmuls and convolutions run against at `precision`: FP16 tensor peak
+/// under AMP where the GPU has one, else TF32 where it has one (TF32 and AMP), else FP32.
+double matmul_peak_flops(const GpuSpec& gpu, Precision precision);
+
+/// Whether GPU `b` is at least as fast as `a` on the matmul peak at `precision`, the FP32 peak
+/// and the memory bandwidth, and faster on one of them.
+bool dominates(const GpuSpec& b, const GpuSpec& a, Precision precision);
+
+/// Whether the ratio model covers the pair: under AMP both GPUs need an FP16 path.
+bool has_fp16_path(const GpuSpec& anchor, const GpuSpec& target, Precision precision);
+
+/// Roofline time per sample (seconds) at `batch`: (compute + optimizer) / batch.
+double roofline_per_sample_s(const WorkloadStats& w, const GpuSpec& gpu, Precision precision, double batch);
+
+/// The ratio model's 32 features (srift.learn.features RATIO_FEATURES, in order).
+std::vector<double> ratio_features(const WorkloadStats& w, const GpuSpec& a, double batch_a, const GpuSpec& b,
+                                   double batch_b, Precision precision);
+/// The absolute model's 9 features (srift.learn.features ABSOLUTE_FEATURES, in order).
+std::vector<double> absolute_features(const WorkloadStats& w, const GpuSpec& gpu, double batch, Precision precision);
+
+/// Local batches (samples) of the absolute model's fit: a geometric grid, 4 points a decade,
+/// rounded and deduplicated, from 1 to max(max_batch, 1024); max_batch <= 0 or non-finite:
+/// 1 to 1024.
+std::vector<double> batch_grid(double max_batch);
+
+/// (fixed s, per-sample s) of t = fixed + per_sample * b minimising the squared relative error
+/// over the points, both non-negative. Throws std::invalid_argument on non-positive values.
+std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds);
+
+/// How the shipped compute documents combine (see note "learned compute").
+struct LearnedComputeConfig {
+  bool blend = false;        ///< the ratio document has an absolute_blend: weight and shrink apply
+  double blend_weight = 0;   ///< w in [0, 1]
+  double shrink = 0;         ///< s in [0, 1]
+  std::vector<GpuSpec> ratio_references;     ///< dominance references of anchored predictions
+  std::vector<GpuSpec> absolute_references;  ///< of predictions with no measurement
+  /// p10/p90 log residuals: of anchored predictions (the blend's where there is one), of the
+  /// roofline ratio alone (pairs the ratio model does not cover), of the absolute model.
+  double anchored_p10 = 0, anchored_p90 = 0;
+  double roofline_p10 = 0, roofline_p90 = 0;
+  double absolute_p10 = 0, absolute_p90 = 0;
+
+  void validate() const;
+};
+
+/// A predicted compute model with its p10/p90 factors (multiply the predicted time).
+struct LearnedComputeResult {
+  ComputeModel model;
+  double p10_factor = 1;
+  double p90_factor = 1;
+  bool roofline_ratio_only = false;  ///< anchored on a pair the ratio model does not cover
+};
+
+/// The two shipped compute models and how they combine. Immutable; thread-safe.
+class LearnedCompute {
+ public:
+  /// Throws std::invalid_argument when a model's feature count is not the features' or the
+  /// config is invalid.
+  LearnedCompute(LearnedModel ratio, LearnedModel absolute, LearnedComputeConfig config);
+
+  const LearnedComputeConfig& config() const { return config_; }
+
+  /// log(t_target / t_anchor) per sample, both at `batch`, from a measurement on `anchor`
+  /// whose log deviation from its roofline at that batch is `observed_anchor` (NaN: leave the
+  /// shrink term out), before the dominance clip.
+  double anchored_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target, double batch,
+                            Precision precision, double observed_anchor) const;
+  /// The same, clipped by the ratio references (note "learned compute").
+  double guarded_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target, double batch,
+                           Precision precision, double observed_anchor) const;
+  /// The absolute model's log corrections of `target`'s roofline at `batches`, clipped by the
+  /// absolute references.
+  std::vector<double> absolute_corrections(const WorkloadStats& w, const GpuSpec& target,
+                                           const std::vector<double>& batches, Precision precision) const;
+
+  /// Compute on `target` anchored to measurements of the same workload on `anchor`.
+  LearnedComputeResult predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
+                                        const std::vector<Measurement>& measurements, const GpuSpec& target,
+                                        Precision precision) const;
+  /// Compute on `target` with no measurement; `max_batch`: the largest local batch that fits
+  /// (samples; <= 0 when unknown).
+  LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
+                                        double max_batch) const;
+
+ private:
+  double absolute_correction(const WorkloadStats& w, const GpuSpec& gpu, double batch, Precision precision) const;
+
+  LearnedModel ratio_;
+  LearnedModel absolute_;
+  LearnedComputeConfig config_;
+};
+
+}  // namespace srift

@@ -1,0 +1,425 @@
+#include "srift/learned_compute.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "validate.hpp"
+
+namespace srift {
+namespace {
+
+// The efficiencies srift.learn.features' bandwidth-bound share assumes (the v0 roofline's).
+constexpr double kTensorEfficiency = 0.45;
+constexpr double kCudaEfficiency = 0.60;
+constexpr double kMemoryEfficiency = 0.70;
+// The absolute model's batch grid (srift.learn.models note "batch grid").
+constexpr double kGridMinSpan = 1024.0;
+constexpr int kGridPointsPerDecade = 4;
+
+constexpr int kRatioFeatures = 32;
+constexpr int kAbsoluteFeatures = 9;
+
+bool tensor_kind(OpKind k) {
+  return k == OpKind::matmul || k == OpKind::conv || k == OpKind::attention || k == OpKind::recurrent;
+}
+
+double fixed_share(const ComputeModel& m, double batch) {
+  const double total = m.compute_s(batch) + m.optimizer_s;
+  return (m.forward_fixed_s + m.backward_fixed_s + m.optimizer_s) / total;
+}
+
+// [amp, tf32] flags of the precision a GPU runs.
+std::pair<double, double> precision_flags(Precision p) {
+  return {p == Precision::amp ? 1.0 : 0.0, p == Precision::tf32 ? 1.0 : 0.0};
+}
+
+void check_batch(const std::string& field, double batch) { detail::require_positive(field, batch); }
+
+void check_gpu(const GpuSpec& g) {
+  g.validate();
+  detail::require_positive("gpu.fp32_flops", g.fp32_flops);
+  detail::require_positive("gpu.memory_bandwidth", g.memory_bandwidth);
+}
+
+ComputeModel scaled(const ComputeModel& m, double k) {
+  ComputeModel out;
+  out.forward_fixed_s = m.forward_fixed_s * k;
+  out.forward_per_sample_s = m.forward_per_sample_s * k;
+  out.backward_fixed_s = m.backward_fixed_s * k;
+  out.backward_per_sample_s = m.backward_per_sample_s * k;
+  out.optimizer_s = m.optimizer_s * k;
+  return out;
+}
+
+// What the features need of one GPU, computed once (one pass over the layers each).
+struct GpuTerms {
+  ComputeModel roofline;
+  double membound = 0;
+};
+
+GpuTerms gpu_terms(const WorkloadStats& w, const GpuSpec& g, Precision precision) {
+  check_gpu(g);
+  return {w.roofline(g, precision), w.membound_share(g, precision)};
+}
+
+double per_sample_of(const ComputeModel& m, double batch) { return (m.compute_s(batch) + m.optimizer_s) / batch; }
+
+std::vector<double> absolute_features_of(const GpuTerms& t, const GpuSpec& gpu, double batch, Precision precision) {
+  // TF32 mode without TF32 units, and autocast without an FP16 path, run FP32.
+  const bool runs_fp32 = (precision == Precision::tf32 && !(gpu.tf32_flops > 0)) ||
+                         (precision == Precision::amp && !(gpu.fp16_flops > 0));
+  const auto [amp, tf32] = precision_flags(runs_fp32 ? Precision::fp32 : precision);
+  return {std::log(per_sample_of(t.roofline, batch)),
+          std::log(matmul_peak_flops(gpu, precision) / 1e12),
+          std::log(gpu.fp32_flops / 1e12),
+          std::log(gpu.memory_bandwidth / 1e9),
+          std::log(batch),
+          t.membound,
+          amp,
+          tf32,
+          fixed_share(t.roofline, batch)};
+}
+
+// The line t = fixed + per_sample * b split as the prior splits its terms: the optimizer step
+// the prior's, at most half the fixed time; forward and backward in the prior's proportions
+// (what anchor_to_measurements does with two points on the line, without its fallback for a
+// fit with no intercept, which rounding can trigger when the line passes through the origin).
+ComputeModel split_like(const ComputeModel& prior, double fixed, double per_sample) {
+  const double share_fixed = prior.fixed_s() > 0 ? prior.forward_fixed_s / prior.fixed_s() : 0.5;
+  const double share_slope = prior.forward_per_sample_s / prior.per_sample_s();
+  ComputeModel out;
+  out.optimizer_s = std::min(prior.optimizer_s, 0.5 * fixed);
+  const double rest = fixed - out.optimizer_s;
+  out.forward_fixed_s = rest * share_fixed;
+  out.backward_fixed_s = rest * (1 - share_fixed);
+  out.forward_per_sample_s = per_sample * share_slope;
+  out.backward_per_sample_s = per_sample * (1 - share_slope);
+  return out;
+}
+
+// The specs dominance compares: (matmul peak, FP32 peak, memory bandwidth).
+struct Specs {
+  double peak, fp32, bandwidth;
+  bool operator==(const Specs& o) const { return peak == o.peak && fp32 == o.fp32 && bandwidth == o.bandwidth; }
+};
+Specs specs_of(const GpuSpec& g, Precision p) { return {matmul_peak_flops(g, p), g.fp32_flops, g.memory_bandwidth}; }
+
+}  // namespace
+
+WorkloadStats::WorkloadStats(std::vector<LayerCost> layers, double optimizer_bytes)
+    : layers_(std::move(layers)), optimizer_bytes_(optimizer_bytes) {
+  detail::require_finite_nonneg("optimizer_bytes", optimizer_bytes);
+  if (layers_.empty()) throw std::invalid_argument("layers must not be empty, got 0 layers");
+  double flops = 0, activation = 0, params = 0;
+  double by_kind[kNumOpKinds] = {};
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const LayerCost& l = layers_[i];
+    const std::string f = "layers[" + std::to_string(i) + "].";
+    const int kind = static_cast<int>(l.kind);
+    if (kind < 0 || kind >= kNumOpKinds) detail::fail(f + "kind", "a known op kind", kind);
+    detail::require_finite_nonneg(f + "forward_flops", l.forward_flops);
+    detail::require_finite_nonneg(f + "backward_flops", l.backward_flops);
+    detail::require_finite_nonneg(f + "forward_bytes", l.forward_bytes);
+    detail::require_finite_nonneg(f + "param_bytes", l.param_bytes);
+    by_kind[kind] += l.forward_flops + l.backward_flops;
+    flops += l.forward_flops + l.backward_flops;
+    activation += l.forward_bytes;
+    params += l.param_bytes;
+  }
+  const double total = flops > 0 ? flops : 1.0;
+  for (int k = 0; k < kNumOpKinds; ++k) shares_[k] = by_kind[k] / total;
+  const double traffic = 3 * activation + params;
+  log_intensity_ = std::log10(std::max(total, 1.0) / (traffic > 0 ? traffic : 1.0));
+  flops_per_sample_ = total;
+}
+
+double WorkloadStats::flop_share(OpKind kind) const {
+  const int k = static_cast<int>(kind);
+  if (k < 0 || k >= kNumOpKinds) throw std::out_of_range("kind must be a known op kind, got " + std::to_string(k));
+  return shares_[k];
+}
+
+double WorkloadStats::log_work(double batch) const { return std::log10(std::max(flops_per_sample_ * batch, 1.0)); }
+
+double WorkloadStats::membound_share(const GpuSpec& gpu, Precision precision) const {
+  const double peak = matmul_peak_flops(gpu, precision);
+  const double tensor_peak =
+      peak * ((precision != Precision::fp32 && peak > gpu.fp32_flops) ? kTensorEfficiency : kCudaEfficiency);
+  const double cuda_peak = gpu.fp32_flops * kCudaEfficiency;
+  const double scale = precision == Precision::amp ? 0.5 : 1.0;
+  const double bandwidth = gpu.memory_bandwidth * kMemoryEfficiency;
+  double total = 0, bound = 0;
+  for (const LayerCost& l : layers_) {
+    const double t_flop = (l.forward_flops + l.backward_flops) / (tensor_kind(l.kind) ? tensor_peak : cuda_peak);
+    const double t_mem = 3 * l.forward_bytes * scale / bandwidth;
+    const double t = std::max(t_flop, t_mem);
+    total += t;
+    if (t_mem > t_flop) bound += t;
+  }
+  return bound / (total > 0 ? total : 1.0);
+}
+
+ComputeModel WorkloadStats::roofline(const GpuSpec& gpu, Precision precision) const {
+  return roofline_compute(layers_, gpu, precision, optimizer_bytes_);
+}
+
+double matmul_peak_flops(const GpuSpec& gpu, Precision precision) {
+  if (precision == Precision::amp && gpu.fp16_flops > 0) return gpu.fp16_flops;
+  if (precision != Precision::fp32 && gpu.tf32_flops > 0) return gpu.tf32_flops;
+  return gpu.fp32_flops;
+}
+
+bool dominates(const GpuSpec& b, const GpuSpec& a, Precision precision) {
+  const Specs sb = specs_of(b, precision), sa = specs_of(a, precision);
+  return sb.peak >= sa.peak && sb.fp32 >= sa.fp32 && sb.bandwidth >= sa.bandwidth && !(sb == sa);
+}
+
+bool has_fp16_path(const GpuSpec& anchor, const GpuSpec& target, Precision precision) {
+  return precision != Precision::amp || (anchor.fp16_flops > 0 && target.fp16_flops > 0);
+}
+
+double roofline_per_sample_s(const WorkloadStats& w, const GpuSpec& gpu, Precision precision, double batch) {
+  check_batch("batch", batch);
+  const ComputeModel m = w.roofline(gpu, precision);
+  return (m.compute_s(batch) + m.optimizer_s) / batch;
+}
+
+std::vector<double> ratio_features(const WorkloadStats& w, const GpuSpec& a, double batch_a, const GpuSpec& b,
+                                   double batch_b, Precision precision) {
+  check_gpu(a);
+  check_gpu(b);
+  check_batch("batch_a", batch_a);
+  check_batch("batch_b", batch_b);
+  const ComputeModel ma = w.roofline(a, precision), mb = w.roofline(b, precision);
+  const double ra = (ma.compute_s(batch_a) + ma.optimizer_s) / batch_a;
+  const double rb = (mb.compute_s(batch_b) + mb.optimizer_s) / batch_b;
+  const double peak = std::log(matmul_peak_flops(b, precision) / matmul_peak_flops(a, precision));
+  const double bw = std::log(b.memory_bandwidth / a.memory_bandwidth);
+  const auto [amp, tf32] = precision_flags(precision);
+  const double shared[7] = {w.flop_share(OpKind::matmul), w.flop_share(OpKind::conv), w.flop_share(OpKind::attention),
+                            w.flop_share(OpKind::recurrent), w.flop_share(OpKind::embedding), amp, tf32};
+  std::vector<double> f = {std::log(rb / ra), peak, std::log(b.fp32_flops / a.fp32_flops), bw,
+                           std::log(batch_b / batch_a), w.membound_share(a, precision), w.membound_share(b, precision),
+                           shared[0], shared[1], shared[2], shared[3], shared[4], w.log_intensity(), amp, tf32,
+                           w.log_work(batch_b), fixed_share(ma, batch_a), fixed_share(mb, batch_b)};
+  f.reserve(kRatioFeatures);
+  for (double v : shared) {
+    f.push_back(v * peak);
+    f.push_back(v * bw);
+  }
+  return f;
+}
+
+std::vector<double> absolute_features(const WorkloadStats& w, const GpuSpec& gpu, double batch, Precision precision) {
+  check_batch("batch", batch);
+  return absolute_features_of(gpu_terms(w, gpu, precision), gpu, batch, precision);
+}
+
+std::vector<double> batch_grid(double max_batch) {
+  const double hi = (std::isfinite(max_batch) && max_batch > 0) ? std::max(max_batch, kGridMinSpan) : kGridMinSpan;
+  const int n = std::max(3, static_cast<int>(std::ceil(std::log10(hi) * kGridPointsPerDecade)) + 1);
+  // As numpy.geomspace: 10 ** linspace(0, log10(hi), n), endpoints exact; then rounded half
+  // to even (numpy.round), at least 1, sorted and unique.
+  const double stop = std::log10(hi);
+  const double step = stop / (n - 1);
+  std::vector<double> grid;
+  grid.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    const double v = i == 0 ? 1.0 : (i == n - 1 ? hi : std::pow(10.0, i * step));
+    grid.push_back(std::max(1.0, std::nearbyint(v)));
+  }
+  std::sort(grid.begin(), grid.end());
+  grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  return grid;
+}
+
+std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds) {
+  if (batches.size() != seconds.size() || batches.empty()) {
+    throw std::invalid_argument("batches and seconds must have the same, non-zero length, got " +
+                                std::to_string(batches.size()) + " and " + std::to_string(seconds.size()));
+  }
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    detail::require_positive("batches[" + std::to_string(i) + "]", batches[i]);
+    detail::require_positive("seconds[" + std::to_string(i) + "]", seconds[i]);
+  }
+  // Least squares of [1, b] / t against 1: the normal equations of two unknowns.
+  double s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0, mean_per_sample = 0;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    const double u = 1.0 / seconds[i], v = batches[i] / seconds[i];
+    s00 += u * u;
+    s01 += u * v;
+    s11 += v * v;
+    r0 += u;
+    r1 += v;
+    mean_per_sample += seconds[i] / batches[i];
+  }
+  mean_per_sample /= static_cast<double>(batches.size());
+  const double det = s00 * s11 - s01 * s01;
+  if (!(std::abs(det) > 1e-12 * s00 * s11)) return {0.0, mean_per_sample};  // one distinct batch
+  const double fixed = (r0 * s11 - r1 * s01) / det;
+  const double per_sample = (s00 * r1 - s01 * r0) / det;
+  if (!(per_sample > 0)) return {0.0, mean_per_sample};
+  if (fixed < 0) return {0.0, r1 / s11};  // through the origin: sum(b/t) / sum((b/t)^2)
+  return {fixed, per_sample};
+}
+
+void LearnedComputeConfig::validate() const {
+  auto unit = [](const char* field, double v) {
+    if (!(v >= 0 && v <= 1)) detail::fail(field, "in [0, 1]", v);
+  };
+  unit("blend_weight", blend_weight);
+  unit("shrink", shrink);
+  const std::pair<const char*, double> finite[] = {{"anchored_p10", anchored_p10}, {"anchored_p90", anchored_p90},
+                                                   {"roofline_p10", roofline_p10}, {"roofline_p90", roofline_p90},
+                                                   {"absolute_p10", absolute_p10}, {"absolute_p90", absolute_p90}};
+  for (const auto& [field, v] : finite) {
+    if (!std::isfinite(v)) detail::fail(field, "finite", v);
+  }
+  for (std::size_t i = 0; i < ratio_references.size(); ++i) ratio_references[i].validate();
+  for (std::size_t i = 0; i < absolute_references.size(); ++i) absolute_references[i].validate();
+}
+
+LearnedCompute::LearnedCompute(LearnedModel ratio, LearnedModel absolute, LearnedComputeConfig config)
+    : ratio_(std::move(ratio)), absolute_(std::move(absolute)), config_(std::move(config)) {
+  if (ratio_.num_features() != kRatioFeatures) {
+    throw std::invalid_argument("ratio model must take " + std::to_string(kRatioFeatures) + " features, got " +
+                                std::to_string(ratio_.num_features()));
+  }
+  if (absolute_.num_features() != kAbsoluteFeatures) {
+    throw std::invalid_argument("absolute model must take " + std::to_string(kAbsoluteFeatures) +
+                                " features, got " + std::to_string(absolute_.num_features()));
+  }
+  config_.validate();
+}
+
+double LearnedCompute::absolute_correction(const WorkloadStats& w, const GpuSpec& gpu, double batch,
+                                           Precision precision) const {
+  return absolute_.predict(absolute_features(w, gpu, batch, precision));
+}
+
+double LearnedCompute::anchored_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
+                                          double batch, Precision precision, double observed_anchor) const {
+  const std::vector<double> f = ratio_features(w, anchor, batch, target, batch, precision);
+  if (!has_fp16_path(anchor, target, precision)) return f[0];
+  const double ratio = ratio_.predict(f);
+  const double weight = config_.blend ? config_.blend_weight : 0.0;
+  const double shrink = config_.blend ? config_.shrink : 0.0;
+  if (weight == 0.0 && shrink == 0.0) return f[0] + ratio;
+  const double corr_a = absolute_correction(w, anchor, batch, precision);
+  const double corr_b = absolute_correction(w, target, batch, precision);
+  const double blend = (1.0 - weight) * ratio + weight * (corr_b - corr_a);
+  const double toward = corr_b - observed_anchor;
+  return f[0] + (std::isnan(toward) ? blend : (1.0 - shrink) * blend + shrink * toward);
+}
+
+double LearnedCompute::guarded_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
+                                         double batch, Precision precision, double observed_anchor) const {
+  const double own = anchored_log_ratio(w, anchor, target, batch, precision, observed_anchor);
+  if (config_.ratio_references.empty()) return own;
+  // The anchor is a reference (log ratio 0: the measurement is exact), so is any reference
+  // with its specs; every other reference's prediction is first clipped against the anchor.
+  const Specs anchor_specs = specs_of(anchor, precision);
+  auto reference_ratio = [&](const GpuSpec& g) {
+    if (specs_of(g, precision) == anchor_specs) return 0.0;
+    const double r = anchored_log_ratio(w, anchor, g, batch, precision, observed_anchor);
+    if (dominates(g, anchor, precision)) return std::min(r, 0.0);
+    return dominates(anchor, g, precision) ? std::max(r, 0.0) : r;
+  };
+  double lower = -std::numeric_limits<double>::infinity(), upper = std::numeric_limits<double>::infinity();
+  auto bound_by = [&](const GpuSpec& g) {
+    if (dominates(target, g, precision)) upper = std::min(upper, reference_ratio(g));
+    else if (dominates(g, target, precision)) lower = std::max(lower, reference_ratio(g));
+  };
+  for (const GpuSpec& g : config_.ratio_references) bound_by(g);
+  bound_by(anchor);
+  const double out = std::min(std::max(own, lower), upper);  // the upper bound wins where they cross
+  if (!std::isfinite(out)) detail::fail("anchored log ratio of " + target.name, "finite", out);
+  return out;
+}
+
+std::vector<double> LearnedCompute::absolute_corrections(const WorkloadStats& w, const GpuSpec& target,
+                                                         const std::vector<double>& batches,
+                                                         Precision precision) const {
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    if (!(std::isfinite(batches[i]) && batches[i] > 0)) check_batch("batches[" + std::to_string(i) + "]", batches[i]);
+  }
+  // log time per sample of one GPU at every batch: its roofline corrected by the model
+  auto log_times = [&](const GpuSpec& g) {
+    const GpuTerms t = gpu_terms(w, g, precision);
+    std::vector<double> out(batches.size());
+    for (std::size_t i = 0; i < batches.size(); ++i) {
+      out[i] = std::log(per_sample_of(t.roofline, batches[i])) +
+               absolute_.predict(absolute_features_of(t, g, batches[i], precision));
+    }
+    return out;
+  };
+  std::vector<double> own = log_times(target);
+  std::vector<double> lower(batches.size(), -std::numeric_limits<double>::infinity());
+  std::vector<double> upper(batches.size(), std::numeric_limits<double>::infinity());
+  for (const GpuSpec& g : config_.absolute_references) {
+    const bool below = dominates(target, g, precision);  // the target is never slower than g
+    if (!below && !dominates(g, target, precision)) continue;
+    const std::vector<double> t = log_times(g);
+    for (std::size_t i = 0; i < batches.size(); ++i) {
+      if (below) upper[i] = std::min(upper[i], t[i]);
+      else lower[i] = std::max(lower[i], t[i]);
+    }
+  }
+  const GpuTerms terms = gpu_terms(w, target, precision);
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    const double t = std::min(std::max(own[i], lower[i]), upper[i]);  // the upper bound wins where they cross
+    if (!std::isfinite(t)) detail::fail("log time of " + target.name, "finite", t);
+    own[i] = t - std::log(per_sample_of(terms.roofline, batches[i]));
+  }
+  return own;
+}
+
+LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
+                                                      const std::vector<Measurement>& measurements,
+                                                      const GpuSpec& target, Precision precision) const {
+  if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  double batch = 0;
+  for (const Measurement& m : measurements) batch += m.local_batch;
+  batch /= static_cast<double>(measurements.size());
+  const ComputeModel roof = w.roofline(anchor, precision);
+  const ComputeModel anchored = anchor_to_measurements(roof, measurements);
+  LearnedComputeResult r;
+  if (!has_fp16_path(anchor, target, precision)) {
+    // No FP16 path on one side: the roofline ratio with the roofline's own interval.
+    r.model = scaled(anchored, std::exp(ratio_features(w, anchor, batch, target, batch, precision)[0]));
+    r.p10_factor = std::exp(config_.roofline_p10);
+    r.p90_factor = std::exp(config_.roofline_p90);
+    r.roofline_ratio_only = true;
+    return r;
+  }
+  double observed = std::numeric_limits<double>::quiet_NaN();
+  if (config_.blend) {
+    observed = std::log((anchored.compute_s(batch) + anchored.optimizer_s) / (roof.compute_s(batch) + roof.optimizer_s));
+  }
+  r.model = scaled(anchored, std::exp(guarded_log_ratio(w, anchor, target, batch, precision, observed)));
+  r.p10_factor = std::exp(config_.anchored_p10);
+  r.p90_factor = std::exp(config_.anchored_p90);
+  return r;
+}
+
+LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, const GpuSpec& target,
+                                                      Precision precision, double max_batch) const {
+  const ComputeModel prior = w.roofline(target, precision);
+  const std::vector<double> grid = batch_grid(max_batch);
+  const std::vector<double> corr = absolute_corrections(w, target, grid, precision);
+  std::vector<double> t(grid.size());
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    t[i] = (prior.compute_s(grid[i]) + prior.optimizer_s) * std::exp(corr[i]);
+  }
+  const auto [fixed, per_sample] = affine_relative_fit(grid, t);
+  LearnedComputeResult r;
+  r.model = split_like(prior, fixed, per_sample);
+  r.p10_factor = std::exp(config_.absolute_p10);
+  r.p90_factor = std::exp(config_.absolute_p90);
+  return r;
+}
+
+}  // namespace srift

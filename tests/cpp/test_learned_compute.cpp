@@ -1,0 +1,187 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "srift/learned_compute.hpp"
+
+namespace {
+
+using srift::GpuSpec;
+using srift::LayerCost;
+using srift::OpKind;
+using srift::Precision;
+
+// A linear model of n features: coef[i] = coef (0: constant), intercept c.
+srift::LearnedModel constant_model(int n, double c, int feature = -1, double coef = 0.0) {
+  std::string names, coefs;
+  for (int i = 0; i < n; ++i) {
+    names += (i ? ",\"f" : "\"f") + std::to_string(i) + "\"";
+    coefs += (i ? "," : "") + std::to_string(i == feature ? coef : 0.0);
+  }
+  return srift::LearnedModel::from_json(R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
+                                        R"(],"model":{"type":"linear","coef":[)" + coefs +
+                                        R"(],"intercept":)" + std::to_string(c) + "}}");
+}
+
+GpuSpec gpu(const char* name, double fp32_tflops, double fp16_tflops, double gbytes_s) {
+  return GpuSpec{name, 16.0 * (1ull << 30), fp32_tflops * 1e12, 0.0, fp16_tflops * 1e12, gbytes_s * 1e9};
+}
+
+// One matmul layer (FLOP-bound everywhere) and one elementwise layer (bandwidth-bound).
+srift::WorkloadStats two_layers() {
+  return srift::WorkloadStats({LayerCost{OpKind::matmul, 3e9, 6e9, 1e6, 4e6}, LayerCost{OpKind::elementwise, 0, 0, 5e7, 0}},
+                              8e6);
+}
+
+}  // namespace
+
+TEST(WorkloadStats, SharesIntensityAndBandwidthBoundShare) {
+  const srift::WorkloadStats w = two_layers();
+  EXPECT_DOUBLE_EQ(w.flop_share(OpKind::matmul), 1.0);
+  EXPECT_DOUBLE_EQ(w.flop_share(OpKind::conv), 0.0);
+  EXPECT_DOUBLE_EQ(w.flops_per_sample(), 9e9);
+  EXPECT_DOUBLE_EQ(w.log_intensity(), std::log10(9e9 / (3 * 5.1e7 + 4e6)));
+  EXPECT_DOUBLE_EQ(w.log_work(100.0), std::log10(9e11));
+  // FP32 at 60% of 10 TFLOP/s, memory at 70% of 500 GB/s: matmul 9e9/6e12 s, elementwise 1.5e8/3.5e11 s
+  const GpuSpec g = gpu("g", 10, 0, 500);
+  const double t_mm = 9e9 / 6e12, t_el = 1.5e8 / 3.5e11;
+  EXPECT_NEAR(w.membound_share(g, Precision::fp32), t_el / (t_mm + t_el), 1e-15);
+  EXPECT_THROW(srift::WorkloadStats({}, 0.0), std::invalid_argument);
+  EXPECT_THROW(srift::WorkloadStats({LayerCost{OpKind::matmul, -1, 0, 0, 0}}, 0.0), std::invalid_argument);
+}
+
+TEST(LearnedComputeFeatures, SelfPairIsNeutralAndAbsoluteFeaturesAreTheSpecs) {
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec a = gpu("a", 15.7, 125, 900);
+  const std::vector<double> f = srift::ratio_features(w, a, 32, a, 32, Precision::amp);
+  ASSERT_EQ(f.size(), 32u);
+  for (int i : {0, 1, 2, 3, 4}) EXPECT_DOUBLE_EQ(f[i], 0.0) << i;
+  EXPECT_DOUBLE_EQ(f[5], f[6]);
+  EXPECT_DOUBLE_EQ(f[7], 1.0);   // share_matmul
+  EXPECT_DOUBLE_EQ(f[13], 1.0);  // prec_amp
+  for (std::size_t i = 18; i < f.size(); ++i) EXPECT_DOUBLE_EQ(f[i], 0.0) << i;
+  const std::vector<double> x = srift::absolute_features(w, a, 8, Precision::amp);
+  ASSERT_EQ(x.size(), 9u);
+  EXPECT_DOUBLE_EQ(x[0], std::log(srift::roofline_per_sample_s(w, a, Precision::amp, 8)));
+  EXPECT_NEAR(x[1], std::log(125.0), 1e-12);
+  EXPECT_NEAR(x[2], std::log(15.7), 1e-12);
+  EXPECT_NEAR(x[3], std::log(900.0), 1e-12);
+  EXPECT_DOUBLE_EQ(x[4], std::log(8.0));
+  EXPECT_DOUBLE_EQ(x[6], 1.0);
+  // TF32 mode without TF32 units runs FP32: no precision flag
+  const std::vector<double> y = srift::absolute_features(w, a, 8, Precision::tf32);
+  EXPECT_DOUBLE_EQ(y[6], 0.0);
+  EXPECT_DOUBLE_EQ(y[7], 0.0);
+  EXPECT_THROW(srift::absolute_features(w, a, 0, Precision::fp32), std::invalid_argument);
+}
+
+TEST(LearnedComputeFeatures, BatchGridAndRelativeFit) {
+  EXPECT_EQ(srift::batch_grid(0),
+            (std::vector<double>{1, 2, 3, 5, 8, 14, 25, 42, 71, 121, 207, 353, 601, 1024}));
+  EXPECT_EQ(srift::batch_grid(512), srift::batch_grid(0));
+  EXPECT_EQ(srift::batch_grid(5000).back(), 5000.0);
+  const std::vector<double> b = {1, 10, 100};
+  auto [fixed, slope] = srift::affine_relative_fit(b, {0.2 + 0.01, 0.2 + 0.1, 0.2 + 1.0});
+  EXPECT_NEAR(fixed, 0.2, 1e-12);
+  EXPECT_NEAR(slope, 0.01, 1e-12);
+  // falling time: no positive slope, the mean per-sample time through the origin
+  auto [f0, s0] = srift::affine_relative_fit(b, {3.0, 2.0, 1.0});
+  EXPECT_EQ(f0, 0.0);
+  EXPECT_DOUBLE_EQ(s0, (3.0 + 0.2 + 0.01) / 3);
+  EXPECT_THROW(srift::affine_relative_fit(b, {1.0, 0.0, 1.0}), std::invalid_argument);
+}
+
+TEST(LearnedCompute, BlendAndShrinkArithmetic) {
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec a = gpu("a", 15.7, 125, 900), b = gpu("b", 31.2, 125, 600);
+  srift::LearnedComputeConfig cfg;
+  cfg.blend = true;
+  cfg.blend_weight = 0.4;
+  cfg.shrink = 0.25;
+  // ratio model: 0.3; absolute model: 0.1 * log(bandwidth in GB/s)
+  const srift::LearnedCompute lc(constant_model(32, 0.3), constant_model(9, 0.0, 3, 0.1), cfg);
+  const double roof = srift::ratio_features(w, a, 16, b, 16, Precision::amp)[0];
+  const double ca = 0.1 * std::log(900.0), cb = 0.1 * std::log(600.0), observed = 0.05;
+  const double blend = 0.6 * 0.3 + 0.4 * (cb - ca);
+  EXPECT_NEAR(lc.anchored_log_ratio(w, a, b, 16, Precision::amp, observed),
+              roof + 0.75 * blend + 0.25 * (cb - observed), 1e-12);
+  EXPECT_NEAR(lc.anchored_log_ratio(w, a, b, 16, Precision::amp, std::nan("")), roof + blend, 1e-12);
+  // no FP16 path on the target under AMP: the roofline ratio alone
+  const GpuSpec k80 = gpu("k80", 4.37, 0, 240);
+  EXPECT_DOUBLE_EQ(lc.anchored_log_ratio(w, a, k80, 16, Precision::amp, observed),
+                   srift::ratio_features(w, a, 16, k80, 16, Precision::amp)[0]);
+}
+
+TEST(LearnedCompute, DominanceClipsAnchoredAndAbsolutePredictions) {
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec slow = gpu("slow", 10, 50, 400), fast = gpu("fast", 20, 100, 800), mid = gpu("mid", 15, 75, 600);
+  EXPECT_TRUE(srift::dominates(fast, slow, Precision::amp));
+  EXPECT_FALSE(srift::dominates(slow, fast, Precision::amp));
+  EXPECT_FALSE(srift::dominates(slow, slow, Precision::amp));
+  // A ratio model that calls every target e^2 slower than its roofline ratio says: the fast
+  // GPU would come out slower than the measured slow one, which dominance forbids.
+  srift::LearnedComputeConfig cfg;
+  cfg.ratio_references = {mid};
+  const srift::LearnedCompute lc(constant_model(32, 2.0), constant_model(9, 0.0), cfg);
+  EXPECT_GT(lc.anchored_log_ratio(w, slow, fast, 32, Precision::amp, std::nan("")), 0.0);
+  EXPECT_LE(lc.guarded_log_ratio(w, slow, fast, 32, Precision::amp, std::nan("")), 0.0);
+  // a document without a dominance guard (no references) is not clipped at all
+  const srift::LearnedCompute bare(constant_model(32, 2.0), constant_model(9, 0.0), srift::LearnedComputeConfig{});
+  EXPECT_EQ(bare.guarded_log_ratio(w, slow, fast, 32, Precision::amp, std::nan("")),
+            bare.anchored_log_ratio(w, slow, fast, 32, Precision::amp, std::nan("")));
+  // absolute: a model that makes bandwidth slow (+1 per log GB/s) would put `fast` above
+  // `slow`; clipped, `fast` is never slower than the reference it dominates
+  srift::LearnedComputeConfig acfg;
+  acfg.absolute_references = {slow};
+  const srift::LearnedCompute abs(constant_model(32, 0.0), constant_model(9, 0.0, 3, 1.0), acfg);
+  const std::vector<double> batches = {1, 64};
+  const std::vector<double> c = abs.absolute_corrections(w, fast, batches, Precision::amp);
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    const double t_fast = std::log(srift::roofline_per_sample_s(w, fast, Precision::amp, batches[i])) + c[i];
+    const double t_slow = std::log(srift::roofline_per_sample_s(w, slow, Precision::amp, batches[i])) + std::log(400.0);
+    EXPECT_NEAR(t_fast, t_slow, 1e-12);
+  }
+}
+
+TEST(LearnedCompute, PredictionsAnchorToMeasurementsOrFitTheRooflineGrid) {
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec a = gpu("a", 15.7, 125, 900), b = gpu("b", 31.2, 125, 600);
+  srift::LearnedComputeConfig cfg;
+  cfg.anchored_p10 = -0.2;
+  cfg.anchored_p90 = 0.3;
+  cfg.absolute_p90 = 0.4;
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0), cfg);
+  const std::vector<srift::Measurement> meas = {{8, 0.05}, {32, 0.14}};
+  const srift::LearnedComputeResult r = lc.predict_anchored(w, a, meas, b, Precision::amp);
+  const srift::ComputeModel anchored = srift::anchor_to_measurements(w.roofline(a, Precision::amp), meas);
+  const double k = std::exp(srift::ratio_features(w, a, 20, b, 20, Precision::amp)[0]);
+  EXPECT_NEAR(r.model.compute_s(20) + r.model.optimizer_s, k * (anchored.compute_s(20) + anchored.optimizer_s), 1e-15);
+  EXPECT_DOUBLE_EQ(r.p10_factor, std::exp(-0.2));
+  EXPECT_DOUBLE_EQ(r.p90_factor, std::exp(0.3));
+  EXPECT_FALSE(r.roofline_ratio_only);
+  // zero corrections: the grid fit reproduces the (affine) roofline
+  const srift::LearnedComputeResult p = lc.predict_absolute(w, b, Precision::amp, 0);
+  const srift::ComputeModel roof = w.roofline(b, Precision::amp);
+  for (double batch : {1.0, 100.0, 1024.0}) {
+    EXPECT_NEAR(p.model.compute_s(batch) + p.model.optimizer_s, roof.compute_s(batch) + roof.optimizer_s,
+                1e-9 * (roof.compute_s(batch) + roof.optimizer_s));
+  }
+  EXPECT_DOUBLE_EQ(p.p90_factor, std::exp(0.4));
+  EXPECT_THROW(lc.predict_anchored(w, a, {}, b, Precision::amp), std::invalid_argument);
+}
+
+TEST(LearnedCompute, RejectsModelsAndConfigsThatDoNotFit) {
+  srift::LearnedComputeConfig cfg;
+  EXPECT_THROW(srift::LearnedCompute(constant_model(9, 0), constant_model(9, 0), cfg), std::invalid_argument);
+  EXPECT_THROW(srift::LearnedCompute(constant_model(32, 0), constant_model(32, 0), cfg), std::invalid_argument);
+  cfg.blend_weight = -0.1;
+  try {
+    srift::LearnedCompute(constant_model(32, 0), constant_model(9, 0), cfg);
+    FAIL() << "negative blend weight accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("blend_weight must be in [0, 1], got -0.1"), std::string::npos) << e.what();
+  }
+}

@@ -1,0 +1,135 @@
+"""The core's learned compute (srift::LearnedCompute) against the Python twin the training code
+uses: features, the anchored blend with its dominance clip, and the absolute model on its batch
+grid, with the shipped models, equal to 1e-9 (csrc/include/srift/learned_compute.hpp note
+"learned compute")."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from srift import _core
+from srift.catalog import Catalog
+from srift.learn.blend import anchored_log_ratio, has_fp16_path
+from srift.learn.datasets import device_peaks
+from srift.learn.dominance import guarded_correction, guarded_log_ratio
+from srift.learn.features import (PRECISIONS, absolute_features, core_precision, core_workload_stats, gpu_spec,
+                                  ratio_features, roofline)
+from srift.learn.gpus import peaks_from_catalog
+from srift.learn.models import absolute_on_grid, default_models
+from srift.learn.workloads import load_workloads
+
+WORKLOADS = ("resnet50", "bert_base", "ncf", "transformer_xl_base", "deepspeech2")
+
+
+def _model_terms(m) -> list[float]:
+    return [m.forward_fixed_s, m.forward_per_sample_s, m.backward_fixed_s, m.backward_per_sample_s, m.optimizer_s]
+
+
+@pytest.fixture(scope="module")
+def catalog_gpus():
+    cat = Catalog.default()
+    return [peaks_from_catalog(cat, k) for k in cat.gpu_keys()]
+
+
+def test_features_equal_the_python_twin_on_every_training_device() -> None:
+    w, peaks = load_workloads(), list(device_peaks().values())
+    for key, prec in itertools.product(sorted(w), PRECISIONS):
+        stats = core_workload_stats(w[key])
+        for a, b in itertools.product(peaks[::3], peaks[1::4]):
+            for ba, bb in ((1.0, 1.0), (24.0, 6.0)):
+                np.testing.assert_allclose(_core.ratio_features(stats, gpu_spec(a), ba, gpu_spec(b), bb, core_precision(prec)),
+                                           ratio_features(w[key], a, ba, b, bb, prec), rtol=1e-12, atol=1e-15)
+        for g, batch in itertools.product(peaks, (1.0, 300.0)):
+            np.testing.assert_allclose(_core.absolute_features(stats, gpu_spec(g), batch, core_precision(prec)),
+                                       absolute_features(w[key], g, batch, prec), rtol=1e-12, atol=1e-15)
+
+
+def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None:
+    models = default_models()
+    blend = models.ratio.doc["absolute_blend"]
+    weight, shrink = float(blend["weight"]), float(blend["shrink"])
+    refs = models._ratio_references
+    w = load_workloads()
+    checked = clipped = 0
+    for key, prec in itertools.product(WORKLOADS, ("amp", "fp32")):
+        wl, stats = w[key], core_workload_stats(w[key])
+        for a, b in itertools.product(catalog_gpus[::2], catalog_gpus):
+            if a == b or not has_fp16_path(a, b, prec):
+                continue
+            meas = [_core.Measurement(16.0, 0.05 + 0.004 * 16), _core.Measurement(64.0, 0.05 + 0.004 * 64)]
+            batch = 40.0
+            roof = roofline(wl, a, prec)
+            anchored = _core.anchor_to_measurements(roof, meas)
+            observed = math.log((anchored.compute_s(batch) + anchored.optimizer_s) / (roof.compute_s(batch) + roof.optimizer_s))
+
+            def log_ratio(g):
+                return anchored_log_ratio(models.ratio.core.predict, models.absolute.core.predict, wl, a, batch, g, batch,
+                                          prec, observed, weight, shrink)
+
+            expected = guarded_log_ratio(log_ratio, a, b, refs, prec)
+            clipped += not math.isclose(expected, log_ratio(b), rel_tol=1e-12)
+            got = models.learned_compute.guarded_log_ratio(stats, gpu_spec(a), gpu_spec(b), batch, core_precision(prec),
+                                                           observed)
+            assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)
+            r = models.learned_compute.predict_anchored(stats, gpu_spec(a), meas, gpu_spec(b), core_precision(prec))
+            np.testing.assert_allclose(_model_terms(r.model), np.array(_model_terms(anchored)) * math.exp(expected),
+                                       rtol=1e-9)
+            assert (r.p10_factor, r.p90_factor) == pytest.approx((math.exp(blend["residuals"]["p10"]),
+                                                                  math.exp(blend["residuals"]["p90"])), rel=1e-12)
+            checked += 1
+    assert checked > 500 and clipped > 0  # the clip is exercised, not only the blend
+
+
+def test_absolute_prediction_equals_the_python_composition(catalog_gpus) -> None:
+    models = default_models()
+    refs = models._references
+    w = load_workloads()
+    for key, prec, g in itertools.product(WORKLOADS, PRECISIONS, catalog_gpus):
+        wl = w[key]
+        for max_batch in (None, 5000.0):
+            prior = roofline(wl, g, prec)
+            expected = absolute_on_grid(prior, lambda grid: guarded_correction(models.absolute.core.predict, wl, g, grid,
+                                                                                prec, refs), max_batch)
+            r = models.learned_compute.predict_absolute(core_workload_stats(wl), gpu_spec(g), core_precision(prec),
+                                                        max_batch or 0.0)
+            np.testing.assert_allclose(_model_terms(r.model), _model_terms(expected), rtol=1e-9, atol=1e-15)
+            assert r.p90_factor == pytest.approx(math.exp(models.absolute.p90), rel=1e-12)
+
+
+def test_a_pair_without_fp16_path_gets_the_roofline_ratio_and_its_interval(catalog_gpus) -> None:
+    models = default_models()
+    k80 = next(g for g in catalog_gpus if not g.fp16_tflops)
+    v100 = next(g for g in catalog_gpus if g.key.startswith("V100"))
+    wl = load_workloads()["resnet50"]
+    meas = [_core.Measurement(32.0, 0.2)]
+    r = models.learned_compute.predict_anchored(core_workload_stats(wl), gpu_spec(v100), meas, gpu_spec(k80),
+                                                core_precision("amp"))
+    anchored = _core.anchor_to_measurements(roofline(wl, v100, "amp"), meas)
+    roof_ratio = ratio_features(wl, v100, 32.0, k80, 32.0, "amp")[0]
+    assert r.roofline_ratio_only
+    np.testing.assert_allclose(_model_terms(r.model), np.array(_model_terms(anchored)) * math.exp(roof_ratio), rtol=1e-12)
+    lo, hi = models.ratio.roofline_interval()
+    assert (r.p10_factor, r.p90_factor) == pytest.approx((math.exp(lo), math.exp(hi)), rel=1e-12)
+
+
+def test_bad_inputs_name_the_field() -> None:
+    models = default_models()
+    stats = core_workload_stats(load_workloads()["resnet50"])
+    gpu = gpu_spec(device_peaks()["V100-16GB"])
+    with pytest.raises(ValueError, match="batch must be finite and > 0, got 0"):
+        _core.absolute_features(stats, gpu, 0.0, _core.Precision.fp32)
+    with pytest.raises(ValueError, match="measurements must not be empty"):
+        models.learned_compute.predict_anchored(stats, gpu, [], gpu, _core.Precision.fp32)
+    with pytest.raises(ValueError, match="precision: expected one of fp32, tf32, amp, got 'fp64'"):
+        core_precision("fp64")
+    cfg = _core.LearnedComputeConfig()
+    cfg.shrink = 1.5
+    with pytest.raises(ValueError, match="shrink must be in \\[0, 1\\], got 1.5"):
+        _core.LearnedCompute(models.ratio.core, models.absolute.core, cfg)
+    with pytest.raises(ValueError, match="ratio model must take 32 features, got 9"):
+        _core.LearnedCompute(models.absolute.core, models.absolute.core, _core.LearnedComputeConfig())
+    with pytest.raises(ValueError, match="layers must not be empty"):
+        _core.WorkloadStats([], [], [], [], [], 0.0)
