@@ -4,8 +4,10 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 
+#include "json_reader.hpp"
 #include "validate.hpp"
 
 namespace srift {
@@ -280,6 +282,83 @@ void LearnedComputeConfig::validate() const {
   }
   for (std::size_t i = 0; i < ratio_references.size(); ++i) ratio_references[i].validate();
   for (std::size_t i = 0; i < absolute_references.size(); ++i) absolute_references[i].validate();
+}
+
+namespace {
+
+using detail::json::Json;
+
+// {"p10": .., "p90": ..} at `path` as log residuals.
+std::pair<double, double> residual_pair(const Json& obj, const std::string& path) {
+  return {detail::json::number(detail::json::field(obj, path, "p10"), path + ".p10"),
+          detail::json::number(detail::json::field(obj, path, "p90"), path + ".p90")};
+}
+
+// A dominance_guard's reference GPUs with their specs; none where the object has no guard.
+std::vector<GpuSpec> guard_references(const Json& owner, const std::string& path) {
+  std::vector<GpuSpec> out;
+  const Json* guard = owner.find("dominance_guard");
+  if (guard == nullptr || guard->t == Json::T::null) return out;
+  const std::string g = path + ".dominance_guard";
+  const Json& keys = detail::json::field(*guard, g, "references");
+  const Json& specs = detail::json::field(*guard, g, "reference_specs");
+  if (keys.t != Json::T::array || keys.arr.empty()) detail::json::bad(g + ".references", "must be a non-empty array");
+  for (std::size_t i = 0; i < keys.arr.size(); ++i) {
+    const std::string key = detail::json::string(keys.arr[i], g + ".references[" + std::to_string(i) + "]");
+    const std::string sp = g + ".reference_specs." + key;
+    const Json& spec = detail::json::field(specs, g + ".reference_specs", key);
+    GpuSpec gpu;
+    gpu.name = key;
+    gpu.fp32_flops = detail::json::number(detail::json::field(spec, sp, "fp32_flops"), sp + ".fp32_flops");
+    gpu.tf32_flops = detail::json::number(detail::json::field(spec, sp, "tf32_flops"), sp + ".tf32_flops");
+    gpu.fp16_flops = detail::json::number(detail::json::field(spec, sp, "fp16_flops"), sp + ".fp16_flops");
+    gpu.memory_bandwidth =
+        detail::json::number(detail::json::field(spec, sp, "memory_bandwidth"), sp + ".memory_bandwidth");
+    gpu.memory_bytes = detail::json::number(detail::json::field(spec, sp, "memory_bytes"), sp + ".memory_bytes");
+    try {
+      check_gpu(gpu);
+    } catch (const std::invalid_argument& e) {
+      detail::json::bad(sp, std::string("is not a valid GPU: ") + e.what());
+    }
+    out.push_back(gpu);
+  }
+  return out;
+}
+
+}  // namespace
+
+LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const std::string& absolute_json) {
+  const Json ratio = detail::json::Parser(ratio_json).parse_document();
+  const Json absolute = detail::json::Parser(absolute_json).parse_document();
+  if (ratio.t != Json::T::object) detail::json::bad("compute_ratio", "must be an object");
+  if (absolute.t != Json::T::object) detail::json::bad("compute_absolute", "must be an object");
+  LearnedComputeConfig cfg;
+  std::tie(cfg.anchored_p10, cfg.anchored_p90) = residual_pair(detail::json::field(ratio, "compute_ratio", "residuals"),
+                                                               "compute_ratio.residuals");
+  const Json* roof = ratio.find("roofline_residuals");
+  std::tie(cfg.roofline_p10, cfg.roofline_p90) =
+      (roof != nullptr && roof->t != Json::T::null) ? residual_pair(*roof, "compute_ratio.roofline_residuals")
+                                                    : std::make_pair(cfg.anchored_p10, cfg.anchored_p90);
+  if (const Json* blend = ratio.find("absolute_blend"); blend != nullptr && blend->t != Json::T::null) {
+    const std::string b = "compute_ratio.absolute_blend";
+    cfg.blend = true;
+    cfg.blend_weight = detail::json::number(detail::json::field(*blend, b, "weight"), b + ".weight");
+    const Json* shrink = blend->find("shrink");
+    cfg.shrink = shrink != nullptr ? detail::json::number(*shrink, b + ".shrink") : 0.0;
+    std::tie(cfg.anchored_p10, cfg.anchored_p90) = residual_pair(detail::json::field(*blend, b, "residuals"),
+                                                                 b + ".residuals");
+    cfg.ratio_references = guard_references(*blend, b);
+  }
+  std::tie(cfg.absolute_p10, cfg.absolute_p90) =
+      residual_pair(detail::json::field(absolute, "compute_absolute", "residuals"), "compute_absolute.residuals");
+  cfg.absolute_references = guard_references(absolute, "compute_absolute");
+  cfg.validate();
+  return cfg;
+}
+
+LearnedCompute LearnedCompute::from_documents(const std::string& ratio_json, const std::string& absolute_json) {
+  return LearnedCompute(LearnedModel::from_json(ratio_json), LearnedModel::from_json(absolute_json),
+                        learned_compute_config(ratio_json, absolute_json));
 }
 
 LearnedCompute::LearnedCompute(LearnedModel ratio, LearnedModel absolute, LearnedComputeConfig config)

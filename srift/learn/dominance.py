@@ -61,7 +61,7 @@ from srift.learn.gpus import TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["dominates", "reference_gpus", "dominance_bounds", "clip_to_bounds", "guarded_log_times",
-           "guarded_correction", "guarded_log_ratio"]
+           "guarded_correction", "guarded_log_ratio", "reference_specs"]
 
 _PRECISIONS = ("fp32", "tf32", "amp")
 
@@ -84,6 +84,20 @@ def reference_gpus(exclude_chips: Iterable[str] = ()) -> list[GpuPeaks]:
     (a held-out chip's variants leave together, as in the leave-one-chip-out splits)."""
     out = set(exclude_chips)
     return [g for key, g in TRAINING_GPUS.items() if chip_of(key) not in out]
+
+
+def reference_specs(keys: Iterable[str]) -> dict[str, dict[str, float]]:
+    """The specs of TRAINING_GPUS `keys` as a model document records them (dominance_guard.
+    reference_specs: FLOP/s, bytes/s, bytes; 0 where the GPU has no such unit), the core's
+    GpuSpec fields, so that srift::learned_compute_config needs no GPU table."""
+    from srift.learn.features import gpu_spec
+
+    out = {}
+    for k in keys:
+        s = gpu_spec(TRAINING_GPUS[k])
+        out[k] = {"fp32_flops": s.fp32_flops, "tf32_flops": s.tf32_flops, "fp16_flops": s.fp16_flops,
+                  "memory_bandwidth": s.memory_bandwidth, "memory_bytes": s.memory_bytes}
+    return out
 
 
 def dominance_bounds(target: GpuPeaks, references: Sequence[GpuPeaks],

@@ -319,6 +319,14 @@ def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:
     unknown = [k for k in keys if k not in TRAINING_GPUS]
     if unknown:
         raise ValueError(f"{where}: dominance_guard.references names GPUs this srift does not know: {unknown!r}")
+    specs = guard.get("reference_specs")
+    if specs is not None:
+        # What a C++ embedder reads (srift::learned_compute_config) must be what this srift applies.
+        from srift.learn.dominance import reference_specs
+
+        if specs != reference_specs(keys):
+            raise ValueError(f"{where}: dominance_guard.reference_specs differ from this srift's GPU table: "
+                             "retrain with `srift train`")
     return [TRAINING_GPUS[k] for k in keys]
 
 

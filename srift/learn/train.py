@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from srift.learn.datasets import ComputeRow, compute_rows, device_peaks
+from srift.learn.dominance import reference_specs
 from srift.learn.gpus import TRAINING_GPUS
 from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
 from srift.learn.workloads import WorkloadInfo, load_workloads
@@ -525,7 +526,7 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
         doc = _fit_export(name, kind, X, y, features, resid_by[best], record, target,
                           "leave-one-GPU-chip-out, rows timed without the Sia harness (note \"band rows\")")
         if builder is absolute_dataset:
-            doc["dominance_guard"] = {"references": sorted(TRAINING_GPUS)}
+            doc["dominance_guard"] = {"references": sorted(TRAINING_GPUS), "reference_specs": reference_specs(TRAINING_GPUS)}
         # The target is the roofline's own log error, so its quantiles are the interval of a
         # prediction that falls back to the roofline (srift.learn.models note "no fp16 path").
         on_gpu = np.array([b.source != "cpu" for _, b in data_by[label][4]])
@@ -618,7 +619,8 @@ def select_blend(ratio: tuple[str, tuple], absolute: tuple[str, tuple], workload
             for wt, sh in guarded) + f" -> {best}  (leave a GPU chip out | leave a model out)")
     r = band[best]
     return {"weight": best[0], "shrink": best[1], "absolute_model": "compute_absolute",
-            "dominance_guard": {"references": sorted(TRAINING_GPUS), "scores": guarded[best],
+            "dominance_guard": {"references": sorted(TRAINING_GPUS), "reference_specs": reference_specs(TRAINING_GPUS),
+                                "scores": guarded[best],
                                 "candidates": [{"weight": wt, "shrink": sh, **guarded[(wt, sh)]} for wt, sh in guarded]},
             "residuals": {"p10": float(np.quantile(r, 0.1)), "p50": float(np.quantile(r, 0.5)),
                           "p90": float(np.quantile(r, 0.9)), "n": int(r.size),

@@ -102,6 +102,14 @@ struct LearnedComputeConfig {
   void validate() const;
 };
 
+/// The combination the shipped documents record (srift/data/models): compute_ratio.json's
+/// absolute_blend (weight, shrink, residuals, dominance_guard) and roofline_residuals,
+/// compute_absolute.json's residuals and dominance_guard; each dominance_guard lists its
+/// reference GPUs and their specs (reference_specs: FLOP/s, bytes/s, bytes). A document
+/// without roofline_residuals uses its own residuals there. Throws std::invalid_argument
+/// naming the JSON path of a missing or bad field.
+LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const std::string& absolute_json);
+
 /// A predicted compute model with its p10/p90 factors (multiply the predicted time).
 struct LearnedComputeResult {
   ComputeModel model;
@@ -116,6 +124,9 @@ class LearnedCompute {
   /// Throws std::invalid_argument when a model's feature count is not the features' or the
   /// config is invalid.
   LearnedCompute(LearnedModel ratio, LearnedModel absolute, LearnedComputeConfig config);
+
+  /// The two documents as shipped: the models and learned_compute_config of them.
+  static LearnedCompute from_documents(const std::string& ratio_json, const std::string& absolute_json);
 
   const LearnedComputeConfig& config() const { return config_; }
 

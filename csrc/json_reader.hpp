@@ -1,0 +1,265 @@
+#pragma once
+// The core's internal JSON reader (not installed): learned-model documents and the compute
+// documents' combination fields are read with it. Every error names the JSON path.
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace srift::detail::json {
+
+// ---- a minimal JSON reader (RFC 8259 subset: no \u surrogate pairs beyond BMP) -----------
+
+struct Json {
+  enum class T { null, boolean, number, string, array, object } t = T::null;
+  bool b = false;
+  double num = 0;
+  std::string str;
+  std::vector<Json> arr;
+  std::vector<std::pair<std::string, Json>> obj;
+
+  const Json* find(const std::string& key) const {
+    for (const auto& kv : obj) {
+      if (kv.first == key) return &kv.second;
+    }
+    return nullptr;
+  }
+};
+
+class Parser {
+ public:
+  explicit Parser(const std::string& s) : s_(s) {}
+
+  Json parse_document() {
+    Json v = value(0);
+    skip_ws();
+    if (i_ != s_.size()) error("trailing characters after the JSON value");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void error(const std::string& what) const {
+    throw std::invalid_argument("learned model JSON: " + what + " at offset " + std::to_string(i_));
+  }
+  void skip_ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+  }
+  bool consume(const char* lit) {
+    const std::size_t n = std::char_traits<char>::length(lit);
+    if (s_.compare(i_, n, lit) == 0) {
+      i_ += n;
+      return true;
+    }
+    return false;
+  }
+  Json value(int depth) {
+    if (depth > 64) error("nesting deeper than 64 levels");
+    skip_ws();
+    if (i_ >= s_.size()) error("unexpected end of input");
+    Json v;
+    const char c = s_[i_];
+    if (c == '{') {
+      v.t = Json::T::object;
+      ++i_;
+      skip_ws();
+      if (i_ < s_.size() && s_[i_] == '}') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        skip_ws();
+        if (i_ >= s_.size() || s_[i_] != '"') error("expected a string key");
+        std::string key = string_body();
+        skip_ws();
+        if (i_ >= s_.size() || s_[i_] != ':') error("expected ':'");
+        ++i_;
+        v.obj.emplace_back(std::move(key), value(depth + 1));
+        skip_ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == '}') {
+          ++i_;
+          return v;
+        }
+        error("expected ',' or '}'");
+      }
+    }
+    if (c == '[') {
+      v.t = Json::T::array;
+      ++i_;
+      skip_ws();
+      if (i_ < s_.size() && s_[i_] == ']') {
+        ++i_;
+        return v;
+      }
+      while (true) {
+        v.arr.push_back(value(depth + 1));
+        skip_ws();
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
+        if (i_ < s_.size() && s_[i_] == ']') {
+          ++i_;
+          return v;
+        }
+        error("expected ',' or ']'");
+      }
+    }
+    if (c == '"') {
+      v.t = Json::T::string;
+      v.str = string_body();
+      return v;
+    }
+    if (consume("true")) {
+      v.t = Json::T::boolean;
+      v.b = true;
+      return v;
+    }
+    if (consume("false")) {
+      v.t = Json::T::boolean;
+      return v;
+    }
+    if (consume("null")) return v;
+    // Python's json writes non-finite floats as these tokens; accept them so the validator
+    // can name the field instead of failing on syntax.
+    if (consume("NaN")) {
+      v.t = Json::T::number;
+      v.num = std::nan("");
+      return v;
+    }
+    if (consume("Infinity")) {
+      v.t = Json::T::number;
+      v.num = HUGE_VAL;
+      return v;
+    }
+    if (consume("-Infinity")) {
+      v.t = Json::T::number;
+      v.num = -HUGE_VAL;
+      return v;
+    }
+    return number();
+  }
+  Json number() {
+    const std::size_t start = i_;
+    if (i_ < s_.size() && (s_[i_] == '-' || s_[i_] == '+')) ++i_;
+    while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' ||
+                              s_[i_] == 'e' || s_[i_] == 'E' || s_[i_] == '-' || s_[i_] == '+')) {
+      ++i_;
+    }
+    if (i_ == start) error("unexpected character");
+    const std::string text = s_.substr(start, i_ - start);
+    char* end = nullptr;
+    Json v;
+    v.t = Json::T::number;
+    v.num = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size()) error("malformed number '" + text + "'");
+    return v;
+  }
+  std::string string_body() {
+    ++i_;  // opening quote
+    std::string out;
+    while (i_ < s_.size()) {
+      const char c = s_[i_++];
+      if (c == '"') return out;
+      if (c != '\\') {
+        out.push_back(c);
+        continue;
+      }
+      if (i_ >= s_.size()) break;
+      const char e = s_[i_++];
+      switch (e) {
+        case '"': out.push_back('"'); break;
+        case '\\': out.push_back('\\'); break;
+        case '/': out.push_back('/'); break;
+        case 'b': out.push_back('\b'); break;
+        case 'f': out.push_back('\f'); break;
+        case 'n': out.push_back('\n'); break;
+        case 'r': out.push_back('\r'); break;
+        case 't': out.push_back('\t'); break;
+        case 'u': {
+          if (i_ + 4 > s_.size()) error("truncated \\u escape");
+          const unsigned code = static_cast<unsigned>(std::strtoul(s_.substr(i_, 4).c_str(), nullptr, 16));
+          i_ += 4;
+          // UTF-8 encode (names only; surrogates are kept as-is).
+          if (code < 0x80) {
+            out.push_back(static_cast<char>(code));
+          } else if (code < 0x800) {
+            out.push_back(static_cast<char>(0xC0 | (code >> 6)));
+            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+          } else {
+            out.push_back(static_cast<char>(0xE0 | (code >> 12)));
+            out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+          }
+          break;
+        }
+        default: error("bad escape");
+      }
+    }
+    error("unterminated string");
+  }
+
+  const std::string& s_;
+  std::size_t i_ = 0;
+};
+
+// ---- typed access with the JSON path in every message --------------------------------------
+
+[[noreturn]] inline void bad(const std::string& path, const std::string& rule) {
+  throw std::invalid_argument("learned model: " + path + " " + rule);
+}
+
+inline const Json& field(const Json& obj, const std::string& path, const std::string& key) {
+  if (obj.t != Json::T::object) bad(path, "must be an object");
+  const Json* v = obj.find(key);
+  if (v == nullptr) bad(path + "." + key, "is missing");
+  return *v;
+}
+
+inline double number(const Json& v, const std::string& path) {
+  if (v.t != Json::T::number) bad(path, "must be a number");
+  if (!std::isfinite(v.num)) bad(path, "must be finite");
+  return v.num;
+}
+
+inline std::string string(const Json& v, const std::string& path) {
+  if (v.t != Json::T::string) bad(path, "must be a string");
+  return v.str;
+}
+
+inline std::vector<double> numbers(const Json& v, const std::string& path) {
+  if (v.t != Json::T::array) bad(path, "must be an array of numbers");
+  std::vector<double> out;
+  out.reserve(v.arr.size());
+  for (std::size_t i = 0; i < v.arr.size(); ++i) {
+    out.push_back(number(v.arr[i], path + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+inline std::vector<int> integers(const Json& v, const std::string& path) {
+  std::vector<double> raw = numbers(v, path);
+  std::vector<int> out;
+  out.reserve(raw.size());
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] != std::floor(raw[i]) || std::abs(raw[i]) > 2e9) {
+      bad(path + "[" + std::to_string(i) + "]", "must be an integer");
+    }
+    out.push_back(static_cast<int>(raw[i]));
+  }
+  return out;
+}
+
+inline void require_size(std::size_t got, std::size_t want, const std::string& path) {
+  if (got != want) {
+    bad(path, "must have " + std::to_string(want) + " entries, got " + std::to_string(got));
+  }
+}
+
+}  // namespace srift::detail::json
