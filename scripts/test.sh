@@ -29,7 +29,7 @@ echo "== C++: an embedder's program against the installed srift::core"
 cmake --install build/tests --component core >/dev/null
 cmake -S examples/cpp -B build/example -DCMAKE_PREFIX_PATH="$PWD/build/prefix" >/dev/null
 cmake --build build/example -j "$jobs"
-./build/example/plan_cluster
+./build/example/plan_cluster srift/data/models
 
 echo "== Python: pytest"
 # Run from tests/ so the installed package, not the source folder, is imported.

@@ -57,9 +57,14 @@ void bind_learned_compute(py::module_& m) {
       .def_readonly("p90_factor", &LearnedComputeResult::p90_factor)
       .def_readonly("roofline_ratio_only", &LearnedComputeResult::roofline_ratio_only);
 
+  m.def("learned_compute_config", &learned_compute_config, py::arg("ratio_json"), py::arg("absolute_json"),
+        "The combination the two compute documents record; ValueError names the JSON path.");
+
   py::class_<LearnedCompute>(m, "LearnedCompute", "The shipped compute models combined as the engine applies them.")
       .def(py::init<LearnedModel, LearnedModel, LearnedComputeConfig>(), py::arg("ratio"), py::arg("absolute"),
            py::arg("config"))
+      .def_static("from_documents", &LearnedCompute::from_documents, py::arg("ratio_json"), py::arg("absolute_json"),
+                  py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("config", &LearnedCompute::config)
       .def("anchored_log_ratio", &LearnedCompute::anchored_log_ratio, py::arg("workload"), py::arg("anchor"),
            py::arg("target"), py::arg("batch"), py::arg("precision"), py::arg("observed_anchor"),

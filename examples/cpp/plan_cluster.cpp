@@ -1,10 +1,50 @@
 // A scheduler's use of srift::core without Python: describe two instance types and a
 // workload, predict one cluster, then search for the cheapest plan that meets a deadline, as
-// predicted and with 90% confidence under the prediction's band.
+// predicted and with 90% confidence under the prediction's band. Given srift's models folder
+// (srift/data/models), it also predicts the workload's compute with srift's learned models, as
+// `import srift` would: on a GPU never measured, and anchored to one measured iteration.
 #include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+#include <sstream>
+#include <string>
 #include <srift/srift.hpp>
 
-int main() {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The learned compute of `layers` on an A10G-class GPU: with no measurement, and anchored to
+// one measured iteration on `measured`.
+void learned_compute(const std::string& models_dir, const std::vector<srift::LayerCost>& layers,
+                     const srift::GpuSpec& measured) {
+  using namespace srift;
+  const LearnedCompute learned = LearnedCompute::from_documents(read_file(models_dir + "/compute_ratio.json"),
+                                                                read_file(models_dir + "/compute_absolute.json"));
+  const WorkloadStats stats(layers, 7 * 102e6);
+  const GpuSpec a10g{"A10G", 24.0 * (1ull << 30), 31.2e12, 62.5e12, 125e12, 600e9};
+  const LearnedComputeResult cold = learned.predict_absolute(stats, a10g, Precision::amp, 256);
+  const LearnedComputeResult warm =
+      learned.predict_anchored(stats, measured, {Measurement{64, 0.150}}, a10g, Precision::amp);
+  auto show = [](const char* label, const LearnedComputeResult& r) {
+    const double t = r.model.compute_s(64) + r.model.optimizer_s;
+    std::printf("learned compute on an A10G, %s: %.1f ms at batch 64 (p10-p90 %.1f-%.1f ms)\n", label, t * 1e3,
+                t * r.p10_factor * 1e3, t * r.p90_factor * 1e3);
+  };
+  show("no measurement", cold);
+  show("anchored on a V100 (150 ms at batch 64)", warm);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   using namespace srift;
 
   // A ResNet-50-like workload: five DDP buckets, ~2.5 GB fixed memory, 85 MB per sample.
@@ -24,6 +64,7 @@ int main() {
                                    {OpKind::norm, 1e8, 2e8, 4.0e8, 1e5},
                                    {OpKind::matmul, 4e6, 8e6, 1e4, 8.2e6}};
   ComputeModel compute = roofline_compute(layers, v100, Precision::fp32, 7 * 102e6);
+  if (argc > 1) learned_compute(argv[1], layers, v100);
 
   std::vector<GroupSpec> cluster = {{&big, 2, compute, 24.48}};
   SimOptions options;

@@ -185,3 +185,50 @@ TEST(LearnedCompute, RejectsModelsAndConfigsThatDoNotFit) {
     EXPECT_NE(std::string(e.what()).find("blend_weight must be in [0, 1], got -0.1"), std::string::npos) << e.what();
   }
 }
+
+TEST(LearnedCompute, ConfigFromTheDocuments) {
+  auto doc = [](const std::string& extra, int n) {
+    std::string names, coefs;
+    for (int i = 0; i < n; ++i) {
+      names += (i ? ",\"f" : "\"f") + std::to_string(i) + "\"";
+      coefs += i ? ",0" : "0";
+    }
+    return R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
+           R"(],"model":{"type":"linear","coef":[)" + coefs + R"(],"intercept":0},"residuals":{"p10":-0.1,"p90":0.2})" +
+           extra + "}";
+  };
+  const std::string guard =
+      R"("dominance_guard":{"references":["T4"],"reference_specs":{"T4":{"fp32_flops":8.1e12,"tf32_flops":0,)"
+      R"("fp16_flops":65e12,"memory_bandwidth":320e9,"memory_bytes":17179869184}}})";
+  const std::string ratio = doc(R"(,"roofline_residuals":{"p10":-0.5,"p90":0.6},"absolute_blend":{"weight":0.4,)"
+                                R"("shrink":0.2,"absolute_model":"compute_absolute","residuals":{"p10":-0.3,"p90":0.35},)" +
+                                    guard + "}",
+                                32);
+  const std::string absolute = doc("," + guard, 9);
+  const srift::LearnedComputeConfig cfg = srift::learned_compute_config(ratio, absolute);
+  EXPECT_TRUE(cfg.blend);
+  EXPECT_DOUBLE_EQ(cfg.blend_weight, 0.4);
+  EXPECT_DOUBLE_EQ(cfg.shrink, 0.2);
+  EXPECT_DOUBLE_EQ(cfg.anchored_p10, -0.3);  // the blend's, not the ratio model's
+  EXPECT_DOUBLE_EQ(cfg.roofline_p90, 0.6);
+  EXPECT_DOUBLE_EQ(cfg.absolute_p90, 0.2);
+  ASSERT_EQ(cfg.ratio_references.size(), 1u);
+  EXPECT_EQ(cfg.absolute_references[0].name, "T4");
+  EXPECT_DOUBLE_EQ(cfg.absolute_references[0].fp16_flops, 65e12);
+  EXPECT_NO_THROW(srift::LearnedCompute::from_documents(ratio, absolute));
+  // without a blend: the ratio model's residuals, no references, no blend
+  const srift::LearnedComputeConfig plain = srift::learned_compute_config(doc("", 32), doc("", 9));
+  EXPECT_FALSE(plain.blend);
+  EXPECT_TRUE(plain.ratio_references.empty() && plain.absolute_references.empty());
+  EXPECT_DOUBLE_EQ(plain.roofline_p10, -0.1);
+  std::string missing = absolute;
+  missing.replace(missing.find("\"memory_bytes\""), 14, "\"memory_bytez\"");
+  try {
+    srift::learned_compute_config(ratio, missing);
+    FAIL() << "a reference without memory_bytes accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("compute_absolute.dominance_guard.reference_specs.T4.memory_bytes is missing"),
+              std::string::npos)
+        << e.what();
+  }
+}

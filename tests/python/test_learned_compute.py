@@ -133,3 +133,25 @@ def test_bad_inputs_name_the_field() -> None:
         _core.LearnedCompute(models.absolute.core, models.absolute.core, _core.LearnedComputeConfig())
     with pytest.raises(ValueError, match="layers must not be empty"):
         _core.WorkloadStats([], [], [], [], [], 0.0)
+
+
+def test_the_core_reads_the_same_combination_from_the_shipped_documents() -> None:
+    from srift.learn.models import MODELS_DIR
+
+    ratio, absolute = ((MODELS_DIR / f"compute_{k}.json").read_text() for k in ("ratio", "absolute"))
+    got = _core.learned_compute_config(ratio, absolute)
+    want = default_models().learned_compute.config
+
+    def specs(gpus):
+        return [(g.name, g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth, g.memory_bytes) for g in gpus]
+
+    for field in ("blend", "blend_weight", "shrink", "anchored_p10", "anchored_p90", "roofline_p10", "roofline_p90",
+                  "absolute_p10", "absolute_p90"):
+        assert getattr(got, field) == getattr(want, field), field
+    assert specs(got.ratio_references) == specs(want.ratio_references) and len(got.ratio_references) == 18
+    assert specs(got.absolute_references) == specs(want.absolute_references)
+    stats = core_workload_stats(load_workloads()["bert_base"])
+    gpu = gpu_spec(device_peaks()["A10"])
+    r = _core.LearnedCompute.from_documents(ratio, absolute).predict_absolute(stats, gpu, _core.Precision.amp, 0.0)
+    s = default_models().learned_compute.predict_absolute(stats, gpu, _core.Precision.amp, 0.0)
+    assert _model_terms(r.model) == _model_terms(s.model)
