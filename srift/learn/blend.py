@@ -1,5 +1,9 @@
 """The anchored GPU-to-GPU ratio as a blend of two estimates (what the engine applies).
 
+The engine evaluates it in the C++ core (srift::LearnedCompute, csrc/include/srift/
+learned_compute.hpp); the functions here are the training code's twin, which scores held-out
+scikit-learn models the same way, and tests/python/test_learned_compute.py holds both equal.
+
 Note "blend". Given a measurement on GPU a, the time on GPU b is the measurement times a ratio,
 and srift has two estimates of that ratio's log correction to the roofline:
   ratio model     trained on measured pairs (features of the pair, features.py)

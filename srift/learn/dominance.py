@@ -1,5 +1,8 @@
 """A GPU that beats another on every spec is not predicted slower than it.
 
+The engine applies the clip in the C++ core (srift::LearnedCompute); the functions here are the
+training code's twin (tests/python/test_learned_compute.py holds both equal).
+
 Note "dominance". GPU b dominates GPU a at a precision when b's matmul/conv peak at that
 precision, its FP32 peak and its memory bandwidth are each at least a's, and one is higher.
 In the measured rows timed the way srift's profiler times a model (a batch already in memory:
