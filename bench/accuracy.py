@@ -763,9 +763,6 @@ def instance_anchored(steps, cases, base, truth, sites) -> None:
                           "instance_anchored": stats(ape(pred[m], truth[m]))}))
 
 
-if __name__ == "__main__":
-    main()
-
 
 def gavel_multi_gpu(w) -> None:
     """Gavel's multi-GPU runs, given the 1-GPU step at the same per-GPU batch (srift.learn.gavel_scaling
@@ -825,3 +822,7 @@ def gavel_multi_gpu(w) -> None:
                 pred.append(simulate_case(c, w[c.workload], lambda f, v=le: v, lambda f, v=net: v))
             out[label] = stats(ape(np.log(pred), np.log([c.step_time for c in test])))
         print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
