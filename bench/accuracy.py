@@ -12,6 +12,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               blended with the absolute model differenced, then shrunk toward
                               the absolute model's own prediction (srift.learn.blend notes
                               "blend" and "shrink"), overall and by source
+  compute_several_anchors_*   the same held-out predictions by target row: one measured GPU type
+                              at a time against the geometric mean of all the group's others
+                              (srift::LearnedCompute note "several anchors")
   compute_*_with_cpu_rows     the same, with the CPU rows measured here (srift.learn.cpu_sweep)
                               in the training folds; errors on GPU targets only
   compute_leave_one_gpu_out_engine_path  the anchored model as the engine applies it (the
@@ -403,6 +406,7 @@ def blended_anchor(w) -> None:
                                                absolute_est, split, [(weight, shrink)],
                                                observed)[(weight, shrink)]
         ok = mask & ~np.isnan(corr) & (src != "cpu") & ~np.isnan(guarded)
+        several_anchors(held_out, meta, guarded + base - truth, ok)
         for s in ("ALL", "lambda", "gavel", "sia"):
             m = ok & ((src == s) if s != "ALL" else True)
             print(json.dumps({"split": f"compute_leave_one_{held_out}_out_blended" + ("" if s == "ALL" else f"/{s}"),
@@ -413,6 +417,33 @@ def blended_anchor(w) -> None:
                               f"blend_{weight}_shrink_{shrink}": stats(ape(shipped[m] + base[m], truth[m])),
                               f"blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[m] + base[m],
                                                                                           truth[m]))}))
+
+
+def several_anchors(held_out: str, meta, log_error: np.ndarray, ok: np.ndarray) -> None:
+    """compute_several_anchors_leave_one_{held_out}_out: each target row predicted from every
+    other GPU type measured in its group, one anchor at a time (every pair, as the split above)
+    against the geometric mean of all of them, as the engine combines several measured types
+    (srift::LearnedCompute note "several anchors"): a type's batches averaged first, then the
+    types, in log time; by target row."""
+    from collections import defaultdict
+
+    by: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for i in np.flatnonzero(ok):
+        a, b = meta[i]
+        by[(b.source, b.group, b.gpu, b.batch)][a.gpu].append(float(log_error[i]))
+    every, mean = defaultdict(list), defaultdict(list)
+    anchors = defaultdict(list)
+    for (source, *_), per_gpu in by.items():
+        e = np.mean([np.mean(v) for v in per_gpu.values()])
+        for s in (source, "ALL"):
+            every[s] += [v for vs in per_gpu.values() for v in vs]
+            mean[s].append(e)
+            anchors[s].append(len(per_gpu))
+    for s in ("ALL", "lambda", "gavel", "sia"):
+        print(json.dumps({"split": f"compute_several_anchors_leave_one_{held_out}_out/{s}",
+                          "one_anchor_every_pair": stats(ape(np.array(every[s]), 0.0)),
+                          "all_anchors_geometric_mean": stats(ape(np.array(mean[s]), 0.0)),
+                          "anchor_gpus_median": float(np.median(anchors[s]))}))
 
 
 def held_out_fits(X, y, meta, factory):

@@ -484,6 +484,33 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
   return r;
 }
 
+LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
+                                                      const GpuSpec& target, Precision precision,
+                                                      double max_batch) const {
+  if (anchors.empty()) throw std::invalid_argument("anchors must not be empty, got 0 anchors");
+  std::vector<const Anchor*> use;
+  for (const Anchor& a : anchors) {
+    if (has_fp16_path(a.gpu, target, precision)) use.push_back(&a);
+  }
+  if (use.empty()) {
+    for (const Anchor& a : anchors) use.push_back(&a);
+  }
+  if (use.size() == 1) return predict_anchored(w, use[0]->gpu, use[0]->measurements, target, precision);
+  std::vector<LearnedComputeResult> each;
+  each.reserve(use.size());
+  for (const Anchor* a : use) each.push_back(predict_anchored(w, a->gpu, a->measurements, target, precision));
+  const std::vector<double> grid = batch_grid(max_batch);
+  std::vector<double> t(grid.size(), 0.0);
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    for (const LearnedComputeResult& r : each) t[i] += std::log(r.model.compute_s(grid[i]) + r.model.optimizer_s);
+    t[i] = std::exp(t[i] / static_cast<double>(each.size()));
+  }
+  const auto [fixed, per_sample] = affine_relative_fit(grid, t);
+  LearnedComputeResult out = each.front();  // the band: one anchor's
+  out.model = split_like(w.roofline(target, precision), fixed, per_sample);
+  return out;
+}
+
 LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, const GpuSpec& target,
                                                       Precision precision, double max_batch) const {
   const ComputeModel prior = w.roofline(target, precision);

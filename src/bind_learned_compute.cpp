@@ -51,6 +51,15 @@ void bind_learned_compute(py::module_& m) {
       .def_readwrite("absolute_p10", &LearnedComputeConfig::absolute_p10)
       .def_readwrite("absolute_p90", &LearnedComputeConfig::absolute_p90);
 
+  py::class_<Anchor>(m, "Anchor", "Measurements of the workload on one GPU type.")
+      .def(py::init<>())
+      .def(py::init([](const GpuSpec& gpu, const std::vector<Measurement>& measurements) {
+             return Anchor{gpu, measurements};
+           }),
+           py::arg("gpu"), py::arg("measurements"))
+      .def_readwrite("gpu", &Anchor::gpu)
+      .def_readwrite("measurements", &Anchor::measurements);
+
   py::class_<LearnedComputeResult>(m, "LearnedComputeResult")
       .def_readonly("model", &LearnedComputeResult::model)
       .def_readonly("p10_factor", &LearnedComputeResult::p10_factor)
@@ -74,8 +83,15 @@ void bind_learned_compute(py::module_& m) {
            py::call_guard<py::gil_scoped_release>())
       .def("absolute_corrections", &LearnedCompute::absolute_corrections, py::arg("workload"), py::arg("target"),
            py::arg("batches"), py::arg("precision"), py::call_guard<py::gil_scoped_release>())
-      .def("predict_anchored", &LearnedCompute::predict_anchored, py::arg("workload"), py::arg("anchor"),
+      .def("predict_anchored",
+           py::overload_cast<const WorkloadStats&, const GpuSpec&, const std::vector<Measurement>&, const GpuSpec&,
+                             Precision>(&LearnedCompute::predict_anchored, py::const_), py::arg("workload"), py::arg("anchor"),
            py::arg("measurements"), py::arg("target"), py::arg("precision"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("predict_anchored_several",
+           py::overload_cast<const WorkloadStats&, const std::vector<Anchor>&, const GpuSpec&, Precision, double>(
+               &LearnedCompute::predict_anchored, py::const_),
+           py::arg("workload"), py::arg("anchors"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
            py::call_guard<py::gil_scoped_release>())
       .def("predict_absolute", &LearnedCompute::predict_absolute, py::arg("workload"), py::arg("target"),
            py::arg("precision"), py::arg("max_batch"), py::call_guard<py::gil_scoped_release>());

@@ -270,20 +270,20 @@ class Engine:
             return 2.0**20 if free > 0 else 1.0
         return max(1.0, math.floor(free / w.activation_bytes_per_sample))
 
-    def _anchor(self) -> tuple[str, list[_core.Measurement]] | None:
-        """The GPU type with the most measurements in the profile, to anchor learned ratios."""
-        best: tuple[str, list[_core.Measurement]] | None = None
+    def _anchors(self) -> list[tuple[str, list[_core.Measurement]]]:
+        """Every GPU type the profile measured alone (one GPU), with its measurements, to anchor
+        learned ratios (several: their predictions are averaged, srift::LearnedCompute note
+        "several anchors"); else the profiled device's own timings; else none."""
+        out: dict[str, list[_core.Measurement]] = {}
         for m in self.profile.measurements:
             if m.gpus > 1:
                 continue
             keys = [k for k in self._resolve(m.device) if k in self.catalog.gpu_keys()]
-            if keys:
-                points = self._measurements_for(keys[0])
-                if best is None or len(points) > len(best[1]):
-                    best = (keys[0], points)
-        if best is None and self.profile.device_gpu and self.profile.timings is not None:
-            best = (self.profile.device_gpu, self._measurements_for(self.profile.device_gpu))
-        return best
+            if keys and keys[0] not in out:
+                out[keys[0]] = self._measurements_for(keys[0])
+        if not out and self.profile.device_gpu and self.profile.timings is not None:
+            out[self.profile.device_gpu] = self._measurements_for(self.profile.device_gpu)
+        return [(k, v) for k, v in sorted(out.items()) if v]
 
     def compute_model(self, gpu_key: str) -> tuple[_core.ComputeModel, str]:
         """(ComputeModel, source) for a GPU type. Source: "measured" (the profile has runs on
@@ -314,7 +314,7 @@ class Engine:
             from srift.learn import default_models
 
             model, p10, p90, source = default_models().compute_model(self.profile, gpu_key, self.catalog,
-                                                                     self.precision, anchor=self._anchor(),
+                                                                     self.precision, anchor=self._anchors() or None,
                                                                      max_batch=self.memory_max_batch(gpu_key))
             entry = (model, source, float(p10), float(p90))
         else:

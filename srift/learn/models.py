@@ -83,11 +83,13 @@ class CostModels:
         self._learned_compute: Any = None
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
-                      anchor: tuple[str, list[Any]] | None = None,
+                      anchor: tuple[str, list[Any]] | list[tuple[str, list[Any]]] | None = None,
                       max_batch: float | None = None) -> tuple[Any, float, float, str]:
         """(ComputeModel, p10_factor, p90_factor, source) of `profile` on catalog GPU `gpu_key`.
 
-        anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU; when given
+        anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU, or a list of
+        them measured on several (their predictions averaged in log time: srift::LearnedCompute
+        note "several anchors"); when given
         the learned GPU-to-GPU ratio (the ratio model blended with the absolute model's
         differenced correction and shrunk toward the absolute model's own prediction:
         srift.learn.blend notes "blend" and "shrink") scales the anchored model,
@@ -99,15 +101,19 @@ class CostModels:
         model is fitted over 1..max(max_batch, 1024), note "batch grid"). The core evaluates
         all of it (srift::LearnedCompute, csrc/include/srift/learned_compute.hpp), as a C++
         scheduler would."""
+        from srift import _core
+
         stats = core_workload_stats(workload_from_profile(profile))
         target = gpu_spec(peaks_from_catalog(catalog, gpu_key))
         prec = core_precision(precision)
-        if anchor is not None and anchor[1]:
-            src_key, meas = anchor
-            r = self.learned_compute.predict_anchored(stats, gpu_spec(peaks_from_catalog(catalog, src_key)),
-                                                      list(meas), target, prec)
-            return r.model, r.p10_factor, r.p90_factor, "anchored-roofline" if r.roofline_ratio_only else "learned"
         mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
+        anchors = [anchor] if isinstance(anchor, tuple) else list(anchor or [])
+        anchors = [(k, list(meas)) for k, meas in anchors if meas]
+        if anchors:
+            r = self.learned_compute.predict_anchored_several(
+                stats, [_core.Anchor(gpu_spec(peaks_from_catalog(catalog, k)), meas) for k, meas in anchors],
+                target, prec, mb)
+            return r.model, r.p10_factor, r.p90_factor, "anchored-roofline" if r.roofline_ratio_only else "learned"
         r = self.learned_compute.predict_absolute(stats, target, prec, mb)
         return r.model, r.p10_factor, r.p90_factor, "learned"
 

@@ -232,3 +232,32 @@ TEST(LearnedCompute, ConfigFromTheDocuments) {
         << e.what();
   }
 }
+
+TEST(LearnedCompute, SeveralAnchorsAverageInLogTime) {
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec a = gpu("a", 15.7, 125, 900), b = gpu("b", 31.2, 125, 600), target = gpu("t", 20, 100, 700);
+  const srift::LearnedCompute lc(constant_model(32, 0.1), constant_model(9, 0.0), srift::LearnedComputeConfig{});
+  const srift::Anchor on_a{a, {{16, 0.05}, {64, 0.17}}}, on_b{b, {{32, 0.08}}};
+  // one anchor: exactly the single-anchor prediction
+  const srift::LearnedComputeResult one = lc.predict_anchored(w, {on_a}, target, Precision::amp, 0);
+  const srift::LearnedComputeResult direct = lc.predict_anchored(w, a, on_a.measurements, target, Precision::amp);
+  EXPECT_EQ(one.model.forward_fixed_s, direct.model.forward_fixed_s);
+  EXPECT_EQ(one.model.backward_per_sample_s, direct.model.backward_per_sample_s);
+  // two: the geometric mean of the two predictions (up to the affine fit on the batch grid)
+  const srift::LearnedComputeResult both = lc.predict_anchored(w, {on_a, on_b}, target, Precision::amp, 0);
+  const srift::ComputeModel pa = direct.model;
+  const srift::ComputeModel pb = lc.predict_anchored(w, b, on_b.measurements, target, Precision::amp).model;
+  for (double batch : {8.0, 64.0, 512.0}) {
+    const double ta = pa.compute_s(batch) + pa.optimizer_s, tb = pb.compute_s(batch) + pb.optimizer_s;
+    const double t = both.model.compute_s(batch) + both.model.optimizer_s;
+    EXPECT_NEAR(t / std::sqrt(ta * tb), 1.0, 0.05) << batch;
+    EXPECT_GT(t, std::min(ta, tb) * 0.95);
+    EXPECT_LT(t, std::max(ta, tb) * 1.05);
+  }
+  EXPECT_DOUBLE_EQ(both.p90_factor, direct.p90_factor);
+  // under AMP an anchor with no FP16 path to the target is left out while another has one
+  const srift::Anchor on_k80{gpu("k80", 4.37, 0, 240), {{32, 0.9}}};
+  const srift::LearnedComputeResult skip = lc.predict_anchored(w, {on_a, on_k80}, target, Precision::amp, 0);
+  EXPECT_EQ(skip.model.forward_fixed_s, direct.model.forward_fixed_s);
+  EXPECT_THROW(lc.predict_anchored(w, std::vector<srift::Anchor>{}, target, Precision::amp, 0), std::invalid_argument);
+}

@@ -155,3 +155,29 @@ def test_the_core_reads_the_same_combination_from_the_shipped_documents() -> Non
     r = _core.LearnedCompute.from_documents(ratio, absolute).predict_absolute(stats, gpu, _core.Precision.amp, 0.0)
     s = default_models().learned_compute.predict_absolute(stats, gpu, _core.Precision.amp, 0.0)
     assert _model_terms(r.model) == _model_terms(s.model)
+
+
+def test_an_engine_with_runs_on_two_gpu_types_averages_both_anchors(fresh_profile, catalog) -> None:
+    """srift::LearnedCompute note "several anchors": each measured GPU type predicts the target
+    and the engine takes the geometric mean (fitted affine on the batch grid)."""
+    from srift.engine import Engine
+
+    prof = fresh_profile
+    prof.add_measurement("T4", local_batch=32, iteration_s=0.21)
+    prof.add_measurement("A10G", local_batch=32, iteration_s=0.12)
+    e = Engine(prof, catalog)
+    model, source = e.compute_model("L4")
+    assert source == "learned"
+    models = default_models()
+
+    def single(key: str, t: float):
+        return models.compute_model(prof, "L4", catalog, e.precision, anchor=(key, [_core.Measurement(32, t)]))[0]
+
+    t4, a10g = single("T4", 0.21), single("A10G", 0.12)
+    for batch in (8.0, 32.0, 128.0):
+        ta, tb = (m.compute_s(batch) + m.optimizer_s for m in (t4, a10g))
+        t = model.compute_s(batch) + model.optimizer_s
+        assert t == pytest.approx(math.sqrt(ta * tb), rel=0.05), batch
+        assert min(ta, tb) < t < max(ta, tb)
+    # the measured types themselves stay measured
+    assert e.compute_model("T4")[1] == "measured" and e.compute_model("A10G")[1] == "measured"

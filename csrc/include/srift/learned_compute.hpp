@@ -13,6 +13,16 @@
 // measured batch), then clipped by the same prediction for the reference GPUs that b beats, or
 // is beaten by, on every spec (dominance). Without one, the absolute model's corrected
 // roofline, clipped the same way, is fitted on a geometric batch grid by an affine model.
+//
+// Note "several anchors". With measurements on several GPU types, each predicts the target and
+// the predictions are averaged in log time (a geometric mean). Held out, as shipped (clipped),
+// median / p90 APE by target row, one measured type at a time against the mean of all of the
+// group's others (bench/accuracy.py compute_several_anchors_*): leaving the target's chip out,
+// Lambda 11.7 / 28 -> 11.2 / 24 (11 types), Gavel 25.6 / 67 -> 25.2 / 61, Sia 26.2 / 95 ->
+// 27.6 / 87; leaving the model out, Lambda 10.3 / 30 -> 9.1 / 23. An arithmetic mean lets Sia's
+// host-bound outliers through (38 / 157 unclipped), and taking only the type nearest by specs
+// is worse still (Sia 42 / 488). The band stays a single anchor's.
+//
 // srift.learn.blend, srift.learn.dominance and srift.learn.models document the choices and
 // the held-out errors behind them; the Python training code computes the same features
 // (srift.learn.features), and a test holds both implementations equal.
@@ -118,6 +128,12 @@ struct LearnedComputeResult {
   bool roofline_ratio_only = false;  ///< anchored on a pair the ratio model does not cover
 };
 
+/// Measurements of the workload on one GPU type, to anchor predictions for others.
+struct Anchor {
+  GpuSpec gpu;
+  std::vector<Measurement> measurements;
+};
+
 /// The two shipped compute models and how they combine. Immutable; thread-safe.
 class LearnedCompute {
  public:
@@ -147,6 +163,13 @@ class LearnedCompute {
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                         const std::vector<Measurement>& measurements, const GpuSpec& target,
                                         Precision precision) const;
+  /// Compute on `target` from measurements on several GPU types (note "several anchors"): the
+  /// geometric mean of each anchor's predicted iteration time, fitted on the batch grid of
+  /// `max_batch` (as predict_absolute) and split as the target's roofline; one anchor: exactly
+  /// predict_anchored. Anchors that share no FP16 path with the target under AMP are left out
+  /// unless none has one. The band is a single anchor's (held-out residuals of one anchor).
+  LearnedComputeResult predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
+                                        const GpuSpec& target, Precision precision, double max_batch) const;
   /// Compute on `target` with no measurement; `max_batch`: the largest local batch that fits
   /// (samples; <= 0 when unknown).
   LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
