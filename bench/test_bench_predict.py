@@ -27,3 +27,38 @@ def test_core_simulate_baseline(benchmark, setup):
     prof, catalog, engine = setup
     groups = [(engine.instance_spec("p3.16xlarge"), 2, engine.instance_compute("p3.16xlarge")[0], 24.48)]
     benchmark(_core.simulate, engine.workload, groups, 256)
+
+
+@pytest.fixture(scope="module")
+def learned(setup):
+    from srift.learn import default_models
+    from srift.learn.features import core_workload_stats, gpu_spec
+    from srift.learn.gpus import peaks_from_catalog
+    from srift.learn.workloads import workload_from_profile
+
+    prof, catalog, _ = setup
+    wl = workload_from_profile(prof)
+    g = peaks_from_catalog(catalog, "A10G")
+    return default_models(), wl, core_workload_stats(wl), g, gpu_spec(g)
+
+
+def test_learned_compute_core(benchmark, learned):
+    """One no-measurement compute model as the engine builds it: srift::LearnedCompute."""
+    models, _, stats, _, spec = learned
+    benchmark(models.learned_compute.predict_absolute, stats, spec, _core.Precision.amp, 0.0)
+
+
+def test_learned_compute_python_twin_baseline(benchmark, learned):
+    """The same model composed in Python (the training code's twin: guarded_correction and
+    absolute_on_grid), the engine's path before the core did it."""
+    from srift.learn.dominance import guarded_correction
+    from srift.learn.features import roofline
+    from srift.learn.models import absolute_on_grid
+
+    models, wl, _, g, _ = learned
+
+    def python_twin():
+        return absolute_on_grid(roofline(wl, g, "amp"), lambda grid: guarded_correction(
+            models.absolute.core.predict, wl, g, grid, "amp", models._references), None)
+
+    benchmark(python_twin)
