@@ -79,7 +79,7 @@ beside "linear" (perfect linear scaling / peak-FLOPs ratio) and "v0" (roofline /
 links). Columns "as shipped" (blend_*, *_engine_path, *_dominance_guard beyond the per-kind
 ones, interval_coverage, deadline_probability_calibration) refit the estimator kinds `srift
 train` chose for the shipped ratio and absolute models (shipped_kind: their JSON's
-training.selection.chosen, e.g. "huber+cpu", "gbdt"). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp]
+training.selection.chosen, e.g. "huber+cpu", "gbdt"). Usage: python bench/accuracy.py [--models ridge,huber,gbdt,mlp,mean]
 """
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def stats(e: np.ndarray) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--models", default="ridge,huber,gbdt,mlp")
+    ap.add_argument("--models", default="ridge,huber,gbdt,mlp,mean")
     args = ap.parse_args()
     kinds = args.models.split(",")
     header = {"machine": platform.node(), "threads": os.cpu_count(), "commit": git_commit()}

@@ -71,6 +71,90 @@ double activate(Activation a, double v) {
 
 }  // namespace
 
+// Fills a model's input scaling and parameters from their JSON objects (a document's, or a
+// mean model's member's: depth 1, where members may not nest).
+struct LearnedModelReader {
+  static void body(LearnedModel& m, const Json* sc, const Json& model, const std::string& sp, const std::string& mp,
+                   int depth) {
+    const int nf = m.num_features();
+    if (sc != nullptr && sc->t != Json::T::null) {
+      m.scaler_mean_ = numbers(field(*sc, sp, "mean"), sp + ".mean");
+      m.scaler_scale_ = numbers(field(*sc, sp, "scale"), sp + ".scale");
+      require_size(m.scaler_mean_.size(), nf, sp + ".mean");
+      require_size(m.scaler_scale_.size(), nf, sp + ".scale");
+      for (std::size_t i = 0; i < m.scaler_scale_.size(); ++i) {
+        if (!(m.scaler_scale_[i] > 0)) bad(sp + ".scale[" + std::to_string(i) + "]", "must be > 0");
+      }
+    }
+    const std::string type = string(field(model, mp, "type"), mp + ".type");
+    if (type == "linear") {
+      m.type_ = LearnedModel::Type::linear;
+      m.coef_ = numbers(field(model, mp, "coef"), mp + ".coef");
+      require_size(m.coef_.size(), nf, mp + ".coef");
+      m.intercept_ = number(field(model, mp, "intercept"), mp + ".intercept");
+    } else if (type == "tree_ensemble") {
+      m.type_ = LearnedModel::Type::tree_ensemble;
+      m.base_ = number(field(model, mp, "base"), mp + ".base");
+      m.scale_ = number(field(model, mp, "scale"), mp + ".scale");
+      const Json& f32 = field(model, mp, "float32_inputs");
+      if (f32.t != Json::T::boolean) bad(mp + ".float32_inputs", "must be true or false");
+      m.float32_inputs_ = f32.b;
+      const Json& trees = field(model, mp, "trees");
+      if (trees.t != Json::T::array || trees.arr.empty()) bad(mp + ".trees", "must be a non-empty array");
+      for (std::size_t i = 0; i < trees.arr.size(); ++i) {
+        m.trees_.push_back(parse_tree(trees.arr[i], mp + ".trees[" + std::to_string(i) + "]", nf));
+      }
+    } else if (type == "mlp") {
+      m.type_ = LearnedModel::Type::mlp;
+      const Json& layers = field(model, mp, "layers");
+      if (layers.t != Json::T::array || layers.arr.empty()) bad(mp + ".layers", "must be a non-empty array");
+      int inputs = nf;
+      m.widest_ = nf;
+      for (std::size_t li = 0; li < layers.arr.size(); ++li) {
+        const std::string path = mp + ".layers[" + std::to_string(li) + "]";
+        const Json& layer = layers.arr[li];
+        const Json& w = field(layer, path, "weights");
+        if (w.t != Json::T::array) bad(path + ".weights", "must be an array of rows");
+        require_size(w.arr.size(), static_cast<std::size_t>(inputs), path + ".weights");
+        DenseLayer d;
+        d.inputs = inputs;
+        d.bias = numbers(field(layer, path, "bias"), path + ".bias");
+        d.outputs = static_cast<int>(d.bias.size());
+        if (d.outputs == 0) bad(path + ".bias", "must not be empty");
+        d.weights.reserve(static_cast<std::size_t>(inputs) * d.outputs);
+        for (std::size_t r = 0; r < w.arr.size(); ++r) {
+          std::vector<double> row = numbers(w.arr[r], path + ".weights[" + std::to_string(r) + "]");
+          require_size(row.size(), static_cast<std::size_t>(d.outputs), path + ".weights[" + std::to_string(r) + "]");
+          d.weights.insert(d.weights.end(), row.begin(), row.end());
+        }
+        d.activation = parse_activation(string(field(layer, path, "activation"), path + ".activation"),
+                                        path + ".activation");
+        inputs = d.outputs;
+        m.widest_ = std::max(m.widest_, d.outputs);
+        m.layers_.push_back(std::move(d));
+      }
+      if (inputs != 1) bad(mp + ".layers", "must end in one output, got " + std::to_string(inputs));
+    } else if (type == "mean" && depth == 0) {
+      m.type_ = LearnedModel::Type::mean;
+      const Json& members = field(model, mp, "members");
+      if (members.t != Json::T::array || members.arr.empty()) bad(mp + ".members", "must be a non-empty array");
+      for (std::size_t i = 0; i < members.arr.size(); ++i) {
+        const std::string path = mp + ".members[" + std::to_string(i) + "]";
+        const Json& member = members.arr[i];
+        if (member.t != Json::T::object) bad(path, "must be an object");
+        LearnedModel sub;
+        sub.name_ = m.name_;
+        sub.features_ = m.features_;
+        body(sub, member.find("input_scaler"), field(member, path, "model"), path + ".input_scaler", path + ".model", 1);
+        m.members_.push_back(std::move(sub));
+      }
+    } else {
+      bad(mp + ".type", std::string("must be one of linear, tree_ensemble, mlp") + (depth == 0 ? ", mean" : "") +
+                            ", got '" + type + "'");
+    }
+  }
+};
+
 LearnedModel LearnedModel::from_json(const std::string& text) {
   const Json doc = Parser(text).parse_document();
   if (doc.t != Json::T::object) bad("$", "must be an object");
@@ -85,74 +169,12 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
   for (std::size_t i = 0; i < feats.arr.size(); ++i) {
     m.features_.push_back(string(feats.arr[i], "$.features[" + std::to_string(i) + "]"));
   }
-  const int nf = m.num_features();
-
-  if (const Json* sc = doc.find("input_scaler"); sc != nullptr && sc->t != Json::T::null) {
-    m.scaler_mean_ = numbers(field(*sc, "$.input_scaler", "mean"), "$.input_scaler.mean");
-    m.scaler_scale_ = numbers(field(*sc, "$.input_scaler", "scale"), "$.input_scaler.scale");
-    require_size(m.scaler_mean_.size(), nf, "$.input_scaler.mean");
-    require_size(m.scaler_scale_.size(), nf, "$.input_scaler.scale");
-    for (std::size_t i = 0; i < m.scaler_scale_.size(); ++i) {
-      if (!(m.scaler_scale_[i] > 0)) bad("$.input_scaler.scale[" + std::to_string(i) + "]", "must be > 0");
-    }
-  }
   if (const Json* r = doc.find("residuals"); r != nullptr && r->t == Json::T::object) {
     if (const Json* q = r->find("p10"); q != nullptr) m.p10_ = number(*q, "$.residuals.p10");
     if (const Json* q = r->find("p90"); q != nullptr) m.p90_ = number(*q, "$.residuals.p90");
   }
 
-  const Json& model = field(doc, "$", "model");
-  const std::string type = string(field(model, "$.model", "type"), "$.model.type");
-  if (type == "linear") {
-    m.type_ = Type::linear;
-    m.coef_ = numbers(field(model, "$.model", "coef"), "$.model.coef");
-    require_size(m.coef_.size(), nf, "$.model.coef");
-    m.intercept_ = number(field(model, "$.model", "intercept"), "$.model.intercept");
-  } else if (type == "tree_ensemble") {
-    m.type_ = Type::tree_ensemble;
-    m.base_ = number(field(model, "$.model", "base"), "$.model.base");
-    m.scale_ = number(field(model, "$.model", "scale"), "$.model.scale");
-    const Json& f32 = field(model, "$.model", "float32_inputs");
-    if (f32.t != Json::T::boolean) bad("$.model.float32_inputs", "must be true or false");
-    m.float32_inputs_ = f32.b;
-    const Json& trees = field(model, "$.model", "trees");
-    if (trees.t != Json::T::array || trees.arr.empty()) bad("$.model.trees", "must be a non-empty array");
-    for (std::size_t i = 0; i < trees.arr.size(); ++i) {
-      m.trees_.push_back(parse_tree(trees.arr[i], "$.model.trees[" + std::to_string(i) + "]", nf));
-    }
-  } else if (type == "mlp") {
-    m.type_ = Type::mlp;
-    const Json& layers = field(model, "$.model", "layers");
-    if (layers.t != Json::T::array || layers.arr.empty()) bad("$.model.layers", "must be a non-empty array");
-    int inputs = nf;
-    m.widest_ = nf;
-    for (std::size_t li = 0; li < layers.arr.size(); ++li) {
-      const std::string path = "$.model.layers[" + std::to_string(li) + "]";
-      const Json& layer = layers.arr[li];
-      const Json& w = field(layer, path, "weights");
-      if (w.t != Json::T::array) bad(path + ".weights", "must be an array of rows");
-      require_size(w.arr.size(), static_cast<std::size_t>(inputs), path + ".weights");
-      DenseLayer d;
-      d.inputs = inputs;
-      d.bias = numbers(field(layer, path, "bias"), path + ".bias");
-      d.outputs = static_cast<int>(d.bias.size());
-      if (d.outputs == 0) bad(path + ".bias", "must not be empty");
-      d.weights.reserve(static_cast<std::size_t>(inputs) * d.outputs);
-      for (std::size_t r = 0; r < w.arr.size(); ++r) {
-        std::vector<double> row = numbers(w.arr[r], path + ".weights[" + std::to_string(r) + "]");
-        require_size(row.size(), static_cast<std::size_t>(d.outputs), path + ".weights[" + std::to_string(r) + "]");
-        d.weights.insert(d.weights.end(), row.begin(), row.end());
-      }
-      d.activation = parse_activation(string(field(layer, path, "activation"), path + ".activation"),
-                                      path + ".activation");
-      inputs = d.outputs;
-      m.widest_ = std::max(m.widest_, d.outputs);
-      m.layers_.push_back(std::move(d));
-    }
-    if (inputs != 1) bad("$.model.layers", "must end in one output, got " + std::to_string(inputs));
-  } else {
-    bad("$.model.type", "must be one of linear, tree_ensemble, mlp, got '" + type + "'");
-  }
+  LearnedModelReader::body(m, doc.find("input_scaler"), field(doc, "$", "model"), "$.input_scaler", "$.model", 0);
   return m;
 }
 
@@ -203,6 +225,11 @@ double LearnedModel::predict(const double* x, std::size_t n) const {
     throw std::invalid_argument("model '" + name_ + "' takes " + std::to_string(features_.size()) +
                                 " features, got " + std::to_string(n));
   }
+  if (type_ == Type::mean) {
+    double sum = 0;
+    for (const LearnedModel& member : members_) sum += member.predict(x, n);
+    return sum / static_cast<double>(members_.size());
+  }
   if (type_ == Type::tree_ensemble && scaler_mean_.empty()) return eval_trees(x);
   // Scale into a small stack buffer when possible (the models here have tens of features).
   double stack[64];
@@ -223,6 +250,7 @@ double LearnedModel::predict(const double* x, std::size_t n) const {
     case Type::linear: return eval_linear(z);
     case Type::tree_ensemble: return eval_trees(z);
     case Type::mlp: return eval_mlp(z);
+    case Type::mean: break;  // handled above
   }
   return 0;
 }

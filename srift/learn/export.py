@@ -89,7 +89,28 @@ def _model_params(est: Any) -> dict[str, Any]:
 
 def export_estimator(estimator: Any, name: str, features: list[str], **metadata: Any) -> dict[str, Any]:
     """A "srift.learned-model/1" document for a fitted estimator (or Pipeline of a
-    StandardScaler and an estimator). `metadata` goes in as is (target, residuals, training)."""
+    StandardScaler and an estimator, or a VotingRegressor of those with equal weights: model
+    type "mean"). `metadata` goes in as is (target, residuals, training)."""
+    from sklearn.ensemble import VotingRegressor
+
+    if isinstance(estimator, VotingRegressor):
+        if estimator.weights is not None and len(set(estimator.weights)) > 1:
+            raise ValueError("only a VotingRegressor with equal weights can be exported")
+        members = []
+        for member in estimator.estimators_:
+            if isinstance(member, VotingRegressor):
+                raise ValueError("a VotingRegressor's members cannot be VotingRegressors")
+            members.append(_scaler_and_model(member, features))
+        doc: dict[str, Any] = {"schema": SCHEMA_ID, "name": name, "features": list(features), "input_scaler": None,
+                               "model": {"type": "mean", "members": members}}
+    else:
+        doc = {"schema": SCHEMA_ID, "name": name, "features": list(features), **_scaler_and_model(estimator, features)}
+    doc.update(metadata)
+    return doc
+
+
+def _scaler_and_model(estimator: Any, features: list[str]) -> dict[str, Any]:
+    """{"input_scaler", "model"} of a fitted estimator or Pipeline(StandardScaler, estimator)."""
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
@@ -110,7 +131,4 @@ def export_estimator(estimator: Any, name: str, features: list[str], **metadata:
     n = getattr(est, "n_features_in_", len(features))
     if n != len(features):
         raise ValueError(f"estimator takes {n} features but {len(features)} names were given")
-    doc: dict[str, Any] = {"schema": SCHEMA_ID, "name": name, "features": list(features),
-                           "input_scaler": scaler, "model": _model_params(est)}
-    doc.update(metadata)
-    return doc
+    return {"input_scaler": scaler, "model": _model_params(est)}

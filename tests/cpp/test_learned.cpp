@@ -63,3 +63,31 @@ TEST(LearnedModel, RejectsBadDocuments) {
   EXPECT_THROW(srift::LearnedModel::from_json("[1,2"), std::invalid_argument);
   EXPECT_THROW(srift::LearnedModel::from_json(kLinear).predict({1.0}), std::invalid_argument);
 }
+
+TEST(LearnedModel, MeanOfMembersEachWithItsOwnScaler) {
+  // member 0: linear on scaled inputs; member 1: the stumps of kTrees, unscaled
+  const std::string doc = R"({"schema":"srift.learned-model/1","name":"avg","features":["x0","x1"],
+    "model":{"type":"mean","members":[
+      {"input_scaler":{"mean":[1,2],"scale":[2,4]},"model":{"type":"linear","coef":[3,-1],"intercept":0.5}},
+      {"input_scaler":null,"model":{"type":"tree_ensemble","base":0.25,"scale":0.1,"float32_inputs":false,"trees":[
+        {"feature":[0,-1,-1],"threshold":[0.5,0,0],"left":[1,-1,-1],"right":[2,-1,-1],"value":[0,1,2]}]}}]}})";
+  auto m = srift::LearnedModel::from_json(doc);
+  EXPECT_EQ(m.type(), srift::LearnedModel::Type::mean);
+  ASSERT_EQ(m.members().size(), 2u);
+  // linear: (3-1)/2*3 + (6-2)/4*(-1) + 0.5 = 2.5; trees: x0 = 3 > 0.5 -> 0.25 + 0.1 * 2
+  EXPECT_DOUBLE_EQ(m.predict({3.0, 6.0}), (2.5 + 0.45) / 2);
+  double x[4] = {3.0, 6.0, 3.0, 6.0}, out[2];
+  m.predict_batch(x, 2, 2, out);
+  EXPECT_DOUBLE_EQ(out[1], (2.5 + 0.45) / 2);
+  // members may not nest, and each needs a model
+  std::string nested = doc;
+  nested.replace(nested.find("\"type\":\"linear\""), 15, "\"type\":\"mean\"");
+  try {
+    srift::LearnedModel::from_json(nested);
+    FAIL() << "nested mean accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("$.model.members[0].model.type must be one of linear, tree_ensemble, mlp, got"),
+              std::string::npos)
+        << e.what();
+  }
+}

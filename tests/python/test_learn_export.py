@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("sklearn")
-from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor, RandomForestRegressor
+from sklearn.ensemble import (GradientBoostingRegressor, HistGradientBoostingRegressor, RandomForestRegressor,
+                              VotingRegressor)
 from sklearn.linear_model import HuberRegressor, Ridge
 from sklearn.neural_network import MLPRegressor
 from sklearn.pipeline import make_pipeline
@@ -33,6 +34,10 @@ ESTIMATORS = {
     "mlp": lambda: make_pipeline(StandardScaler(), MLPRegressor(hidden_layer_sizes=(16, 8), max_iter=300,
                                                                  random_state=0)),
     "mlp_tanh": lambda: MLPRegressor(hidden_layer_sizes=(8,), activation="tanh", max_iter=200, random_state=0),
+    # srift.learn.train note "mean of two": members with and without their own input scaling
+    "mean": lambda: VotingRegressor([("huber", make_pipeline(StandardScaler(), HuberRegressor(max_iter=2000))),
+                                     ("gbr", GradientBoostingRegressor(n_estimators=40, random_state=0)),
+                                     ("mlp", MLPRegressor(hidden_layer_sizes=(8,), max_iter=200, random_state=0))]),
 }
 
 
@@ -98,3 +103,18 @@ def test_core_rejects_text_that_is_not_json() -> None:
 
     with pytest.raises(ValueError, match="learned model JSON"):
         _core.LearnedModel.from_json('{"schema": "srift.learned-model/1", ')
+
+
+def test_mean_models_reject_unequal_weights_and_nesting() -> None:
+    x, y = _data()
+    names = [f"x{i}" for i in range(x.shape[1])]
+    weighted = VotingRegressor([("a", Ridge()), ("b", Ridge(alpha=3))], weights=[1, 2]).fit(x, y)
+    with pytest.raises(ValueError, match="equal weights"):
+        export_estimator(weighted, "w", names)
+    nested = VotingRegressor([("a", Ridge()), ("b", VotingRegressor([("c", Ridge())]))]).fit(x, y)
+    with pytest.raises(ValueError, match="cannot be VotingRegressors"):
+        export_estimator(nested, "n", names)
+    doc = json.loads(json.dumps(export_estimator(VotingRegressor([("a", Ridge())]).fit(x, y), "one", names)))
+    doc["model"]["members"][0]["model"] = {"type": "mean", "members": []}
+    with pytest.raises(ValueError, match=r"\$\.model"):
+        validate_model_dict(doc)

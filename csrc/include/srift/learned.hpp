@@ -46,7 +46,9 @@ struct DenseLayer {
 /// thread-safe and allocation-free for linear and tree models.
 class LearnedModel {
  public:
-  enum class Type : int { linear = 0, tree_ensemble = 1, mlp = 2 };
+  /// mean: the average of member models over the same features, each with its own input
+  /// scaling (scikit-learn's VotingRegressor).
+  enum class Type : int { linear = 0, tree_ensemble = 1, mlp = 2, mean = 3 };
 
   /// Parses and validates a "srift.learned-model/1" document. Throws std::invalid_argument
   /// naming the JSON path of the first bad field (unknown schema, ragged arrays, child
@@ -55,6 +57,8 @@ class LearnedModel {
 
   Type type() const { return type_; }
   const std::string& name() const { return name_; }
+  /// Members of a mean model (empty otherwise).
+  const std::vector<LearnedModel>& members() const { return members_; }
   /// Input features in order; predict() takes exactly this many values per row.
   const std::vector<std::string>& feature_names() const { return features_; }
   int num_features() const { return static_cast<int>(features_.size()); }
@@ -90,6 +94,10 @@ class LearnedModel {
   // mlp
   std::vector<DenseLayer> layers_;
   int widest_ = 0;
+  // mean
+  std::vector<LearnedModel> members_;
+
+  friend struct LearnedModelReader;
 };
 
 }  // namespace srift
