@@ -33,7 +33,9 @@ APE on Lambda's and Gavel's rows (147; bench/accuracy.py, Huber, CPU rows in tra
 (*) absolute_features: TF32 mode without TF32 units, and autocast without an FP16 path, run FP32.
 (**) srift.learn.dominance note "dominance".
 Since Lambda's Transformer-XL rows count sequences (srift.learn.workloads) they join these rows
-(195): the clipped Huber model with the CPU rows scores 14.2 / 40 and 13.2 / 37 on them (shipped),
+(195): the clipped Huber model with the CPU rows scores 14.2 / 40 and 13.2 / 37 on them (shipped
+until the mean of Huber and boosted trees, srift.learn.train note "mean of two": 12.5 / 39 and
+11.0 / 35),
 boosted trees without the CPU rows 11.6 / 36 and 14.7 / 43 (by the mean over both splits of
 median + p90/4, 23.1 against 23.3, but worse inside the anchored blend: srift.learn.train note
 "two uses").

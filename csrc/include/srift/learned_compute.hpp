@@ -18,10 +18,10 @@
 // the predictions are averaged in log time (a geometric mean). Held out, as shipped (clipped),
 // median / p90 APE by target row, one measured type at a time against the mean of all of the
 // group's others (bench/accuracy.py compute_several_anchors_*): leaving the target's chip out,
-// Lambda 11.7 / 28 -> 11.2 / 24 (11 types), Gavel 25.6 / 67 -> 25.2 / 61, Sia 26.2 / 95 ->
-// 27.6 / 87; leaving the model out, Lambda 10.3 / 30 -> 9.1 / 23. An arithmetic mean lets Sia's
-// host-bound outliers through (38 / 157 unclipped), and taking only the type nearest by specs
-// is worse still (Sia 42 / 488). The band stays a single anchor's.
+// Lambda 10.2 / 28 -> 9.4 / 25 (11 types), Gavel 26.4 / 66 -> 25.0 / 57, Sia 29.1 / 95 ->
+// 28.3 / 78; leaving the model out, Lambda 9.8 / 30 -> 8.4 / 23. With the models shipped before,
+// an arithmetic mean let Sia's host-bound outliers through (38 / 157 unclipped), and taking only
+// the type nearest by specs was worse still (Sia 42 / 488). The band stays a single anchor's.
 //
 // srift.learn.blend, srift.learn.dominance and srift.learn.models document the choices and
 // the held-out errors behind them; the Python training code computes the same features
