@@ -189,30 +189,38 @@ double roofline_per_sample_s(const WorkloadStats& w, const GpuSpec& gpu, Precisi
   return (m.compute_s(batch) + m.optimizer_s) / batch;
 }
 
-std::vector<double> ratio_features(const WorkloadStats& w, const GpuSpec& a, double batch_a, const GpuSpec& b,
-                                   double batch_b, Precision precision) {
-  check_gpu(a);
-  check_gpu(b);
-  check_batch("batch_a", batch_a);
-  check_batch("batch_b", batch_b);
-  const ComputeModel ma = w.roofline(a, precision), mb = w.roofline(b, precision);
-  const double ra = (ma.compute_s(batch_a) + ma.optimizer_s) / batch_a;
-  const double rb = (mb.compute_s(batch_b) + mb.optimizer_s) / batch_b;
+namespace {
+
+// ratio_features from each GPU's terms (computed once per GPU where a caller pairs one GPU with
+// many: the anchor with every reference).
+std::vector<double> ratio_features_of(const WorkloadStats& w, const GpuTerms& ta, const GpuSpec& a, double batch_a,
+                                      const GpuTerms& tb, const GpuSpec& b, double batch_b, Precision precision) {
+  const double ra = per_sample_of(ta.roofline, batch_a), rb = per_sample_of(tb.roofline, batch_b);
   const double peak = std::log(matmul_peak_flops(b, precision) / matmul_peak_flops(a, precision));
   const double bw = std::log(b.memory_bandwidth / a.memory_bandwidth);
   const auto [amp, tf32] = precision_flags(precision);
   const double shared[7] = {w.flop_share(OpKind::matmul), w.flop_share(OpKind::conv), w.flop_share(OpKind::attention),
                             w.flop_share(OpKind::recurrent), w.flop_share(OpKind::embedding), amp, tf32};
   std::vector<double> f = {std::log(rb / ra), peak, std::log(b.fp32_flops / a.fp32_flops), bw,
-                           std::log(batch_b / batch_a), w.membound_share(a, precision), w.membound_share(b, precision),
+                           std::log(batch_b / batch_a), ta.membound, tb.membound,
                            shared[0], shared[1], shared[2], shared[3], shared[4], w.log_intensity(), amp, tf32,
-                           w.log_work(batch_b), fixed_share(ma, batch_a), fixed_share(mb, batch_b)};
+                           w.log_work(batch_b), fixed_share(ta.roofline, batch_a), fixed_share(tb.roofline, batch_b)};
   f.reserve(kRatioFeatures);
   for (double v : shared) {
     f.push_back(v * peak);
     f.push_back(v * bw);
   }
   return f;
+}
+
+}  // namespace
+
+std::vector<double> ratio_features(const WorkloadStats& w, const GpuSpec& a, double batch_a, const GpuSpec& b,
+                                   double batch_b, Precision precision) {
+  check_batch("batch_a", batch_a);
+  check_batch("batch_b", batch_b);
+  return ratio_features_of(w, gpu_terms(w, a, precision), a, batch_a, gpu_terms(w, b, precision), b, batch_b,
+                           precision);
 }
 
 std::vector<double> absolute_features(const WorkloadStats& w, const GpuSpec& gpu, double batch, Precision precision) {
@@ -374,36 +382,55 @@ LearnedCompute::LearnedCompute(LearnedModel ratio, LearnedModel absolute, Learne
   config_.validate();
 }
 
-double LearnedCompute::absolute_correction(const WorkloadStats& w, const GpuSpec& gpu, double batch,
-                                           Precision precision) const {
-  return absolute_.predict(absolute_features(w, gpu, batch, precision));
+// What every anchored ratio from one anchor shares: its terms and its absolute correction.
+struct LearnedCompute::AnchorTerms {
+  GpuTerms terms;
+  double correction = 0;  // the absolute model's, at the batch (0 when no blend needs it)
+};
+
+LearnedCompute::AnchorTerms LearnedCompute::anchor_terms(const WorkloadStats& w, const GpuSpec& anchor, double batch,
+                                                         Precision precision) const {
+  check_batch("batch", batch);
+  AnchorTerms t{gpu_terms(w, anchor, precision), 0.0};
+  if (config_.blend && (config_.blend_weight != 0.0 || config_.shrink != 0.0)) {
+    t.correction = absolute_.predict(absolute_features_of(t.terms, anchor, batch, precision));
+  }
+  return t;
 }
 
-double LearnedCompute::anchored_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
-                                          double batch, Precision precision, double observed_anchor) const {
-  const std::vector<double> f = ratio_features(w, anchor, batch, target, batch, precision);
+double LearnedCompute::anchored_log_ratio_from(const WorkloadStats& w, const AnchorTerms& at, const GpuSpec& anchor,
+                                               const GpuSpec& target, double batch, Precision precision,
+                                               double observed_anchor) const {
+  const GpuTerms tb = gpu_terms(w, target, precision);
+  const std::vector<double> f = ratio_features_of(w, at.terms, anchor, batch, tb, target, batch, precision);
   if (!has_fp16_path(anchor, target, precision)) return f[0];
   const double ratio = ratio_.predict(f);
   const double weight = config_.blend ? config_.blend_weight : 0.0;
   const double shrink = config_.blend ? config_.shrink : 0.0;
   if (weight == 0.0 && shrink == 0.0) return f[0] + ratio;
-  const double corr_a = absolute_correction(w, anchor, batch, precision);
-  const double corr_b = absolute_correction(w, target, batch, precision);
-  const double blend = (1.0 - weight) * ratio + weight * (corr_b - corr_a);
+  const double corr_b = absolute_.predict(absolute_features_of(tb, target, batch, precision));
+  const double blend = (1.0 - weight) * ratio + weight * (corr_b - at.correction);
   const double toward = corr_b - observed_anchor;
   return f[0] + (std::isnan(toward) ? blend : (1.0 - shrink) * blend + shrink * toward);
 }
 
+double LearnedCompute::anchored_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
+                                          double batch, Precision precision, double observed_anchor) const {
+  return anchored_log_ratio_from(w, anchor_terms(w, anchor, batch, precision), anchor, target, batch, precision,
+                                 observed_anchor);
+}
+
 double LearnedCompute::guarded_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
                                          double batch, Precision precision, double observed_anchor) const {
-  const double own = anchored_log_ratio(w, anchor, target, batch, precision, observed_anchor);
+  const AnchorTerms at = anchor_terms(w, anchor, batch, precision);
+  const double own = anchored_log_ratio_from(w, at, anchor, target, batch, precision, observed_anchor);
   if (config_.ratio_references.empty()) return own;
   // The anchor is a reference (log ratio 0: the measurement is exact), so is any reference
   // with its specs; every other reference's prediction is first clipped against the anchor.
   const Specs anchor_specs = specs_of(anchor, precision);
   auto reference_ratio = [&](const GpuSpec& g) {
     if (specs_of(g, precision) == anchor_specs) return 0.0;
-    const double r = anchored_log_ratio(w, anchor, g, batch, precision, observed_anchor);
+    const double r = anchored_log_ratio_from(w, at, anchor, g, batch, precision, observed_anchor);
     if (dominates(g, anchor, precision)) return std::min(r, 0.0);
     return dominates(anchor, g, precision) ? std::max(r, 0.0) : r;
   };

@@ -138,16 +138,21 @@ def probe_calibrated_gavel_steps(cases: list[ClusterCase],
     achieved bytes/s}); NaN where no other model ran there."""
     out = np.full(len(cases), np.nan)
     links: dict[tuple, float] = {}
+    calibrated: dict[tuple, float | None] = {}  # (cluster, model, link) -> log efficiency, once each
     for i, c in enumerate(cases):
         network = not one_server(c)
-        probe_placement = "11" if network else c.placement
-        others = [o for o in cases if o.cluster == c.cluster and o.model != c.model and o.placement == probe_placement]
-        if not others:
+        key = (c.cluster, c.model, "network" if network else c.placement)
+        if key not in calibrated:
+            probe_placement = "11" if network else c.placement
+            others = [o for o in cases if o.cluster == c.cluster and o.model != c.model and o.placement == probe_placement]
+            calibrated[key] = _calibrate(others, workloads, network, 0.0) if others else None
+            if others:
+                link = c.links
+                nominal = link.network_gbps / 8 * 1e9 if network else link.intra_gbytes_s * 1e9
+                links[key] = nominal * math.exp(calibrated[key])
+        le = calibrated[key]
+        if le is None:
             continue
-        le = _calibrate(others, workloads, network, 0.0)
-        link = c.links
-        nominal = link.network_gbps / 8 * 1e9 if network else link.intra_gbytes_s * 1e9
-        links[(c.cluster, c.model, "network" if network else c.placement)] = nominal * math.exp(le)
         intra, net = (0.0, le) if network else (le, 0.0)
         out[i] = simulate_case(c, workloads[c.workload], lambda f: intra, lambda f: net)
     return out, links

@@ -176,7 +176,11 @@ class LearnedCompute {
                                         double max_batch) const;
 
  private:
-  double absolute_correction(const WorkloadStats& w, const GpuSpec& gpu, double batch, Precision precision) const;
+  struct AnchorTerms;  // what every ratio from one anchor shares (learned_compute.cpp)
+  AnchorTerms anchor_terms(const WorkloadStats& w, const GpuSpec& anchor, double batch, Precision precision) const;
+  double anchored_log_ratio_from(const WorkloadStats& w, const AnchorTerms& at, const GpuSpec& anchor,
+                                 const GpuSpec& target, double batch, Precision precision,
+                                 double observed_anchor) const;
 
   LearnedModel ratio_;
   LearnedModel absolute_;
