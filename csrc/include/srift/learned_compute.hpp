@@ -21,7 +21,8 @@
 // Lambda 10.2 / 28 -> 9.4 / 25 (11 types), Gavel 26.4 / 66 -> 25.0 / 57, Sia 29.1 / 95 ->
 // 28.3 / 78; leaving the model out, Lambda 9.8 / 30 -> 8.4 / 23. With the models shipped before,
 // an arithmetic mean let Sia's host-bound outliers through (38 / 157 unclipped), and taking only
-// the type nearest by specs was worse still (Sia 42 / 488). The band stays a single anchor's.
+// the type nearest by specs was worse still (Sia 42 / 488). The band stays a single anchor's
+// (x0.83-x1.27): it holds 86% of Lambda's several-anchor predictions and 45% of Gavel's.
 //
 // srift.learn.blend, srift.learn.dominance and srift.learn.models document the choices and
 // the held-out errors behind them; the Python training code computes the same features
