@@ -181,3 +181,16 @@ def test_an_engine_with_runs_on_two_gpu_types_averages_both_anchors(fresh_profil
         assert min(ta, tb) < t < max(ta, tb)
     # the measured types themselves stay measured
     assert e.compute_model("T4")[1] == "measured" and e.compute_model("A10G")[1] == "measured"
+
+
+def test_batch_grid_and_relative_fit_equal_the_python_twin() -> None:
+    from srift.learn.models import affine_relative_fit, batch_grid
+
+    for max_batch in (None, 0.0, 1.0, 100.0, 1024.0, 1025.0, 3000.0, 65536.0, 1e6, float("inf"), -5.0, 12345.6):
+        assert _core.batch_grid(max_batch if max_batch is not None else 0.0) == list(batch_grid(max_batch)), max_batch
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        b = np.unique(np.round(rng.uniform(1, 500, rng.integers(2, 12))))
+        t = rng.uniform(0.01, 2, b.size) if rng.random() < 0.3 else 0.02 + 0.003 * b * rng.uniform(0.8, 1.2, b.size)
+        np.testing.assert_allclose(_core.affine_relative_fit(list(b), list(t)), affine_relative_fit(b, t),
+                                   rtol=1e-9, atol=1e-15)
