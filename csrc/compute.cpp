@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "layers_internal.hpp"
 #include "validate.hpp"
 
 namespace srift {
@@ -47,12 +48,19 @@ LayerTime layer_time(const LayerCost& layer, const GpuSpec& gpu, Precision preci
   return t;
 }
 
+}  // namespace
+
+namespace detail {
+namespace {
+
 bool layer_ok(const LayerCost& l) {
   const int kind = static_cast<int>(l.kind);
   auto ok = [](double v) { return std::isfinite(v) && v >= 0; };
   return kind >= 0 && kind < kNumOpKinds && ok(l.forward_flops) && ok(l.backward_flops) && ok(l.forward_bytes) &&
          ok(l.param_bytes);
 }
+
+}  // namespace
 
 void validate_layers(const std::vector<LayerCost>& layers) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -67,7 +75,7 @@ void validate_layers(const std::vector<LayerCost>& layers) {
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 void RooflineParams::validate() const {
   auto efficiency = [](const char* name, double v) {
@@ -85,7 +93,7 @@ ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpe
                               const RooflineParams& params) {
   gpu.validate();
   params.validate();
-  validate_layers(layers);
+  detail::validate_layers(layers);
   detail::require_finite_nonneg("optimizer_bytes", optimizer_bytes);
   if (layers.empty()) throw std::invalid_argument("layers must not be empty, got 0 layers");
 
@@ -111,7 +119,7 @@ std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers
                                             double batch, const RooflineParams& params) {
   gpu.validate();
   params.validate();
-  validate_layers(layers);
+  detail::validate_layers(layers);
   detail::require_positive("batch", batch);
   std::vector<double> times;
   times.reserve(layers.size());

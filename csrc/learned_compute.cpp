@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "json_reader.hpp"
+#include "layers_internal.hpp"
 #include "validate.hpp"
 
 namespace srift {
@@ -117,16 +118,9 @@ WorkloadStats::WorkloadStats(std::vector<LayerCost> layers, double optimizer_byt
   if (layers_.empty()) throw std::invalid_argument("layers must not be empty, got 0 layers");
   double flops = 0, activation = 0, params = 0;
   double by_kind[kNumOpKinds] = {};
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const LayerCost& l = layers_[i];
-    const std::string f = "layers[" + std::to_string(i) + "].";
-    const int kind = static_cast<int>(l.kind);
-    if (kind < 0 || kind >= kNumOpKinds) detail::fail(f + "kind", "a known op kind", kind);
-    detail::require_finite_nonneg(f + "forward_flops", l.forward_flops);
-    detail::require_finite_nonneg(f + "backward_flops", l.backward_flops);
-    detail::require_finite_nonneg(f + "forward_bytes", l.forward_bytes);
-    detail::require_finite_nonneg(f + "param_bytes", l.param_bytes);
-    by_kind[kind] += l.forward_flops + l.backward_flops;
+  detail::validate_layers(layers_);
+  for (const LayerCost& l : layers_) {
+    by_kind[static_cast<int>(l.kind)] += l.forward_flops + l.backward_flops;
     flops += l.forward_flops + l.backward_flops;
     activation += l.forward_bytes;
     params += l.param_bytes;
