@@ -36,6 +36,7 @@ import copy
 import math
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -549,7 +550,7 @@ def profile(
             return _profile_impl(
                 work, inputs, targets, loss_fn, dev, is_meta, full, sizes, precision, optimizer,
                 warmup, repeats, bucket_cap_mb, first_bucket_mb,
-                name or type(model).__name__, progress,
+                name or type(model).__name__, progress, derived_sizes=batch_sizes is None,
             )
     finally:
         for m, t in was_training.items():
@@ -567,7 +568,9 @@ def _profile_impl(
     model: nn.Module, inputs: Any, targets: Any, loss_fn: Any, dev: torch.device, is_meta: bool,
     full: int, sizes: list[int], precision: str, optimizer: str, warmup: int, repeats: int,
     bucket_cap_mb: float, first_bucket_mb: float, model_name: str, progress: bool = False,
+    derived_sizes: bool = False,
 ) -> Profile:
+    """derived_sizes: `sizes` beyond `full` were chosen here, not by the caller (see below)."""
     model.train()
     params = list(model.parameters())  # deduplicated (tied weights once)
     trainable = [p for p in params if p.requires_grad]
@@ -632,12 +635,24 @@ def _profile_impl(
             saved.clear()
             tracer.claim = False
             tracer.reset_iteration()
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _composite_kernels(dev):
-                out = _forward(model, _resize_batch(inputs, full, other), tracer, autocast)
-                loss = _loss(out, _resize_batch(targets, full, other), loss_fn)
-            del out, loss
-            tracer.claim = True
-            activation = max(0.0, (saved_full - sum(saved.values())) / (full - other))
+            try:
+                with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _composite_kernels(dev):
+                    out = _forward(model, _resize_batch(inputs, full, other), tracer, autocast)
+                    loss = _loss(out, _resize_batch(targets, full, other), loss_fn)
+                del out, loss
+                activation = max(0.0, (saved_full - sum(saved.values())) / (full - other))
+            except ValueError as e:
+                # Half of a batch of 2 or 3 is a batch of 1, which BatchNorm refuses to train on
+                # wherever a feature map is 1x1 (SSD300's last blocks). A batch the caller did
+                # not ask for is dropped, not an error: one timed batch, activations per sample
+                # from the full batch alone.
+                if not derived_sizes:
+                    raise
+                warnings.warn(f"batch_sizes: the model does not train at local batch {other} ({e}); "
+                              f"profiling at batch {full} only", stacklevel=3)
+                sizes[:] = [b for b in sizes if b != other]
+            finally:
+                tracer.claim = True
 
         # ---- 2. timings ---------------------------------------------------------------
         timings = None

@@ -309,6 +309,23 @@ def test_batch_sizes_slice_and_repeat_and_activation_slope():
     assert meta.layers[0].forward_bytes == 4 * (16 + 32)  # input + output per sample
 
 
+def test_default_half_batch_the_model_cannot_train_at_is_dropped():
+    # BatchNorm on a 1x1 map refuses a batch of 1: half of the batch of 2 the user passed
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.AdaptiveAvgPool2d(1), nn.BatchNorm2d(8), nn.Flatten(),
+                          nn.Linear(8, 2))
+    x, y = torch.randn(2, 3, 8, 8), torch.zeros(2, dtype=torch.long)
+    with pytest.warns(UserWarning, match=r"batch_sizes: the model does not train at local batch 1 .*BatchNorm2d"):
+        prof = profile(model, (x, y), nn.CrossEntropyLoss(), repeats=2, warmup=0)
+    assert prof.timings.batch_sizes == [2]
+    assert prof.activation_bytes_per_sample > 0
+    with pytest.warns(UserWarning):
+        meta = profile(model, (x, y), nn.CrossEntropyLoss(), device="meta")
+    assert meta.activation_bytes_per_sample == prof.activation_bytes_per_sample
+    # a batch the caller asked for is not dropped: the error names the module
+    with pytest.raises(ValueError, match=r"module '2' \(BatchNorm2d\)"):
+        profile(model, (x, y), nn.CrossEntropyLoss(), batch_sizes=[2, 1], repeats=2, warmup=0)
+
+
 def test_mid_size_meta_analysis_of_zoo_model_is_fast():
     try:
         from srift.zoo import build
