@@ -15,12 +15,16 @@ bool runs_on_tensor_cores(OpKind kind) {
          kind == OpKind::recurrent;
 }
 
+// cuDNN's kernels: PyTorch lets them use TF32 unless told not to (note "fp32 is PyTorch's").
+bool runs_in_cudnn(OpKind kind) { return kind == OpKind::conv || kind == OpKind::recurrent; }
+
 // Achieved FLOP/s of one op class on a GPU at a precision.
 double achieved_flops(OpKind kind, const GpuSpec& gpu, Precision precision,
                       const RooflineParams& p) {
   if (runs_on_tensor_cores(kind)) {
     if (precision == Precision::amp && gpu.fp16_flops > 0) return gpu.fp16_flops * p.tensor_core_efficiency;
-    if (precision != Precision::fp32 && gpu.tf32_flops > 0) return gpu.tf32_flops * p.tensor_core_efficiency;
+    const bool tf32_allowed = precision != Precision::fp32 || runs_in_cudnn(kind);
+    if (tf32_allowed && gpu.tf32_flops > 0) return gpu.tf32_flops * p.tensor_core_efficiency;
   }
   return gpu.fp32_flops * p.cuda_core_efficiency;
 }

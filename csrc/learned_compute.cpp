@@ -57,6 +57,71 @@ ComputeModel scaled(const ComputeModel& m, double k) {
   return out;
 }
 
+// Note "fp32 via tf32" (compute.hpp note "fp32 is PyTorch's"): the models learned FP32 only on
+// GPUs without TF32, where PyTorch's default FP32 runs everything on CUDA cores. On a GPU with
+// TF32 the default runs convolutions and RNNs on tensor cores and matmuls on CUDA cores: that
+// mix is predicted as the TF32 prediction (learned on such GPUs: Lambda's FP32 rows ran TF32)
+// times the roofline's cost of the default over all-TF32, term by term (1 for a conv net; the
+// matmuls' FP32 cost for a transformer), held between two bounds that hold whatever the model:
+// no faster than all-TF32 and no slower than strict FP32 (the GPU without its TF32 units, as the
+// FP32 models learned it), term by term. A measurement taken at the default on such a GPU is
+// brought to its TF32 equivalent by the roofline ratio before it anchors anything; anchored, the
+// bounds and the default's cost apply to the total at the measured batch and scale the measured
+// model, as every anchored prediction does (a GPU anchored on itself gets its measurement back
+// as closely as under TF32).
+bool fp32_via_tf32(const GpuSpec& g, Precision p) { return p == Precision::fp32 && g.tf32_flops > 0; }
+
+GpuSpec without_tf32(GpuSpec g) {
+  g.tf32_flops = 0;
+  return g;
+}
+
+ComputeModel termwise(const ComputeModel& a, const ComputeModel& b, double (*pick)(double, double)) {
+  ComputeModel out;
+  out.forward_fixed_s = pick(a.forward_fixed_s, b.forward_fixed_s);
+  out.forward_per_sample_s = pick(a.forward_per_sample_s, b.forward_per_sample_s);
+  out.backward_fixed_s = pick(a.backward_fixed_s, b.backward_fixed_s);
+  out.backward_per_sample_s = pick(a.backward_per_sample_s, b.backward_per_sample_s);
+  out.optimizer_s = pick(a.optimizer_s, b.optimizer_s);
+  return out;
+}
+double smaller(double a, double b) { return std::min(a, b); }
+double larger(double a, double b) { return std::max(a, b); }
+
+// The default's model from the all-TF32 and strict-FP32 predictions of the same GPU.
+ComputeModel pytorch_fp32(const WorkloadStats& w, const GpuSpec& g, const ComputeModel& tf32_model,
+                          const ComputeModel& strict_model);
+
+ComputeModel default_over_tf32(const WorkloadStats& w, const GpuSpec& g, const ComputeModel& tf32_model) {
+  const ComputeModel def = w.roofline(g, Precision::fp32);
+  const ComputeModel all = w.roofline(g, Precision::tf32);
+  auto ratio = [](double num, double den) { return den > 0 ? num / den : 1.0; };
+  ComputeModel out = tf32_model;
+  out.forward_fixed_s *= ratio(def.forward_fixed_s, all.forward_fixed_s);
+  out.forward_per_sample_s *= ratio(def.forward_per_sample_s, all.forward_per_sample_s);
+  out.backward_fixed_s *= ratio(def.backward_fixed_s, all.backward_fixed_s);
+  out.backward_per_sample_s *= ratio(def.backward_per_sample_s, all.backward_per_sample_s);
+  out.optimizer_s *= ratio(def.optimizer_s, all.optimizer_s);
+  return out;
+}
+
+ComputeModel pytorch_fp32(const WorkloadStats& w, const GpuSpec& g, const ComputeModel& tf32_model,
+                          const ComputeModel& strict_model) {
+  return termwise(tf32_model, termwise(default_over_tf32(w, g, tf32_model), strict_model, smaller), larger);
+}
+
+// Measurements taken under roofline `from`, restated under roofline `to` (the ratio at each batch).
+std::vector<Measurement> restated(const std::vector<Measurement>& ms, const ComputeModel& from, const ComputeModel& to) {
+  std::vector<Measurement> out = ms;
+  for (Measurement& m : out) {
+    const double k = (to.compute_s(m.local_batch) + to.optimizer_s) / (from.compute_s(m.local_batch) + from.optimizer_s);
+    m.iteration_s *= k;
+    if (m.forward_s >= 0) m.forward_s *= k;
+    if (m.backward_s >= 0) m.backward_s *= k;
+  }
+  return out;
+}
+
 // What the features need of one GPU, computed once (one pass over the layers each).
 struct GpuTerms {
   ComputeModel roofline;
@@ -481,6 +546,30 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  if (fp32_via_tf32(anchor, precision) || fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
+    double batch = 0;
+    for (const Measurement& m : measurements) batch += m.local_batch;
+    batch /= static_cast<double>(measurements.size());
+    auto total = [batch](const ComputeModel& m) { return m.compute_s(batch) + m.optimizer_s; };
+    // The measured model, the target predicted from its TF32 equivalent, and the default's cost
+    // over all-TF32 on the target at the measured batch.
+    const ComputeModel measured_roof = w.roofline(anchor, Precision::fp32);
+    const ComputeModel measured = anchor_to_measurements(measured_roof, measurements);
+    LearnedComputeResult r = predict_anchored(
+        w, anchor, restated(measurements, measured_roof, w.roofline(anchor, Precision::tf32)), target,
+        Precision::tf32);
+    const double all_tf32 = total(r.model);
+    double t = all_tf32 * total(w.roofline(target, Precision::fp32)) / total(w.roofline(target, Precision::tf32));
+    if (fp32_via_tf32(target, precision)) {
+      const GpuSpec strict_anchor = without_tf32(anchor);
+      const LearnedComputeResult strict = predict_anchored(
+          w, strict_anchor, restated(measurements, measured_roof, w.roofline(strict_anchor, Precision::fp32)),
+          without_tf32(target), Precision::fp32);
+      t = std::max(all_tf32, std::min(t, total(strict.model)));
+    }
+    r.model = scaled(measured, t / total(measured));
+    return r;
+  }
   double batch = 0;
   for (const Measurement& m : measurements) batch += m.local_batch;
   batch /= static_cast<double>(measurements.size());
@@ -534,6 +623,12 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
 
 LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, const GpuSpec& target,
                                                       Precision precision, double max_batch) const {
+  if (fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
+    LearnedComputeResult r = predict_absolute(w, target, Precision::tf32, max_batch);
+    const LearnedComputeResult strict = predict_absolute(w, without_tf32(target), Precision::fp32, max_batch);
+    r.model = pytorch_fp32(w, target, r.model, strict.model);
+    return r;
+  }
   const ComputeModel prior = w.roofline(target, precision);
   const std::vector<double> grid = batch_grid(max_batch);
   const std::vector<double> corr = absolute_corrections(w, target, grid, precision);

@@ -31,6 +31,12 @@ class UserError(Exception):
         self.hint = hint
 
 
+
+# srift/compute.hpp note "fp32 is PyTorch's"
+PRECISION_HELP = ("arithmetic of the training run: fp32 = PyTorch's defaults (matmuls FP32, cuDNN "
+                  "convolutions and RNNs on TF32 tensor cores where the GPU has them), tf32 = TF32 "
+                  "matmuls too (torch.set_float32_matmul_precision('high')), amp = torch.autocast")
+
 def parse_duration_hours(text: str) -> float:
     """'12h', '90m', '2d', '3600s' or a bare number of hours -> hours."""
     match = _DURATION.match(str(text))
@@ -79,7 +85,7 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                    help="local batch to profile the zoo model at (default: the zoo's)")
     g.add_argument("--device", default=None, help="cpu, cuda, or meta (FLOPs only, no timing)")
     g.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None,
-                   help="arithmetic of the training run (default: the profile's)")
+                   help=PRECISION_HELP + " (default: the profile's)")
     g.add_argument("--measure", type=_measurement, action="append", default=[], metavar="GPU:BATCH:SECONDS",
                    help="a single-GPU iteration you timed, e.g. T4:32:0.21 (repeatable)")
     g.add_argument("--measure-instance", type=_measurement, action="append", default=[],
@@ -422,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the zoo's models")
     p.add_argument("--batch-size", type=_positive_int, default=None)
     p.add_argument("--device", default=None, help="cpu, cuda, or meta")
-    p.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None)
+    p.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None, help=PRECISION_HELP)
     p.add_argument("--warmup", type=_positive_int, default=2)
     p.add_argument("--repeats", type=_positive_int, default=5)
     p.add_argument("-o", "--output", help="write the profile JSON here")

@@ -428,14 +428,15 @@ def _check_args(
 
 @contextmanager
 def _precision(device: torch.device, precision: str) -> Iterator[None]:
-    """TF32 switches for the duration of profiling (CUDA only), restored afterwards."""
+    """TF32 switches for the duration of profiling (CUDA only), restored afterwards: PyTorch's
+    defaults (cuDNN convolutions and RNNs may use TF32, matmuls not) and TF32 matmuls as well
+    for "tf32" (srift/compute.hpp note "fp32 is PyTorch's")."""
     if device.type != "cuda":
         yield
         return
     old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    tf32 = precision == "tf32"
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = True
     try:
         yield
     finally:

@@ -46,6 +46,29 @@ TEST(Compute, TensorCoresSpeedUpMatmulsUnderAmp) {
   EXPECT_DOUBLE_EQ(tf32.per_sample_s(), fp32.per_sample_s());
 }
 
+TEST(Compute, Fp32IsPyTorchsDefaultConvolutionsOnTf32MatmulsOnFp32) {
+  // compute.hpp note "fp32 is PyTorch's": cuDNN may use TF32, cuBLAS matmuls may not
+  srift::RooflineParams p;
+  srift::GpuSpec a100 = v100();
+  a100.fp32_flops = 19.5e12;
+  a100.tf32_flops = 156e12;
+  a100.memory_bandwidth = 1555e9;
+  const std::vector<srift::LayerCost> conv = {{srift::OpKind::conv, 2e9, 4e9, 1e3, 4e6}};
+  const std::vector<srift::LayerCost> rnn = {{srift::OpKind::recurrent, 2e9, 4e9, 1e3, 4e6}};
+  const std::vector<srift::LayerCost> mm = {{srift::OpKind::matmul, 2e9, 4e9, 1e3, 4e6}};
+  auto per_sample = [&](const std::vector<srift::LayerCost>& l, const srift::GpuSpec& g, srift::Precision prec) {
+    return srift::roofline_compute(l, g, prec, 1e8, p).forward_per_sample_s;
+  };
+  const double tensor = a100.tf32_flops * p.tensor_core_efficiency, cuda = a100.fp32_flops * p.cuda_core_efficiency;
+  EXPECT_DOUBLE_EQ(per_sample(conv, a100, srift::Precision::fp32), 2e9 / tensor);
+  EXPECT_DOUBLE_EQ(per_sample(rnn, a100, srift::Precision::fp32), 2e9 / tensor);
+  EXPECT_DOUBLE_EQ(per_sample(mm, a100, srift::Precision::fp32), 2e9 / cuda);
+  EXPECT_DOUBLE_EQ(per_sample(mm, a100, srift::Precision::tf32), 2e9 / tensor);
+  // without TF32 units everything stays on CUDA cores
+  const srift::GpuSpec g = v100();
+  EXPECT_DOUBLE_EQ(per_sample(conv, g, srift::Precision::fp32), 2e9 / (g.fp32_flops * p.cuda_core_efficiency));
+}
+
 TEST(Compute, TwoBatchesFitBothTerms) {
   srift::ComputeModel prior = srift::roofline_compute(layers(), v100(), srift::Precision::fp32, 1e7);
   // Truth: iteration = 0.010 + 0.002 b

@@ -14,10 +14,17 @@
 
 namespace srift {
 
-/// Arithmetic a training run uses for matmuls and convolutions.
+/// Arithmetic a training run uses for matmuls and convolutions, named as PyTorch's settings.
+///
+/// Note "fp32 is PyTorch's": a float32 model under PyTorch's defaults runs its matmuls in FP32
+/// (torch.backends.cuda.matmul.fp32_precision "none", i.e. float32_matmul_precision "highest")
+/// but lets cuDNN run convolutions and RNNs on TF32 tensor cores (torch.backends.cudnn.conv and
+/// .rnn fp32_precision "tf32", the legacy torch.backends.cudnn.allow_tf32 = True). `fp32` is that
+/// default, so a conv net on an A100 is predicted at the TF32 peak as it runs there.
 enum class Precision : int {
-  fp32 = 0,  ///< FP32 on CUDA cores
-  tf32 = 1,  ///< TF32 tensor cores where the GPU has them, else FP32
+  fp32 = 0,  ///< PyTorch's default: matmuls and attention FP32 on CUDA cores; convolutions and
+             ///< cuDNN RNNs on TF32 tensor cores where the GPU has them
+  tf32 = 1,  ///< TF32 tensor cores for every matmul too (float32_matmul_precision "high"), else FP32
   amp = 2,   ///< FP16/BF16 tensor cores (torch.autocast)
 };
 

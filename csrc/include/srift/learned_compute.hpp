@@ -172,7 +172,9 @@ class LearnedCompute {
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
                                         const GpuSpec& target, Precision precision, double max_batch) const;
   /// Compute on `target` with no measurement; `max_batch`: the largest local batch that fits
-  /// (samples; <= 0 when unknown).
+  /// (samples; <= 0 when unknown). Precision::fp32 on a GPU with TF32 (PyTorch's default: TF32
+  /// convolutions, FP32 matmuls) is the TF32 prediction times the roofline's default/all-TF32
+  /// ratio, term by term, in both predictions (learned_compute.cpp note "fp32 via tf32").
   LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                                         double max_batch) const;
 
