@@ -88,10 +88,6 @@ ComputeModel termwise(const ComputeModel& a, const ComputeModel& b, double (*pic
 double smaller(double a, double b) { return std::min(a, b); }
 double larger(double a, double b) { return std::max(a, b); }
 
-// The default's model from the all-TF32 and strict-FP32 predictions of the same GPU.
-ComputeModel pytorch_fp32(const WorkloadStats& w, const GpuSpec& g, const ComputeModel& tf32_model,
-                          const ComputeModel& strict_model);
-
 ComputeModel default_over_tf32(const WorkloadStats& w, const GpuSpec& g, const ComputeModel& tf32_model) {
   const ComputeModel def = w.roofline(g, Precision::fp32);
   const ComputeModel all = w.roofline(g, Precision::tf32);
@@ -105,6 +101,7 @@ ComputeModel default_over_tf32(const WorkloadStats& w, const GpuSpec& g, const C
   return out;
 }
 
+// The default's model from the all-TF32 and strict-FP32 predictions of the same GPU.
 ComputeModel pytorch_fp32(const WorkloadStats& w, const GpuSpec& g, const ComputeModel& tf32_model,
                           const ComputeModel& strict_model) {
   return termwise(tf32_model, termwise(default_over_tf32(w, g, tf32_model), strict_model, smaller), larger);
@@ -546,10 +543,10 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  double batch = 0;
+  for (const Measurement& m : measurements) batch += m.local_batch;
+  batch /= static_cast<double>(measurements.size());
   if (fp32_via_tf32(anchor, precision) || fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
-    double batch = 0;
-    for (const Measurement& m : measurements) batch += m.local_batch;
-    batch /= static_cast<double>(measurements.size());
     auto total = [batch](const ComputeModel& m) { return m.compute_s(batch) + m.optimizer_s; };
     // The measured model, the target predicted from its TF32 equivalent, and the default's cost
     // over all-TF32 on the target at the measured batch.
@@ -570,9 +567,6 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
     r.model = scaled(measured, t / total(measured));
     return r;
   }
-  double batch = 0;
-  for (const Measurement& m : measurements) batch += m.local_batch;
-  batch /= static_cast<double>(measurements.size());
   const ComputeModel roof = w.roofline(anchor, precision);
   const ComputeModel anchored = anchor_to_measurements(roof, measurements);
   LearnedComputeResult r;
