@@ -513,7 +513,8 @@ def profile(
     ``device``: where to run (default: the model's device). ``"meta"`` (or a model already on
     meta) gives structure, FLOPs, bytes and buckets without real compute; timings are None and
     bucket ``ready_fraction`` comes from backward-FLOP shares. ``batch_sizes``: local batches to
-    time (default: the batch and half of it). ``bucket_cap_mb``/``first_bucket_mb`` mirror DDP's
+    time (default: the batch and half of it; the half is dropped, with a warning, when the
+    model cannot train at it). ``bucket_cap_mb``/``first_bucket_mb`` mirror DDP's
     defaults (``DistributedDataParallel(bucket_cap_mb=None)``); for ``bucket_cap_mb=X`` passed
     explicitly to DDP use ``first_bucket_mb=X``. ``progress`` shows a progress bar (tqdm, on
     stderr) over the timed iterations.
