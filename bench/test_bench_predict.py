@@ -48,6 +48,14 @@ def test_learned_compute_core(benchmark, learned):
     benchmark(models.learned_compute.predict_absolute, stats, spec, _core.Precision.amp, 0.0)
 
 
+def test_learned_compute_core_pytorch_fp32(benchmark, learned):
+    """The same at PyTorch's default FP32 on a GPU with TF32: the TF32 and strict-FP32
+    predictions and the roofline's cost between them (srift::LearnedCompute note "fp32 via
+    tf32"); about twice test_learned_compute_core's work."""
+    models, _, stats, _, spec = learned
+    benchmark(models.learned_compute.predict_absolute, stats, spec, _core.Precision.fp32, 0.0)
+
+
 def test_learned_compute_python_twin_baseline(benchmark, learned):
     """The same model composed in Python (the training code's twin: guarded_correction and
     absolute_on_grid), the engine's path before the core did it."""
