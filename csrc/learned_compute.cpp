@@ -165,12 +165,19 @@ ComputeModel split_like(const ComputeModel& prior, double fixed, double per_samp
   return out;
 }
 
-// The specs dominance compares: (matmul peak, FP32 peak, memory bandwidth).
+// The specs dominance compares: (matmul peak, convolutions' peak, FP32 peak, memory bandwidth).
+// PyTorch's FP32 runs convolutions on TF32 (compute.hpp note "fp32 is PyTorch's"); at TF32 and
+// AMP the convolutions' peak is the matmul peak.
 struct Specs {
-  double peak, fp32, bandwidth;
-  bool operator==(const Specs& o) const { return peak == o.peak && fp32 == o.fp32 && bandwidth == o.bandwidth; }
+  double peak, conv_peak, fp32, bandwidth;
+  bool operator==(const Specs& o) const {
+    return peak == o.peak && conv_peak == o.conv_peak && fp32 == o.fp32 && bandwidth == o.bandwidth;
+  }
 };
-Specs specs_of(const GpuSpec& g, Precision p) { return {matmul_peak_flops(g, p), g.fp32_flops, g.memory_bandwidth}; }
+Specs specs_of(const GpuSpec& g, Precision p) {
+  const Precision conv = p == Precision::fp32 ? Precision::tf32 : p;
+  return {matmul_peak_flops(g, p), matmul_peak_flops(g, conv), g.fp32_flops, g.memory_bandwidth};
+}
 
 }  // namespace
 
@@ -232,7 +239,8 @@ double matmul_peak_flops(const GpuSpec& gpu, Precision precision) {
 
 bool dominates(const GpuSpec& b, const GpuSpec& a, Precision precision) {
   const Specs sb = specs_of(b, precision), sa = specs_of(a, precision);
-  return sb.peak >= sa.peak && sb.fp32 >= sa.fp32 && sb.bandwidth >= sa.bandwidth && !(sb == sa);
+  return sb.peak >= sa.peak && sb.conv_peak >= sa.conv_peak && sb.fp32 >= sa.fp32 && sb.bandwidth >= sa.bandwidth &&
+         !(sb == sa);
 }
 
 bool has_fp16_path(const GpuSpec& anchor, const GpuSpec& target, Precision precision) {

@@ -69,13 +69,17 @@ __all__ = ["dominates", "reference_gpus", "dominance_bounds", "clip_to_bounds", 
 _PRECISIONS = ("fp32", "tf32", "amp")
 
 
-def _specs(g: GpuPeaks, precision: str) -> tuple[float, float, float]:
-    return g.peak_tflops(precision), g.fp32_tflops, g.memory_gbytes_s
+def _specs(g: GpuPeaks, precision: str) -> tuple[float, float, float, float]:
+    # the convolutions' peak too: PyTorch's FP32 runs them on TF32 (srift/compute.hpp note
+    # "fp32 is PyTorch's"); at TF32 and AMP it is the matmul peak
+    conv_peak = g.peak_tflops("tf32" if precision == "fp32" else precision)
+    return g.peak_tflops(precision), conv_peak, g.fp32_tflops, g.memory_gbytes_s
 
 
 def dominates(b: GpuPeaks, a: GpuPeaks, precision: str) -> bool:
     """Whether GPU b beats GPU a on every spec that sets a training step's speed at `precision`
-    (the matmul/conv peak, the FP32 peak, the memory bandwidth) and on one strictly."""
+    (the matmul peak, the convolutions' peak, the FP32 peak, the memory bandwidth) and on one
+    strictly."""
     if precision not in _PRECISIONS:
         raise ValueError(f"precision: expected one of {', '.join(_PRECISIONS)}, got {precision!r}")
     sb, sa = _specs(b, precision), _specs(a, precision)

@@ -121,6 +121,13 @@ TEST(LearnedCompute, DominanceClipsAnchoredAndAbsolutePredictions) {
   EXPECT_TRUE(srift::dominates(fast, slow, Precision::amp));
   EXPECT_FALSE(srift::dominates(slow, fast, Precision::amp));
   EXPECT_FALSE(srift::dominates(slow, slow, Precision::amp));
+  // PyTorch's FP32 runs convolutions on TF32: more FP32 and bandwidth but less TF32 is not ahead
+  GpuSpec tf32_slow = fast, tf32_fast = slow;
+  tf32_slow.tf32_flops = 30e12;
+  tf32_fast.tf32_flops = 60e12;
+  EXPECT_TRUE(srift::dominates(fast, slow, Precision::fp32));
+  EXPECT_FALSE(srift::dominates(tf32_slow, tf32_fast, Precision::fp32));
+  EXPECT_TRUE(srift::dominates(tf32_slow, tf32_fast, Precision::amp));  // there the FP16 peak counts
   // A ratio model that calls every target e^2 slower than its roofline ratio says: the fast
   // GPU would come out slower than the measured slow one, which dominance forbids.
   srift::LearnedComputeConfig cfg;

@@ -23,6 +23,9 @@ def test_dominance_needs_every_spec_and_one_strictly() -> None:
     assert not dominates(G["RTX4090"], G["A100-40GB"], "fp32")
     assert not dominates(G["A100-40GB"], G["RTX4090"], "fp32")
     assert dominates(G["A100-40GB"], G["V100-16GB"], "fp32")
+    # PyTorch's FP32 runs convolutions on TF32: more FP32 and bandwidth but less TF32 is no longer ahead
+    assert not dominates(G["RTX3090"], G["A10"], "fp32")
+    assert not dominates(G["RTX3090"], G["A10"], "amp")  # the A10's FP16 tensor peak is the higher
     # A V100 in TF32 mode runs FP32: its peak is its FP32 peak, which the P100 does not reach.
     assert dominates(G["V100-16GB"], G["P100"], "tf32")
 
