@@ -12,6 +12,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               blended with the absolute model differenced, then shrunk toward
                               the absolute model's own prediction (srift.learn.blend notes
                               "blend" and "shrink"), overall and by source
+  compute_blend_leave_one_source_out  the blend's weight and shrink with a whole lab (Gavel,
+                              Sia) held out of both models: whether the absolute model's level
+                              transfers to another lab's software stack
   compute_several_anchors_*   the same held-out predictions by target row: one measured GPU type
                               at a time against the geometric mean of all the group's others
                               (srift::LearnedCompute note "several anchors")
@@ -339,6 +342,7 @@ def compute(w, kinds: list[str]) -> None:
                         out[f"{k}_dominance_guard"] = stats(ape(pred[m] + base[m], truth[m]))
                 print(json.dumps(out))
     blended_anchor(w)
+    blend_leave_one_source_out(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
     X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
@@ -417,6 +421,31 @@ def blended_anchor(w) -> None:
                               f"blend_{weight}_shrink_{shrink}": stats(ape(shipped[m] + base[m], truth[m])),
                               f"blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[m] + base[m],
                                                                                           truth[m]))}))
+
+
+def blend_leave_one_source_out(w) -> None:
+    """The anchored blend's (weight, shrink) with a whole lab held out: the ratio and absolute
+    models fitted without any row of the source (Gavel, Sia), so the absolute model's level is
+    not that lab's software stack, as for a user's anchor or NVIDIA's own runs
+    (bench/external_nvidia.py). Leaving Lambda out leaves no GPU newer than Turing to learn from,
+    so it is not reported. Unclipped, GPU targets."""
+    from srift.learn.blend import anchored_correction, held_out_absolute_terms, observed_anchor_error
+
+    rows = compute_rows(cpu=True)
+    X, y, base, truth, meta = ratio_dataset(rows, w)
+    Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
+    observed = observed_anchor_error(meta, w)
+    src = np.array([b.source for _, b in meta])
+    pred, mask, _ = loco_errors(X, y, meta, shipped_factory("ratio"), "source")
+    corr_a, corr_b = held_out_absolute_terms(meta, w, Xa, ya, meta_a, shipped_factory("absolute"), "source")
+    ok = mask & ~np.isnan(corr_b)
+    for s in ("gavel", "sia"):
+        m = ok & (src == s)
+        out = {"split": f"compute_blend_leave_one_source_out/{s}", "v0_roofline": stats(ape(base[m], truth[m]))}
+        for weight, shrink in ((0.0, 0.0), (0.0, 0.1), (0.0, 0.2), (0.2, 0.0), (0.5, 0.0), (0.5, 0.2)):
+            p = anchored_correction(pred, corr_a, corr_b, observed, weight, shrink)
+            out[f"blend_{weight}_shrink_{shrink}"] = stats(ape(p[m] + base[m], truth[m]))
+        print(json.dumps(out))
 
 
 def several_anchors(held_out: str, meta, log_error: np.ndarray, ok: np.ndarray) -> None:

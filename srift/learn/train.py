@@ -109,9 +109,15 @@ def absolute_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo])
 
 
 def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
+    """(the groups a row touches, the group it is tested in) for a held-out split by "chip",
+    "model" or "source" (a whole lab: bench/accuracy.py compute_blend_leave_one_source_out)."""
     a, b = meta_item
     if by == "chip":
         return ({b.chip} | ({a.chip} if a is not None else set())), b.chip
+    if by == "source":
+        return ({b.source} | ({a.source} if a is not None else set())), b.source
+    if by != "model":
+        raise ValueError(f"by: expected 'chip', 'model' or 'source', got {by!r}")
     return {b.workload}, b.workload
 
 

@@ -496,3 +496,17 @@ def test_train_out_that_is_a_file_fails_before_training(tmp_path: Path, monkeypa
     with pytest.raises(AssertionError, match="training started"):
         train.train_all(tmp_path / "new" / "models", verbose=False)
     assert (tmp_path / "new" / "models").is_dir()
+
+
+def test_split_keys_hold_out_a_chip_a_model_or_a_whole_source() -> None:
+    from srift.learn.datasets import ComputeRow
+    from srift.learn.train import _split_key
+
+    anchor = ComputeRow("gavel", "resnet50", "V100-16GB", "fp32", 32.0, 0.01, True, "g")
+    target = ComputeRow("lambda", "bert_base", "A100-80GB", "tf32", 32.0, 0.02, True, "l")
+    assert _split_key((anchor, target), "chip") == ({"V100", "A100"}, "A100")
+    assert _split_key((anchor, target), "model") == ({"bert_base"}, "bert_base")
+    assert _split_key((anchor, target), "source") == ({"gavel", "lambda"}, "lambda")
+    assert _split_key((None, target), "source") == ({"lambda"}, "lambda")
+    with pytest.raises(ValueError, match="by: expected 'chip', 'model' or 'source', got 'gpu'"):
+        _split_key((anchor, target), "gpu")
