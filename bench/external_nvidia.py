@@ -43,11 +43,10 @@ import math
 import os
 import platform
 import re
-import subprocess
 import sys
 import warnings
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -178,7 +177,7 @@ def stats(e: np.ndarray) -> dict[str, float]:
     e = e[np.isfinite(e)]
     if len(e) == 0:
         return {"n": 0}
-    return {"median": round(float(np.median(e)), 2), "p90": round(float(np.percentile(e, 90)), 2), "n": int(len(e))}
+    return {"median": round(float(np.median(e)), 2), "p90": round(float(np.percentile(e, 90)), 2), "n": len(e)}
 
 
 def seen_in_training() -> set[tuple[str, str, str]]:
@@ -217,8 +216,16 @@ def compute_model(profile, row: Row, config_kw: dict):
     return eng.compute_model(row.gpu_key)[0], eng.compute_interval(row.gpu_key)
 
 
-def learned_and_v0(profile_of, row: Row) -> dict:
-    (model, (p10, p90)), (v0, _) = compute_model(profile_of(), row, {}), compute_model(profile_of(), row, V0)
+def learned_and_v0(profiles: Profiles, row: Row, anchor: Row | None = None) -> dict:
+    """The row's per-sample time as the learned models and as v0 predict it, from the profile
+    alone or anchored on ``anchor``'s measured row, with the learned band."""
+    def profile():
+        prof = profiles.get(row)
+        if anchor is not None:
+            prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
+                                 source="NVIDIA DeepLearningExamples")
+        return prof
+    (model, (p10, p90)), (v0, _) = compute_model(profile(), row, {}), compute_model(profile(), row, V0)
     t = per_sample_s(model, row)
     return {"learned": t, "v0": per_sample_s(v0, row), "band": (t * p10, t * p90)}
 
@@ -251,7 +258,7 @@ def one_gpu_no_measurement(rows: list[Row], profiles: Profiles, seen: set) -> li
         if r.gpus != 1 or r.system in VARIANT_SYSTEMS:
             continue
         out.append({"row": r, "truth": 1.0 / r.throughput, "seen": is_seen(r, seen),
-                    **learned_and_v0(lambda: profiles.get(r), r)})
+                    **learned_and_v0(profiles, r)})
     return out
 
 
@@ -272,12 +279,7 @@ def one_gpu_anchored(rows: list[Row], profiles: Profiles, seen: set) -> list[dic
                 if chip(anchor.gpu_key) == chip(target.gpu_key):
                     continue
                 res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput, "seen": is_seen(target, seen)}
-                def measured():
-                    prof = profiles.get(target)
-                    prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
-                                         source="NVIDIA DeepLearningExamples")
-                    return prof
-                res.update(learned_and_v0(measured, target))
+                res.update(learned_and_v0(profiles, target, anchor))
                 out.append(res)
     return out
 
@@ -381,14 +383,6 @@ def report(split: str, results: list[dict], cols: tuple[str, ...], show: bool) -
                   f"b{r.micro_batch:<7d}{anchor:16s} {errs}", file=sys.stderr)
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=HERE).stdout.strip()
-    except OSError:
-        return ""
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--csv", type=Path, default=DEFAULT_CSV)
@@ -402,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         from srift.learn.models import default_models
         blend = default_models().ratio.doc["absolute_blend"]  # read when the core model is first built
         blend["weight"], blend["shrink"] = weight, shrink
+    from srift.learn.train import git_commit
     print(json.dumps({"header": {"machine": platform.node(), "threads": os.cpu_count(), "commit": git_commit(),
                                  "data": str(args.csv), "blend": args.blend or "shipped"}}))
     rows, skipped = load_rows(args.csv)
