@@ -70,8 +70,8 @@ def zoo_model(model: str, seq_len: str) -> tuple[str, dict, int, str] | None:
         # run_wt103_base.sh: wt103_base.yaml's adaptive input and softmax (cutoffs, div_val 1)
         return "transformer_xl_base", {"adaptive": True, "tgt_len": seq, "mem_len": seq}, seq, ""
     if model == "transformerxl_large" and seq:
-        # wt103_large.yaml divides the tail clusters' width by div_val 4; the zoo keeps 1
-        return "transformer_xl_large", {"adaptive": True, "tgt_len": seq, "mem_len": seq}, seq, "adaptive tails at div_val 1 (reference: 4)"
+        # run_wt103_large.sh: wt103_large.yaml's adaptive input and softmax, tail clusters narrowed by div_val 4
+        return "transformer_xl_large", {"adaptive": True, "div_val": 4, "tgt_len": seq, "mem_len": seq}, seq, ""
     return None
 
 
@@ -284,6 +284,11 @@ def one_gpu_anchored(rows: list[Row], profiles: Profiles, seen: set) -> list[dic
     return out
 
 
+# NVIDIA's machines' compute fabric between nodes (Gb/s, RDMA cards): DGX-2H has eight 100 Gb/s
+# EDR InfiniBand adapters, DGX A100 eight 200 Gb/s HDR ones. RDMA bypasses the OS as EFA does.
+SYSTEM_NETWORK = {"DGX-2H": (800.0, 8), "DGX-2": (800.0, 8), "DGX A100": (1600.0, 8)}
+
+
 def system_catalog(system: str, gpu_key: str, gpus: int):
     """The catalog with NVIDIA's machine (``gpus`` of its GPUs) as a private instance type,
     the way a user enters their own hardware (srift.catalog_overrides)."""
@@ -291,13 +296,14 @@ def system_catalog(system: str, gpu_key: str, gpus: int):
     link = system_link(system, gpu_key)
     if link is None:
         return None, None
-    name = f"nvidia.{gpu_key.lower()}.x{gpus}"
+    gbps, cards = next((v for k, v in SYSTEM_NETWORK.items() if system.startswith(k)), (100.0, 1))
+    name = f"nvidia.{system.lower().replace(' ', '-')}.{gpu_key.lower()}.x{gpus}"
     cat = Catalog.default()
     region = cat.regions[0]
     overrides = {"schema": "srift.catalog-overrides/1",
                  "instances": {name: {"gpu": gpu_key, "gpu_count": gpus, "vcpus": 16 * gpus, "memory_gib": 128 * gpus,
-                                      "interconnect": link[0], "intra_node_gbytes_s": link[1], "network_gbps": 100,
-                                      "efa": False, "network_cards": 1, "regions": [region]}},
+                                      "interconnect": link[0], "intra_node_gbytes_s": link[1], "network_gbps": gbps,
+                                      "efa": cards > 1, "network_cards": cards, "regions": [region]}},
                  "prices": [{"instance": name, "region": region, "market": "on-demand", "usd_per_hour": 1.0}]}
     return cat.with_overrides(overrides), name
 
@@ -332,6 +338,39 @@ def multi_gpu_one_system(rows: list[Row], profiles: Profiles) -> list[dict]:
     return out
 
 
+def multi_node_instance_anchored(rows: list[Row], profiles: Profiles) -> list[dict]:
+    """Each multi-node row given the same machine's whole-node row at the same per-GPU batch
+    (all its GPUs under DDP: what Srifty profiles, Measurement(gpus=N)), the nodes joined by
+    the machine's InfiniBand (SYSTEM_NETWORK); beside linear scaling of the node's row and v0
+    (the node's row, v0 links)."""
+    import srift
+    from srift.engine import EngineConfig
+    nodes_rows: dict[tuple, dict[int, Row]] = defaultdict(dict)
+    for r in rows:
+        if r.micro_batch == r.batch:
+            nodes_rows[(r.system, r.workload, r.precision, r.batch)][r.nodes] = r
+    out = []
+    for by_nodes in nodes_rows.values():
+        node = by_nodes.get(1)
+        if node is None or len(by_nodes) == 1:
+            continue
+        cat, name = system_catalog(node.system, node.gpu_key, node.gpus)
+        if cat is None:
+            continue
+        node_s = node.gpus * node.batch / node.throughput  # one iteration of the whole node
+        for n, r in sorted(by_nodes.items()):
+            if n == 1 or r.gpus != n * node.gpus:
+                continue
+            res = {"row": r, "anchor": node, "truth": r.gpus * r.batch / r.throughput, "linear": node_s}
+            for label, kw in (("learned", {}), ("v0", V0)):
+                prof = profiles.get(r)
+                prof.add_measurement(name, node.batch, node_s, source="NVIDIA DeepLearningExamples", gpus=node.gpus)
+                p = srift.predict(prof, f"{n}x {name}", r.gpus * r.batch, catalog=cat, config=EngineConfig(**kw))
+                res[label] = p.iteration_s if p.feasible else math.nan
+            out.append(res)
+    return out
+
+
 def report(split: str, results: list[dict], cols: tuple[str, ...], show: bool) -> None:
     if not results:
         print(json.dumps({"split": split, "n": 0}))
@@ -345,7 +384,7 @@ def report(split: str, results: list[dict], cols: tuple[str, ...], show: bool) -
             f"{x['row'].gpus}x {x['row'].gpu_key} {x['row'].model} {x['row'].precision} b{x['row'].batch}"
             for x in infeasible]}))
     truth = np.array([x["truth"] for x in results])
-    if "anchor" in results[0] and "linear" not in results[0]:
+    if "anchor" in results[0] and "linear" not in results[0] and results[0]["row"].gpus == 1:
         # the anchored ratio's direction: an error shared by both directions is the anchor's
         # level, one that flips sign is the GPU-to-GPU ratio
         signed = np.array([x["learned"] / x["truth"] - 1 for x in results]) * 100
@@ -405,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     report("one_gpu_no_measurement", one_gpu_no_measurement(rows, profiles, seen), ("learned", "v0"), args.rows)
     report("one_gpu_anchored", one_gpu_anchored(rows, profiles, seen), ("learned", "v0"), args.rows)
     report("multi_gpu_one_system", multi_gpu_one_system(rows, profiles), ("learned", "v0", "linear"), args.rows)
+    report("multi_node_instance_anchored", multi_node_instance_anchored(rows, profiles), ("learned", "v0", "linear"),
+           args.rows)
     return 0
 
 

@@ -11,7 +11,9 @@ post-LayerNorm, ``AdaptiveEmbedding``) and ``utils/proj_adaptive_softmax.py``
 ``--adaptive``, so a full softmax tied to the input embedding; base 16 x 512 at tgt_len = mem_len
 = 192, large 18 x 1024 at 256 (the counts equal the parameters its logs print). Option
 ``adaptive=True`` gives the wt103 set-up of ``wt103_base.yaml``: cutoffs [19997, 39997,
-199997], ``tie_projs = [False, True, True, True]``, ``d_embed = d_model``.
+199997], ``tie_projs = [False, True, True, True]``, ``d_embed = d_model``; with it, option
+``div_val`` narrows tail cluster i to d_embed / div_val**i (``wt103_large.yaml``, which NVIDIA's
+own benchmarks run: div_val 4, tgt_len = mem_len = 384, 285,167,482 parameters).
 
 Like the reference, the relative attention is unfused: einsum scores AC + BD with
 ``_rel_shift``, masked softmax, einsum with the values. The model runs time-major inside
@@ -554,10 +556,18 @@ def _loss(options: Options) -> LossFn:
 def _validate(options: Options) -> None:
     check_range("tgt_len", options["tgt_len"], 1, MAX_LEN)
     check_range("mem_len", options["mem_len"], 0, MAX_LEN)
+    div_val = options["div_val"]
+    if isinstance(div_val, bool) or not isinstance(div_val, int):
+        raise ValueError(f"option div_val must be an integer, got {div_val!r}")
+    # The tail clusters' width d_embed / div_val**i must stay >= 1 (the narrowest is i = 3).
+    check_range("div_val", div_val, 1, 32)
+    if div_val != 1 and not options["adaptive"]:
+        raise ValueError(f"option div_val={div_val} narrows the adaptive tail clusters; it needs adaptive=True")
 
 
 def _config(c: TransformerXLConfig, options: Options) -> TransformerXLConfig:
-    return replace(c, cutoffs=WT103_CUTOFFS) if options["adaptive"] else c
+    # wt103_{base,large}.yaml: the cutoffs, and div_val 1 (base) or 4 (large)
+    return replace(c, cutoffs=WT103_CUTOFFS, div_val=options["div_val"]) if options["adaptive"] else c
 
 
 def _entry(name: str, c: TransformerXLConfig, published: int, run: str) -> ZooEntry:
@@ -581,7 +591,7 @@ def _entry(name: str, c: TransformerXLConfig, published: int, run: str) -> ZooEn
         task="word-level language modelling (WikiText-103)",
         sample_unit="sequences",
         loss="softmax negative log-likelihood (adaptive with adaptive=True), mean over tokens",
-        defaults={"tgt_len": c.tgt_len, "mem_len": c.mem_len, "adaptive": False},
+        defaults={"tgt_len": c.tgt_len, "mem_len": c.mem_len, "adaptive": False, "div_val": 1},
         make_model=make,
         make_batch=_batch,
         make_loss=_loss,
@@ -590,7 +600,8 @@ def _entry(name: str, c: TransformerXLConfig, published: int, run: str) -> ZooEn
         notes=(
             "one sample is a segment of tgt_len words; every layer also attends over mem_len "
             "cached states (steady-state memory built in forward); options tgt_len, mem_len, adaptive "
-            "(the wt103 cutoffs [19997, 39997, 199997]); "
+            "(the wt103 cutoffs [19997, 39997, 199997]), div_val (with adaptive: tail cluster i is "
+            "d_embed / div_val**i wide; wt103_large.yaml uses 4); "
             "inputs are (data, target), the model returns the per-token NLL"
         ),
         extra={

@@ -190,3 +190,18 @@ def test_cluster_shares() -> None:
 def test_bad_options(options: dict[str, object], fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
         zoo.build("transformer_xl_base", 1, device="meta", **options)
+
+
+def test_div_val_option_builds_wt103_large_as_nvidia_runs_it() -> None:
+    # wt103_large.yaml: adaptive, div_val 4, tgt_len = mem_len = 384 (d_embed = d_model = 1024)
+    model, _, _ = zoo.build("transformer_xl_large", 2, device="meta", adaptive=True, div_val=4, tgt_len=384,
+                            mem_len=384)
+    count = sum(p.numel() for p in model.parameters())
+    config = txl.replace(txl.LAMBDA_LARGE, cutoffs=txl.WT103_CUTOFFS, div_val=4)
+    assert count == txl.n_params_by_hand(config) == 285_167_482
+    widths = [layer.weight.shape[1] for layer in model.word_emb.emb_layers]
+    assert widths == [1024, 256, 64, 16]
+    with pytest.raises(ValueError, match="option div_val=4 narrows the adaptive tail clusters; it needs adaptive=True"):
+        zoo.build("transformer_xl_large", 2, device="meta", div_val=4)
+    with pytest.raises(ValueError, match=r"option div_val must be in \[1, 32\], got 0"):
+        zoo.build("transformer_xl_large", 2, device="meta", adaptive=True, div_val=0)
