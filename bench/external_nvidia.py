@@ -395,6 +395,15 @@ def report(split: str, results: list[dict], cols: tuple[str, ...], show: bool) -
                                   "v0_median_signed_error": round(float(np.median(
                                       (np.array([x["v0"] / x["truth"] - 1 for x in results]) * 100)[sel])), 1),
                                   "n": int(sel.sum())}))
+    if "linear" in results[0]:
+        # by machine and GPU count: the median signed error (negative: srift faster than measured)
+        by: dict[tuple, list[dict]] = defaultdict(list)
+        for x in results:
+            by[(x["row"].system, x["row"].gpus)].append(x)
+        print(json.dumps({"split": f"{split}/signed_median_by_machine", **{
+            f"{system} {gpus}x": {c: round(float(np.median([(x[c] / x["truth"] - 1) * 100 for x in xs])), 1)
+                                  for c in ("learned", "linear")} | {"n": len(xs)}
+            for (system, gpus), xs in sorted(by.items())}}))
     for subset in ("ALL", "seen", "unseen"):
         sel = [subset == "ALL" or (x.get("seen") == (subset == "seen")) for x in results]
         if "seen" not in results[0] and subset != "ALL":
