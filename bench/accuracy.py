@@ -15,6 +15,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_blend_leave_one_source_out  the blend's weight and shrink with a whole lab (Gavel,
                               Sia) held out of both models: whether the absolute model's level
                               transfers to another lab's software stack
+  compute_measured_other_batch  a GPU measured at one batch, predicted at another: the
+                              measurement scales the roofline's batch curve or the no-measurement
+                              model's (srift.engine note "measured batch shape")
   compute_several_anchors_*   the same held-out predictions by target row: one measured GPU type
                               at a time against the geometric mean of all the group's others
                               (srift::LearnedCompute note "several anchors")
@@ -343,6 +346,7 @@ def compute(w, kinds: list[str]) -> None:
                 print(json.dumps(out))
     blended_anchor(w)
     blend_leave_one_source_out(w)
+    measured_other_batch(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
     X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
@@ -446,6 +450,62 @@ def blend_leave_one_source_out(w) -> None:
             p = anchored_correction(pred, corr_a, corr_b, observed, weight, shrink)
             out[f"blend_{weight}_shrink_{shrink}"] = stats(ape(p[m] + base[m], truth[m]))
         print(json.dumps(out))
+
+
+def measured_other_batch(w) -> None:
+    """A GPU type measured at one batch, predicted at another (every DDP plan's local batch is
+    the global batch over its GPUs): the measurement scales a prior's batch curve, the roofline's
+    or the no-measurement model's as the engine builds it (srift.engine note "measured batch
+    shape"; the absolute model held out by GPU chip, on its batch grid, dominance-clipped).
+    Pairs of 1-GPU rows of one source, model, GPU and precision at two batches (Gavel's and
+    Sia's; Lambda times one batch per GPU); GPU targets; beside the per-sample time held
+    constant."""
+    from srift import _core
+    from srift.learn.datasets import device_peaks
+    from srift.learn.dominance import guarded_correction, reference_gpus
+    from srift.learn.features import roofline
+    from srift.learn.models import absolute_on_grid
+
+    Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
+    chips_a = np.array([r.chip for _, r in meta_a])
+    peaks = device_peaks()
+    groups: dict[tuple, list] = {}
+    for r in compute_rows():
+        if r.units_match:
+            groups.setdefault((r.source, r.workload, r.gpu, r.precision), []).append(r)
+    absolute: dict[str, object] = {}
+    out: dict[str, list] = {}
+    for (source, _, _, _), rs in sorted(groups.items()):
+        for a in rs:
+            for b in rs:
+                if a.batch == b.batch:
+                    continue
+                if a.chip not in absolute:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        absolute[a.chip] = shipped_factory("absolute")().fit(Xa[chips_a != a.chip], ya[chips_a != a.chip])
+                wl, g = w[a.workload], peaks[a.gpu]
+                point = [_core.Measurement(a.batch, a.per_sample_s * a.batch)]
+                prior = roofline(wl, g, a.precision)
+                refs = reference_gpus({a.chip})
+                corr = lambda grid: guarded_correction(absolute[a.chip].predict, wl, g, grid, a.precision, refs)  # noqa: B023
+                learned = absolute_on_grid(prior, corr, 4 * max(a.batch, b.batch))
+                halfway = absolute_on_grid(prior, lambda grid: 0.5 * corr(grid), 4 * max(a.batch, b.batch))  # noqa: B023
+                row = [math.log(b.per_sample_s)]
+                for m in (_core.anchor_to_measurements(prior, point), _core.anchor_to_measurements(learned, point),
+                          _core.anchor_to_measurements(halfway, point)):
+                    row.append(math.log((m.compute_s(b.batch) + m.optimizer_s) / b.batch))
+                row.append(math.log(a.per_sample_s))
+                row.append(abs(math.log(b.batch / a.batch)))
+                out.setdefault(source, []).append(row)
+    for source in [*sorted(out), "ALL"]:
+        v = np.array(out[source] if source != "ALL" else [r for rs in out.values() for r in rs])
+        print(json.dumps({"split": f"compute_measured_other_batch/{source}",
+                          "constant_per_sample": stats(ape(v[:, 4], v[:, 0])),
+                          "roofline_batch_shape": stats(ape(v[:, 1], v[:, 0])),
+                          "learned_batch_shape": stats(ape(v[:, 2], v[:, 0])),
+                          "halfway_batch_shape": stats(ape(v[:, 3], v[:, 0])),
+                          "batch_ratio_p90": round(float(np.exp(np.percentile(v[:, 5], 90))), 1)}))
 
 
 def several_anchors(held_out: str, meta, log_error: np.ndarray, ok: np.ndarray) -> None:

@@ -20,9 +20,14 @@ from the READMEs at the commits it names. Splits, each beside the baselines of t
                            software stack), workload and precision on another GPU chip, at
                            the batch that row was measured at (a user who timed one GPU asks
                            about another); beside the v0 roofline anchored the same way
+  one_gpu_other_batch      each 1-GPU row given the same machine's row at another batch (a user
+                           times one batch; every plan runs its own local batch), beside v0 (the
+                           roofline's batch curve) and the per-sample time held constant
   multi_gpu_one_system     each N-GPU row of one machine given that machine's 1-GPU row, the
                            machine entered as a catalog override (GPU, count, NVLink/NVSwitch
                            and its bandwidth), beside perfect linear scaling and v0
+  multi_node_instance_anchored  each multi-node row given one whole node's row (Srifty's way),
+                           the nodes joined by the machine's InfiniBand
 
 Error is the absolute percentage error of the per-sample time (throughput's reciprocal); each
 split prints median and p90. BERT pre-training accumulates gradients over many micro-batches.
@@ -289,6 +294,29 @@ def one_gpu_anchored(rows: list[Row], profiles: Profiles, seen: set) -> list[dic
 SYSTEM_NETWORK = {"DGX-2H": (800.0, 8), "DGX-2": (800.0, 8), "DGX A100": (1600.0, 8)}
 
 
+def one_gpu_other_batch(rows: list[Row], profiles: Profiles) -> list[dict]:
+    """Each 1-GPU row given the same machine's row at another batch (same README version,
+    workload, precision): a user times one batch and trains at another. The engine's model of a
+    measured GPU type is the measurement's own (srift.engine: the anchored affine model), so this
+    checks how it carries to other batches; beside v0 (the roofline's batch curve through the
+    same point) and the per-sample time held constant."""
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.gpus == 1:
+            groups[(r.commit, r.system, r.workload, r.precision)].append(r)
+    out = []
+    for members in groups.values():
+        for target in members:
+            for anchor in members:
+                if anchor.micro_batch == target.micro_batch:
+                    continue
+                res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput,
+                       "constant_per_sample": 1.0 / anchor.throughput}
+                res.update(learned_and_v0(profiles, target, anchor))
+                out.append(res)
+    return out
+
+
 def system_catalog(system: str, gpu_key: str, gpus: int):
     """The catalog with NVIDIA's machine (``gpus`` of its GPUs) as a private instance type,
     the way a user enters their own hardware (srift.catalog_overrides)."""
@@ -384,7 +412,8 @@ def report(split: str, results: list[dict], cols: tuple[str, ...], show: bool) -
             f"{x['row'].gpus}x {x['row'].gpu_key} {x['row'].model} {x['row'].precision} b{x['row'].batch}"
             for x in infeasible]}))
     truth = np.array([x["truth"] for x in results])
-    if "anchor" in results[0] and "linear" not in results[0] and results[0]["row"].gpus == 1:
+    if "anchor" in results[0] and "linear" not in results[0] and results[0]["row"].gpus == 1 \
+            and "constant_per_sample" not in results[0]:
         # the anchored ratio's direction: an error shared by both directions is the anchor's
         # level, one that flips sign is the GPU-to-GPU ratio
         signed = np.array([x["learned"] / x["truth"] - 1 for x in results]) * 100
@@ -452,6 +481,8 @@ def main(argv: list[str] | None = None) -> int:
     profiles, seen = Profiles(), seen_in_training()
     report("one_gpu_no_measurement", one_gpu_no_measurement(rows, profiles, seen), ("learned", "v0"), args.rows)
     report("one_gpu_anchored", one_gpu_anchored(rows, profiles, seen), ("learned", "v0"), args.rows)
+    report("one_gpu_other_batch", one_gpu_other_batch(rows, profiles), ("learned", "v0", "constant_per_sample"),
+           args.rows)
     report("multi_gpu_one_system", multi_gpu_one_system(rows, profiles), ("learned", "v0", "linear"), args.rows)
     report("multi_node_instance_anchored", multi_node_instance_anchored(rows, profiles), ("learned", "v0", "linear"),
            args.rows)

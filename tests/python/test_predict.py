@@ -207,3 +207,31 @@ def test_whole_instance_measurement_must_name_a_whole_instance(fresh_profile, de
 def test_measurement_gpus_must_be_a_positive_integer(fresh_profile):
     with pytest.raises(ValueError, match="gpus"):
         fresh_profile.add_measurement("p3.16xlarge", local_batch=32, iteration_s=0.2, gpus=0)
+
+
+def test_one_measured_batch_carries_to_others_halfway_between_roofline_and_learned_curves(fresh_profile):
+    # srift.engine note "measured batch shape": one batch measured scales the batch curve halfway
+    # (in log time) between the roofline's and the no-measurement model's
+    from srift.engine import Engine, EngineConfig
+
+    catalog = Catalog.default()
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.21)
+    measured, source = Engine(fresh_profile, catalog).compute_model("T4")
+    assert source == "measured"
+    assert measured.compute_s(32) + measured.optimizer_s == pytest.approx(0.21, rel=1e-12)
+    bare = srift.Profile.from_dict(fresh_profile.to_dict())
+    bare.measurements.clear()
+    learned, _ = Engine(bare, catalog).compute_model("T4")
+    roof, _ = Engine(bare, catalog, EngineConfig(compute_model="roofline")).compute_model("T4")
+
+    def through_the_measurement(m, batch):  # the curve scaled to pass through 0.21 s at 32
+        return (m.compute_s(batch) + m.optimizer_s) * 0.21 / (m.compute_s(32) + m.optimizer_s)
+
+    for batch in (4, 8, 128, 512):
+        t = measured.compute_s(batch) + measured.optimizer_s
+        lo, hi = sorted((through_the_measurement(roof, batch), through_the_measurement(learned, batch)))
+        assert lo * 0.97 <= t <= hi * 1.03  # halfway in log, up to the line's fit on the batch grid
+        assert t == pytest.approx(math.sqrt(lo * hi), rel=0.1)
+    # the roofline engine keeps the roofline's curve
+    only_roof, _ = Engine(fresh_profile, catalog, EngineConfig(compute_model="roofline")).compute_model("T4")
+    assert only_roof.compute_s(128) + only_roof.optimizer_s == pytest.approx(through_the_measurement(roof, 128), rel=1e-9)
