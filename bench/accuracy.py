@@ -498,6 +498,20 @@ def measured_other_batch(w) -> None:
                 row.append(math.log(a.per_sample_s))
                 row.append(abs(math.log(b.batch / a.batch)))
                 out.setdefault(source, []).append(row)
+    # The band away from the measured batch (srift.engine note "measured batch band"): the
+    # halfway curve's log residual per e-fold of batch, its p10 / p90, from each source applied
+    # to the other (and both, as shipped), with the share of truths inside.
+    per_fold = {s: (np.array(out[s])[:, 0] - np.array(out[s])[:, 3]) / np.array(out[s])[:, 5] for s in out}
+    both = np.concatenate(list(per_fold.values()))
+    q = {s: (float(np.quantile(v, 0.1)), float(np.quantile(v, 0.9))) for s, v in [*per_fold.items(), ("ALL", both)]}
+    for source in sorted(out):
+        v = np.array(out[source])
+        for fit in (*[f for f in q if f not in (source, "ALL")], "ALL"):
+            lo, hi = q[fit]
+            r, d = v[:, 0] - v[:, 3], v[:, 5]
+            print(json.dumps({"split": f"interval_coverage/measured_other_batch/{source}", "band_from": fit,
+                              "per_e_fold_p10": round(math.exp(lo), 4), "per_e_fold_p90": round(math.exp(hi), 4),
+                              "inside_p10_p90": round(float(np.mean((r >= lo * d) & (r <= hi * d))), 3), "n": len(r)}))
     for source in [*sorted(out), "ALL"]:
         v = np.array(out[source] if source != "ALL" else [r for rs in out.values() for r in rs])
         print(json.dumps({"split": f"compute_measured_other_batch/{source}",

@@ -300,6 +300,8 @@ def one_gpu_other_batch(rows: list[Row], profiles: Profiles) -> list[dict]:
     measured GPU type is the measurement's own (srift.engine: the anchored affine model), so this
     checks how it carries to other batches; beside v0 (the roofline's batch curve through the
     same point) and the per-sample time held constant."""
+    import srift
+
     groups: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
         if r.gpus == 1:
@@ -313,6 +315,14 @@ def one_gpu_other_batch(rows: list[Row], profiles: Profiles) -> list[dict]:
                 res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput,
                        "constant_per_sample": 1.0 / anchor.throughput}
                 res.update(learned_and_v0(profiles, target, anchor))
+                # the band as srift.predict gives it on a 1-GPU machine, which widens away from
+                # the measured batch (band.hpp note "measured batch band")
+                cat, name = system_catalog(target.system, target.gpu_key, 1)
+                prof = profiles.get(target)
+                prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
+                                     source="NVIDIA DeepLearningExamples")
+                p = srift.predict(prof, f"1x {name}", target.micro_batch, catalog=cat)
+                res["band"] = (p.iteration_p10_s / target.micro_batch, p.iteration_p90_s / target.micro_batch)
                 out.append(res)
     return out
 

@@ -38,6 +38,13 @@ void GroupBand::validate(const char* field) const {
   compute_several.validate((f + ".compute_several").c_str());
   link.validate((f + ".link").c_str());
   if (!link.known()) detail::fail(f + ".link.p10", "known ((1, 1) where the link has no band of its own)", link.p10);
+  if (!(std::isfinite(measured_batch) && measured_batch >= 0)) {
+    detail::fail(f + ".measured_batch", "a finite local batch >= 0 (0: none)", measured_batch);
+  }
+  per_e_fold.validate((f + ".per_e_fold").c_str());
+  if (!per_e_fold.known()) {
+    detail::fail(f + ".per_e_fold.p10", "known ((1, 1) where no measurement is extrapolated)", per_e_fold.p10);
+  }
 }
 
 int scaling_bucket(int gpus_per_instance) {
@@ -145,6 +152,13 @@ IterationBand iteration_band_unchecked(const IterationResult& result, const Grou
   }
   out.compute_group = slowest;
   out.compute = instances > 1 ? bands[slowest].compute_several : bands[slowest].compute;
+  const GroupBand& own = bands[slowest];
+  if (own.measured_batch > 0 && !own.per_e_fold.trivial() && out.compute.known()) {
+    // note "measured batch band": the measurement's noise and the batch curve's error, in quadrature
+    const double folds = std::abs(std::log(result.groups[slowest].batch_high / own.measured_batch));
+    out.compute.p10 = std::exp(-std::hypot(std::log(out.compute.p10), folds * std::log(own.per_e_fold.p10)));
+    out.compute.p90 = std::exp(std::hypot(std::log(out.compute.p90), folds * std::log(own.per_e_fold.p90)));
+  }
   out.scaling = scaling_lookup_unchecked(table, gpus, counts, bands, n);
   out.link = BandFactors{};
   for (int j = 0; j < n; ++j) {

@@ -31,6 +31,8 @@ void bind_band(py::module_& m) {
       .def_readwrite("compute", &GroupBand::compute)
       .def_readwrite("compute_several", &GroupBand::compute_several)
       .def_readwrite("link", &GroupBand::link)
+      .def_readwrite("measured_batch", &GroupBand::measured_batch)
+      .def_readwrite("per_e_fold", &GroupBand::per_e_fold)
       .def_readwrite("measured_whole", &GroupBand::measured_whole)
       .def_readwrite("intra_probed", &GroupBand::intra_probed)
       .def_readwrite("network_probed", &GroupBand::network_probed)

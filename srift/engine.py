@@ -73,6 +73,14 @@ class EngineConfig:
     # repeated timings to read it from: run-to-run noise of the public repeated-host data.
     measured_p10: float = 0.97
     measured_p90: float = 1.03
+    # A GPU type measured at one batch and predicted at another: the p10/p90 factors of the
+    # prediction per e-fold of local batch away from the measured one (band.hpp note "measured
+    # batch band"), from the held-out residuals of Gavel's and Sia's 1-GPU pairs at two batches
+    # under the shipped batch curve (Engine note "measured batch shape"): bench/accuracy.py
+    # interval_coverage/measured_other_batch prints them and their coverage from one source to
+    # the other (Sia's on Gavel's pairs 67%, Gavel's on Sia's 91%).
+    measured_batch_p10_per_e_fold: float = 0.673
+    measured_batch_p90_per_e_fold: float = 1.486
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -460,11 +468,24 @@ class Engine:
         band.compute_several = _factors(*self.instance_interval(it.name, 2)) if several else band.compute
         band.link = _factors(*self.link_interval(it.name))
         band.measured_whole = it.name in self._instance_points
+        batch = self._measured_batch(it.gpu)
+        if batch is not None and not band.measured_whole:  # band.hpp note "measured batch band"
+            band.measured_batch = batch
+            band.per_e_fold = _core.BandFactors(self.config.measured_batch_p10_per_e_fold,
+                                                self.config.measured_batch_p90_per_e_fold)
         band.intra_probed = bool(it.measured_intra_gbytes_s)
         band.network_probed = bool(it.measured_network_gbytes_s)
         band.validate(f"band of {it.name}")
         self._group_bands[(it.name, several)] = band
         return band
+
+    def _measured_batch(self, gpu_key: str) -> float | None:
+        """The one local batch a GPU type was measured at, when its compute scales that single
+        measurement (note "measured batch shape"); None otherwise."""
+        if self._compute_entry(gpu_key)[1] != "measured":
+            return None
+        batches = {p.local_batch for p in self._measurements_for(gpu_key)}
+        return float(next(iter(batches))) if len(batches) == 1 else None
 
     def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:
         """(p10, p90) factors on a rank's compute time on an instance type in a cluster of

@@ -241,7 +241,11 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         if band is not None and band.known:
             p10, p90 = band.p10_s, band.p90_s
             slowest = groups[band.compute_group]
-            band_from.append(f"compute on {slowest.instance_type} ({slowest.compute_source}): "
+            measured_at = bands[band.compute_group].measured_batch
+            # band.hpp note "measured batch band": a one-batch measurement's band widens away from it
+            away = (f" at local batch {measured_at:g}, predicted at {result.groups[band.compute_group].batch_high}"
+                    if measured_at > 0 and band.compute.p90 > bands[band.compute_group].compute.p90 else "")
+            band_from.append(f"compute on {slowest.instance_type} ({slowest.compute_source}{away}): "
                              f"x{band.compute.p10:.2f}-x{band.compute.p90:.2f} of its compute")
             if not band.link.trivial:
                 band_from.append(f"learned PCIe link: held-out steps: x{band.link.p10:.2f}-x{band.link.p90:.2f} "

@@ -147,6 +147,50 @@ TEST(Band, IterationBandExactValues) {
   }
 }
 
+TEST(Band, MeasuredBatchBandWidensAwayFromTheMeasuredBatch) {
+  // band.hpp note "measured batch band": the noise and per_e_fold^|ln(b / measured)| in quadrature
+  srift::InstanceSpec one_gpu;
+  one_gpu.gpus = 1;
+  const ScalingBand t = numbered_table();
+  GroupBand m;
+  m.compute = {0.97, 1.03};
+  m.compute_several = {0.97, 1.03};
+  m.measured_batch = 32;
+  m.per_e_fold = {0.5, 1.5};
+  srift::GroupSpec g[] = {{&one_gpu, 1, {}, 1.0}};
+  srift::IterationResult r = result_of(1.0, {0.8});
+  r.groups[0].batch_low = r.groups[0].batch_high = 32;  // at the measured batch: the noise alone
+  auto band = srift::iteration_band(r, g, &m, 1, t);
+  EXPECT_DOUBLE_EQ(band.compute.p10, 0.97);
+  EXPECT_DOUBLE_EQ(band.compute.p90, 1.03);
+  r.groups[0].batch_low = r.groups[0].batch_high = 128;  // ln 4 e-folds above
+  band = srift::iteration_band(r, g, &m, 1, t);
+  const double folds = std::log(4.0);
+  const double lo = std::exp(-std::hypot(std::log(0.97), folds * std::log(0.5)));
+  const double hi = std::exp(std::hypot(std::log(1.03), folds * std::log(1.5)));
+  EXPECT_NEAR(band.compute.p10, lo, 1e-15);
+  EXPECT_NEAR(band.compute.p90, hi, 1e-15);
+  EXPECT_NEAR(band.p10_s, 1.0 - 0.8 * (1.0 - lo), 1e-15);
+  EXPECT_NEAR(band.p90_s, 1.0 + 0.8 * (hi - 1.0), 1e-15);
+  r.groups[0].batch_low = r.groups[0].batch_high = 8;  // as far below: the same band
+  band = srift::iteration_band(r, g, &m, 1, t);
+  EXPECT_NEAR(band.compute.p90, hi, 1e-15);
+  // no measured batch, or a trivial per_e_fold: unchanged
+  m.per_e_fold = {1.0, 1.0};
+  EXPECT_DOUBLE_EQ(srift::iteration_band(r, g, &m, 1, t).compute.p90, 1.03);
+  // bad input names the field
+  m.measured_batch = -1;
+  try {
+    m.validate("band of x");
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("band of x.measured_batch"), std::string::npos) << e.what();
+  }
+  m.measured_batch = 32;
+  m.per_e_fold = {std::nan(""), std::nan("")};
+  EXPECT_THROW(m.validate("band of x"), std::invalid_argument);
+}
+
 TEST(Band, RejectsBadInputNamingTheField) {
   srift::InstanceSpec eight;
   eight.gpus = 8;

@@ -235,3 +235,24 @@ def test_one_measured_batch_carries_to_others_halfway_between_roofline_and_learn
     # the roofline engine keeps the roofline's curve
     only_roof, _ = Engine(fresh_profile, catalog, EngineConfig(compute_model="roofline")).compute_model("T4")
     assert only_roof.compute_s(128) + only_roof.optimizer_s == pytest.approx(through_the_measurement(roof, 128), rel=1e-9)
+
+
+def test_one_measured_batch_band_widens_away_from_it(fresh_profile):
+    # band.hpp note "measured batch band": the measurement's noise and the per-e-fold band in quadrature
+    from srift.engine import EngineConfig
+
+    cfg = EngineConfig()
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.21)
+    at = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+    assert at.band_from == ["compute on g4dn.xlarge (measured): x0.97-x1.03 of its compute"]
+    away = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=128)
+    folds = math.log(4)
+    p90 = math.exp(math.hypot(math.log(cfg.measured_p90), folds * math.log(cfg.measured_batch_p90_per_e_fold)))
+    p10 = math.exp(-math.hypot(math.log(cfg.measured_p10), folds * math.log(cfg.measured_batch_p10_per_e_fold)))
+    assert away.iteration_p90_s == pytest.approx(away.iteration_s + away.compute_s * (p90 - 1), rel=1e-12)
+    assert away.iteration_p10_s == pytest.approx(away.iteration_s - away.compute_s * (1 - p10), rel=1e-12)
+    assert "measured at local batch 32, predicted at 128" in away.band_from[0]
+    # two measured batches fit their own line: the band stays the noise
+    fresh_profile.add_measurement("T4", local_batch=64, iteration_s=0.40)
+    two = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=128)
+    assert two.band_from == ["compute on g4dn.xlarge (measured): x0.97-x1.03 of its compute"]

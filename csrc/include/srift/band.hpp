@@ -15,6 +15,8 @@
 // - The compute error and the link error are independent: they add in quadrature in log
 //   space, log(p90 / t) = hypot(log(compute p90 / t), log(link p90)), and likewise below.
 //   The links only ever widen the band.
+// - A measurement at one batch widens its group's compute band away from that batch
+//   (GroupBand note "measured batch band").
 // - Where the slowest group's compute band is unknown (NaN: the plain roofline has no
 //   residuals) the iteration has no band.
 //
@@ -62,6 +64,14 @@ struct GroupBand {
   /// type's GPUs exchange gradients over it; (1, 1) elsewhere. A type whose link band is not
   /// (1, 1) carries its own link evidence: the scaling band does not apply to it alone.
   BandFactors link;
+  /// Note "measured batch band": where the compute scales a measurement taken at one local
+  /// batch (samples; 0: none), the compute band widens away from it. At the slowest group's
+  /// local batch b, `compute` (the measurement's noise) and `per_e_fold` raised to
+  /// |ln(b / measured_batch)| add in quadrature in log space.
+  double measured_batch = 0;
+  /// The compute band's factors per e-fold of local batch away from measured_batch: the
+  /// held-out spread of a measured GPU predicted at another batch; (1, 1): none.
+  BandFactors per_e_fold;
   bool measured_whole = false;  ///< the profile timed a DDP iteration on the whole instance
   bool intra_probed = false;    ///< `srift probe-network` measured the link inside it
   bool network_probed = false;  ///< ... and the network between such instances
