@@ -17,7 +17,7 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               transfers to another lab's software stack
   compute_measured_other_batch  a GPU measured at one batch, predicted at another: the
                               measurement scales the roofline's batch curve or the no-measurement
-                              model's (srift.engine note "measured batch shape")
+                              model's (srift::LearnedCompute note "measured batch shape")
   compute_several_anchors_*   the same held-out predictions by target row: one measured GPU type
                               at a time against the geometric mean of all the group's others
                               (srift::LearnedCompute note "several anchors")

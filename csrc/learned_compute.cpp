@@ -646,4 +646,29 @@ LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, co
   return r;
 }
 
+// Note "measured batch shape": every DDP plan runs its own local batch (the global batch over
+// its GPUs), so a GPU measured at one batch is predicted at others. Scaling the roofline's batch
+// curve through the measurement leaves its fixed per-iteration cost too small; the learned
+// model's curve alone is better on held-out pairs but goes astray far outside its training
+// batches (NCF at 1/8 of a 1 M batch: 25-71% too slow on NVIDIA's rows). Halfway between them,
+// in log time, held out by GPU chip on Gavel's and Sia's pairs: roofline 25.4 / 98, learned
+// 20.3 / 84, halfway 20.4 / 79 median / p90 APE (bench/accuracy.py compute_measured_other_batch).
+ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
+                                            const std::vector<Measurement>& measurements, Precision precision,
+                                            double max_batch) const {
+  if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  bool one_batch = true;
+  for (const Measurement& m : measurements) one_batch = one_batch && m.local_batch == measurements.front().local_batch;
+  if (!one_batch) return anchor_to_measurements(roofline, measurements);
+  const ComputeModel learned = predict_absolute(w, gpu, precision, max_batch).model;
+  const std::vector<double> grid = batch_grid(max_batch);
+  std::vector<double> t(grid.size());
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    t[i] = std::sqrt((roofline.compute_s(grid[i]) + roofline.optimizer_s) *
+                     (learned.compute_s(grid[i]) + learned.optimizer_s));
+  }
+  const auto [fixed, per_sample] = affine_relative_fit(grid, t);
+  return anchor_to_measurements(split_like(roofline, fixed, per_sample), measurements);
+}
+
 }  // namespace srift

@@ -94,7 +94,10 @@ void bind_learned_compute(py::module_& m) {
            py::arg("workload"), py::arg("anchors"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
            py::call_guard<py::gil_scoped_release>())
       .def("predict_absolute", &LearnedCompute::predict_absolute, py::arg("workload"), py::arg("target"),
-           py::arg("precision"), py::arg("max_batch"), py::call_guard<py::gil_scoped_release>());
+           py::arg("precision"), py::arg("max_batch"), py::call_guard<py::gil_scoped_release>())
+      .def("measured_model", &LearnedCompute::measured_model, py::arg("workload"), py::arg("gpu"),
+           py::arg("roofline"), py::arg("measurements"), py::arg("precision"), py::arg("max_batch"),
+           py::call_guard<py::gil_scoped_release>());
 }
 
 }  // namespace srift::bindings

@@ -55,7 +55,7 @@ class EngineConfig:
     # shipped scikit-learn models, anchored on a measurement of another GPU when the profile
     # has one) or "roofline" (the v0 estimate). bench/accuracy.py compares them. Under
     # "learned", a GPU type measured at one batch also takes its batch curve partly from the
-    # learned model (note "measured batch shape" in Engine._compute_entry).
+    # learned model (srift::LearnedCompute note "measured batch shape").
     compute_model: str = "learned"
     # Where a TCP network link (no EFA) without its own measurement gets its bandwidth and
     # latency from: "v0" (nominal x network_efficiency, network_latency_s: NCCL's figures) or
@@ -76,7 +76,7 @@ class EngineConfig:
     # A GPU type measured at one batch and predicted at another: the p10/p90 factors of the
     # prediction per e-fold of local batch away from the measured one (band.hpp note "measured
     # batch band"), from the held-out residuals of Gavel's and Sia's 1-GPU pairs at two batches
-    # under the shipped batch curve (Engine note "measured batch shape"): bench/accuracy.py
+    # under the shipped batch curve (srift::LearnedCompute note "measured batch shape"): bench/accuracy.py
     # interval_coverage/measured_other_batch prints them and their coverage from one source to
     # the other (Sia's on Gavel's pairs 67%, Gavel's on Sia's 91%).
     measured_batch_p10_per_e_fold: float = 0.673
@@ -318,21 +318,17 @@ class Engine:
             prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
                                            self.gpu_spec(gpu_key), PRECISIONS[self.precision],
                                            self.optimizer_bytes(), self._roofline)
-            if self.config.compute_model == "learned" and len({p.local_batch for p in points}) == 1:
-                # Note "measured batch shape": one batch measured says nothing of how the time
-                # grows with the batch, and every DDP plan runs its own local batch (the global
-                # batch over its GPUs). The curve scaled through the measurement is halfway (in
-                # log time) between the roofline's and the no-measurement model's. A GPU measured
-                # at one batch and predicted at another, held out by GPU chip, Gavel's and Sia's
-                # pairs (bench/accuracy.py compute_measured_other_batch, median / p90 APE):
-                # roofline 25.4 / 98, no-measurement model 20.3 / 84, halfway 20.4 / 79 (the best
-                # by median + p90/4; Gavel alone prefers the model, 21.3 / 87 against 25.2 / 114).
-                # NVIDIA's own pairs (bench/external_nvidia.py one_gpu_other_batch): 6.9 / 23 ->
-                # 5.1 / 16; the model alone, 1.7 / 8, put NCF's time at an eighth of its measured
-                # batch of 1 M far too slow (its training rows are all at 2.5-10 M). Two or more
-                # batches fit their own line.
-                prior = self._halfway_batch_shape(prior, gpu_key)
-            entry = (_core.anchor_to_measurements(prior, points), "measured",
+            if self.config.compute_model == "learned":
+                # One batch measured scales a curve halfway between the roofline's and the
+                # no-measurement model's (srift::LearnedCompute note "measured batch shape");
+                # two or more fit their own line.
+                from srift.learn import default_models
+
+                model = default_models().measured_model(self.profile, gpu_key, self.catalog, self.precision, prior,
+                                                        points, self.memory_max_batch(gpu_key))
+            else:
+                model = _core.anchor_to_measurements(prior, points)
+            entry = (model, "measured",
                      self.config.measured_p10, self.config.measured_p90)
         elif self.config.compute_model == "learned":
             from srift.learn import default_models
@@ -349,22 +345,6 @@ class Engine:
             entry = (prior, "roofline", math.nan, math.nan)
         self._compute[gpu_key] = entry
         return entry
-
-    def _halfway_batch_shape(self, roofline: _core.ComputeModel, gpu_key: str) -> _core.ComputeModel:
-        """The batch curve halfway (in log time) between the roofline's and the no-measurement
-        model's, as one affine model on the batch grid (note "measured batch shape")."""
-        from srift.learn import default_models
-        from srift.learn.models import absolute_on_grid
-
-        max_batch = self.memory_max_batch(gpu_key)
-        learned = default_models().compute_model(self.profile, gpu_key, self.catalog, self.precision,
-                                                 max_batch=max_batch)[0]
-
-        def half_log_correction(grid: np.ndarray) -> np.ndarray:
-            return np.array([0.5 * math.log((learned.compute_s(b) + learned.optimizer_s) /
-                                            (roofline.compute_s(b) + roofline.optimizer_s)) for b in grid])
-
-        return absolute_on_grid(roofline, half_log_correction, max_batch)
 
     def instance_compute(self, instance_type: str) -> tuple[_core.ComputeModel, str]:
         """(ComputeModel, source) of one rank on an instance type: its GPU's model, or, when
@@ -481,7 +461,7 @@ class Engine:
 
     def _measured_batch(self, gpu_key: str) -> float | None:
         """The one local batch a GPU type was measured at, when its compute scales that single
-        measurement (note "measured batch shape"); None otherwise."""
+        measurement (srift::LearnedCompute note "measured batch shape"); None otherwise."""
         if self._compute_entry(gpu_key)[1] != "measured":
             return None
         batches = {p.local_batch for p in self._measurements_for(gpu_key)}

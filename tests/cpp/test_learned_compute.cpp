@@ -268,3 +268,31 @@ TEST(LearnedCompute, SeveralAnchorsAverageInLogTime) {
   EXPECT_EQ(skip.model.forward_fixed_s, direct.model.forward_fixed_s);
   EXPECT_THROW(lc.predict_anchored(w, std::vector<srift::Anchor>{}, target, Precision::amp, 0), std::invalid_argument);
 }
+
+TEST(LearnedCompute, MeasuredModelTakesTheHalfwayCurveFromOneBatch) {
+  // note "measured batch shape": one batch scales a curve halfway (log time) between the
+  // roofline's and the learned model's; two batches fit their own line
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 15.7, 125, 900);
+  // the learned correction grows with the fixed share (feature 8): slower at small batches
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 8, 2.0), srift::LearnedComputeConfig{});
+  const srift::ComputeModel roof = w.roofline(g, Precision::amp);
+  const std::vector<srift::Measurement> one = {{32, 0.1}};
+  const srift::ComputeModel m = lc.measured_model(w, g, roof, one, Precision::amp, 0);
+  auto total = [](const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; };
+  EXPECT_NEAR(total(m, 32), 0.1, 1e-15);
+  const srift::ComputeModel learned = lc.predict_absolute(w, g, Precision::amp, 0).model;
+  for (double b : {1.0, 4.0, 256.0}) {
+    const double by_roof = total(roof, b) / total(roof, 32), by_learned = total(learned, b) / total(learned, 32);
+    ASSERT_NE(by_roof, by_learned);  // the two curves differ here
+    const double halfway = 0.1 * std::sqrt(by_roof * by_learned);
+    EXPECT_NEAR(total(m, b), halfway, 0.02 * halfway) << b;  // up to the line's fit on the grid
+    EXPECT_GT(total(m, b), 0.1 * std::min(by_roof, by_learned) * 0.99);
+    EXPECT_LT(total(m, b), 0.1 * std::max(by_roof, by_learned) * 1.01);
+  }
+  const std::vector<srift::Measurement> two = {{8, 0.05}, {32, 0.14}};
+  const srift::ComputeModel line = lc.measured_model(w, g, roof, two, Precision::amp, 0);
+  const srift::ComputeModel fit = srift::anchor_to_measurements(roof, two);
+  EXPECT_DOUBLE_EQ(total(line, 20), total(fit, 20));
+  EXPECT_THROW(lc.measured_model(w, g, roof, {}, Precision::amp, 0), std::invalid_argument);
+}

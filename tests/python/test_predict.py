@@ -232,6 +232,21 @@ def test_one_measured_batch_carries_to_others_halfway_between_roofline_and_learn
         lo, hi = sorted((through_the_measurement(roof, batch), through_the_measurement(learned, batch)))
         assert lo * 0.97 <= t <= hi * 1.03  # halfway in log, up to the line's fit on the batch grid
         assert t == pytest.approx(math.sqrt(lo * hi), rel=0.1)
+    # the core's measured_model equals the training code's composition (absolute_on_grid)
+    from srift import _core
+    from srift.learn.models import absolute_on_grid
+
+    engine = Engine(bare, catalog)
+
+    def half(grid):
+        return [0.5 * math.log((learned.compute_s(b) + learned.optimizer_s) / (roof.compute_s(b) + roof.optimizer_s))
+                for b in grid]
+
+    twin = _core.anchor_to_measurements(absolute_on_grid(roof, half, engine.memory_max_batch("T4")),
+                                        [_core.Measurement(32, 0.21)])
+    for batch in (1, 32, 100, 1000):
+        assert measured.compute_s(batch) + measured.optimizer_s == pytest.approx(
+            twin.compute_s(batch) + twin.optimizer_s, rel=1e-9)
     # the roofline engine keeps the roofline's curve
     only_roof, _ = Engine(fresh_profile, catalog, EngineConfig(compute_model="roofline")).compute_model("T4")
     assert only_roof.compute_s(128) + only_roof.optimizer_s == pytest.approx(through_the_measurement(roof, 128), rel=1e-9)

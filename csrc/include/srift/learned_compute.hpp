@@ -177,6 +177,15 @@ class LearnedCompute {
   /// ratio, term by term, in both predictions (learned_compute.cpp note "fp32 via tf32").
   LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                                         double max_batch) const;
+  /// Compute on a GPU type the workload was measured on (note "measured batch shape"). Two or
+  /// more distinct batches fit their own line: anchor_to_measurements(roofline, measurements).
+  /// One batch says nothing of how the time grows with the batch, so it scales a curve
+  /// halfway, in log time, between `roofline` (this GPU's roofline estimate, seconds) and
+  /// predict_absolute's, fitted on the batch grid of `max_batch` and split as `roofline`.
+  /// Throws std::invalid_argument on no measurements or a bad batch or time.
+  ComputeModel measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
+                              const std::vector<Measurement>& measurements, Precision precision,
+                              double max_batch) const;
 
  private:
   struct AnchorTerms;  // what every ratio from one anchor shares (learned_compute.cpp)
