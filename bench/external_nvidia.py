@@ -224,13 +224,11 @@ def compute_model(profile, row: Row, config_kw: dict):
 def learned_and_v0(profiles: Profiles, row: Row, anchor: Row | None = None) -> dict:
     """The row's per-sample time as the learned models and as v0 predict it, from the profile
     alone or anchored on ``anchor``'s measured row, with the learned band."""
-    def profile():
-        prof = profiles.get(row)
-        if anchor is not None:
-            prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
-                                 source="NVIDIA DeepLearningExamples")
-        return prof
-    (model, (p10, p90)), (v0, _) = compute_model(profile(), row, {}), compute_model(profile(), row, V0)
+    prof = profiles.get(row)  # the engines only read it
+    if anchor is not None:
+        prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
+                             source="NVIDIA DeepLearningExamples")
+    (model, (p10, p90)), (v0, _) = compute_model(prof, row, {}), compute_model(prof, row, V0)
     t = per_sample_s(model, row)
     return {"learned": t, "v0": per_sample_s(v0, row), "band": (t * p10, t * p90)}
 
@@ -467,7 +465,8 @@ def report(split: str, results: list[dict], cols: tuple[str, ...], show: bool) -
             anchor = f" from {x['anchor'].gpu_key} b{x['anchor'].micro_batch}" if "anchor" in x else ""
             errs = " ".join(f"{c}={(x[c] / x['truth'] - 1) * 100:+.0f}%" for c in cols)
             print(f"  {r.model:26s} {r.system[:14]:14s} {r.gpus:2d}x {r.gpu_key:10s} {r.precision:4s} "
-                  f"b{r.micro_batch:<7d}{anchor:16s} {errs}", file=sys.stderr)
+                  f"b{r.micro_batch:<7d}{anchor:16s} {errs}" + (f"  [stand-in: {r.stand_in}]" if r.stand_in else ""),
+                  file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,11 +31,11 @@ class UserError(Exception):
         self.hint = hint
 
 
-
 # srift/compute.hpp note "fp32 is PyTorch's"
 PRECISION_HELP = ("arithmetic of the training run: fp32 = PyTorch's defaults (matmuls FP32, cuDNN "
                   "convolutions and RNNs on TF32 tensor cores where the GPU has them), tf32 = TF32 "
                   "matmuls too (torch.set_float32_matmul_precision('high')), amp = torch.autocast")
+
 
 def parse_duration_hours(text: str) -> float:
     """'12h', '90m', '2d', '3600s' or a bare number of hours -> hours."""
