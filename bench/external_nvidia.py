@@ -51,7 +51,7 @@ import re
 import sys
 import warnings
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +67,10 @@ def zoo_model(model: str, seq_len: str) -> tuple[str, dict, int, str] | None:
         return model, {}, 1, ""
     if model == "bert_large_squad":
         return "bert_large", {"seq_len": 384, "head": "qa"}, 1, ""
+    if model == "bert_base_pretrain" and seq:
+        # DLPerf's runs of NVIDIA's run_pretraining.py with bert-base-uncased: the encoder
+        # (12 x 768) as the zoo builds it, a classification head standing in for MLM + NSP
+        return "bert_base", {"seq_len": seq, "head": "classification"}, 1, "classification head for MLM+NSP"
     if model.startswith("bert_large_pretrain") and seq:
         # The MLM + NSP heads are not in the zoo: a classification head stands in (the encoder,
         # 24 x 1024 at this sequence length, is the same and carries ~all of the FLOPs).
@@ -97,6 +101,9 @@ def catalog_gpu(name: str) -> str | None:
 # Intra-machine links of NVIDIA's systems (GB/s per direction per GPU, the catalog's unit).
 def system_link(system: str, gpu_key: str) -> tuple[str, float] | None:
     s = system.upper()
+    if "DLPERF" in s:
+        # DLPerf's V100-SXM2 servers: NVLink in the DGX-1 hybrid cube mesh (its nvidia-smi topo)
+        return "nvlink", 150.0
     if "DGX 1" in s.replace("-", " "):
         return "nvlink", 150.0
     if "DGX 2" in s.replace("-", " "):
@@ -125,6 +132,7 @@ class Row:
     micro_batch: int    # per GPU per forward/backward (batch / gradient-accumulation steps)
     throughput: float   # the zoo model's samples per second over all GPUs
     commit: str
+    profile_kw: dict = field(default_factory=dict)  # srift.profile options of the user's code (DDP buckets)
 
     @property
     def workload(self) -> str:
@@ -202,12 +210,23 @@ class Profiles:
     def get(self, row: Row):
         import srift
         from srift import zoo
-        if row.workload not in self._cache:
+        key = (row.workload, json.dumps(row.profile_kw, sort_keys=True))
+        if key not in self._cache:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 net, batch, loss = zoo.build(row.zoo, 4, device="meta", **row.options)
-                self._cache[row.workload] = srift.profile(net, batch, loss, device="meta", name=row.workload)
-        prof = self._cache[row.workload]
+                kw = dict(row.profile_kw)
+                fp16_gradients = kw.pop("fp16_gradients", False)
+                prof = srift.profile(net, batch, loss, device="meta", name=row.workload, **kw)
+                if fp16_gradients:
+                    # apex AMP O2 keeps FP16 parameters, so DDP's buckets carry FP16 gradients:
+                    # half the bytes of the FP32 model profiled here (its compute is unchanged)
+                    d = prof.to_dict()
+                    for b in d["buckets"]:
+                        b["bytes"] //= 2
+                    prof = type(prof).from_dict(d)
+                self._cache[key] = prof
+        prof = self._cache[key]
         copy = type(prof).from_dict(prof.to_dict())
         copy.precision = row.precision
         return copy
@@ -289,7 +308,8 @@ def one_gpu_anchored(rows: list[Row], profiles: Profiles, seen: set) -> list[dic
 
 # NVIDIA's machines' compute fabric between nodes (Gb/s, RDMA cards): DGX-2H has eight 100 Gb/s
 # EDR InfiniBand adapters, DGX A100 eight 200 Gb/s HDR ones. RDMA bypasses the OS as EFA does.
-SYSTEM_NETWORK = {"DGX-2H": (800.0, 8), "DGX-2": (800.0, 8), "DGX A100": (1600.0, 8)}
+SYSTEM_NETWORK = {"DGX-2H": (800.0, 8), "DGX-2": (800.0, 8), "DGX A100": (1600.0, 8),
+                  "DLPerf": (100.0, 1)}  # one EDR InfiniBand HCA per node
 
 
 def one_gpu_other_batch(rows: list[Row], profiles: Profiles) -> list[dict]:
@@ -384,7 +404,7 @@ def multi_node_instance_anchored(rows: list[Row], profiles: Profiles) -> list[di
     nodes_rows: dict[tuple, dict[int, Row]] = defaultdict(dict)
     for r in rows:
         if r.micro_batch == r.batch:
-            nodes_rows[(r.system, r.workload, r.precision, r.batch)][r.nodes] = r
+            nodes_rows[(r.section, r.system, r.workload, r.precision, r.batch)][r.nodes] = r
     out = []
     for by_nodes in nodes_rows.values():
         node = by_nodes.get(1)
@@ -403,6 +423,42 @@ def multi_node_instance_anchored(rows: list[Row], profiles: Profiles) -> list[di
                 prof.add_measurement(name, node.batch, node_s, source="NVIDIA DeepLearningExamples", gpus=node.gpus)
                 p = srift.predict(prof, f"{n}x {name}", r.gpus * r.batch, catalog=cat, config=EngineConfig(**kw))
                 res[label] = p.iteration_s if p.feasible else math.nan
+            out.append(res)
+    return out
+
+
+def multi_node_one_gpu_anchored(rows: list[Row], profiles: Profiles) -> list[dict]:
+    """Each multi-node row given only the 1-GPU row of its table at the same per-GPU batch: a
+    user profiles one GPU and asks about a cluster (the engine path of bench/accuracy.py's
+    leave-one-cluster-out split). The cluster is N whole nodes, the machine entered as a catalog
+    override with its NVLink and InfiniBand (system_catalog); beside perfect linear scaling of
+    the 1-GPU row and v0 (roofline compute through the same measurement, nominal links)."""
+    import srift
+    from srift.engine import EngineConfig
+    tables: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.micro_batch == r.batch:  # no gradient accumulation: one allreduce per step
+            tables[(r.section, r.system, r.workload, r.precision)].append(r)
+    out = []
+    for members in tables.values():
+        ones = {r.batch: r for r in members if r.gpus == 1}
+        for r in members:
+            one = ones.get(r.batch)
+            if r.nodes < 2 or one is None or r.gpus % r.nodes:
+                continue
+            per_node = r.gpus // r.nodes
+            cat, name = system_catalog(r.system, r.gpu_key, per_node)
+            if cat is None:
+                continue
+            res = {"row": r, "anchor": one, "truth": r.gpus * r.batch / r.throughput,
+                   "linear": one.batch / one.throughput}
+            for label, kw in (("learned", {}), ("v0", V0)):
+                prof = profiles.get(r)
+                prof.add_measurement(r.gpu_key, one.batch, one.batch / one.throughput, source="measured 1-GPU row")
+                p = srift.predict(prof, f"{r.nodes}x {name}", r.gpus * r.batch, catalog=cat, config=EngineConfig(**kw))
+                res[label] = p.iteration_s if p.feasible else math.nan
+                if label == "learned" and p.feasible:
+                    res["band"] = (p.iteration_p10_s, p.iteration_p90_s)
             out.append(res)
     return out
 
