@@ -20,7 +20,10 @@ Splits, each beside the baselines of the same run (helpers shared with external_
                                 (Srifty's way)
 
 The cluster is entered the way a user enters their own hardware: a catalog override with the
-node's GPUs, NVLink (150 GB/s per GPU per direction) and one 100 Gb/s network card.
+node's GPUs, NVLink (150 GB/s per GPU per direction) and one 100 Gb/s network card. Each model is
+profiled with the DDP its code builds (profile_kw: apex's one-bucket DDP and FP16 gradients for
+NVIDIA's BERT); --default-buckets profiles every model with DDP's defaults instead, to show what
+that choice is worth. This is a benchmark, not a test: it prints JSON lines (about 15 s).
 
     python bench/external_dlperf.py
     python bench/external_dlperf.py --rows      # every row's errors on stderr
@@ -47,8 +50,9 @@ DEFAULT_CSV = HERE / "data" / "dlperf_train.csv"
 # DistributedDataParallel(message_size=250000000): a bucket holds at least 250 M gradient elements,
 # more than BERT-base's 110 M parameters, so all gradients travel in one allreduce after the
 # backward pass. With --fp16 it runs apex AMP at opt_level O2 (FP16 parameters and gradients, FP32
-# master weights in the optimizer), so those runs' allreduce carries FP16 gradients: half the
-# bytes of each bucket srift.profile finds in the FP32 model. srift.profile's bucket caps are MiB.
+# master weights in the optimizer), so those runs' allreduce carries 2 bytes per gradient element,
+# as srift.profile's allreduce_dtype="fp16" says of the FP32 model profiled here (Profile note
+# "allreduce dtype"). srift.profile's bucket caps are MiB.
 APEX_ONE_BUCKET_MIB = 250_000_000 * 4 / 2**20
 
 
@@ -56,7 +60,7 @@ def profile_kw(row) -> dict:
     if row.model != "bert_base_pretrain":
         return {}  # torch DDP's default buckets (pytorch/examples; DeepLearningExamples' ConvNets)
     kw = {"bucket_cap_mb": APEX_ONE_BUCKET_MIB, "first_bucket_mb": APEX_ONE_BUCKET_MIB}
-    return kw | {"fp16_gradients": True} if row.precision == "amp" else kw
+    return kw | {"allreduce_dtype": "fp16"} if row.precision == "amp" else kw
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -215,17 +215,7 @@ class Profiles:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 net, batch, loss = zoo.build(row.zoo, 4, device="meta", **row.options)
-                kw = dict(row.profile_kw)
-                fp16_gradients = kw.pop("fp16_gradients", False)
-                prof = srift.profile(net, batch, loss, device="meta", name=row.workload, **kw)
-                if fp16_gradients:
-                    # apex AMP O2 keeps FP16 parameters, so DDP's buckets carry FP16 gradients:
-                    # half the bytes of the FP32 model profiled here (its compute is unchanged)
-                    d = prof.to_dict()
-                    for b in d["buckets"]:
-                        b["bytes"] //= 2
-                    prof = type(prof).from_dict(d)
-                self._cache[key] = prof
+                self._cache[key] = srift.profile(net, batch, loss, device="meta", name=row.workload, **row.profile_kw)
         prof = self._cache[key]
         copy = type(prof).from_dict(prof.to_dict())
         copy.precision = row.precision

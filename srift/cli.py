@@ -93,8 +93,21 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                    help="a DDP iteration you timed on all GPUs of one instance, at a local batch per GPU, "
                         "e.g. p3.16xlarge:32:0.16 (repeatable): anchors that instance type, host and "
                         "intra-instance allreduce included")
+    _add_ddp(g)
     g.add_argument("--catalog", dest="catalog_path", metavar="FILE", help="a catalog JSON (default: bundled)")
     g.add_argument("--catalog-overrides", metavar="FILE", help="prices, quotas or instances to override (JSON/TOML)")
+
+
+def _add_ddp(g: Any) -> None:
+    """The DDP the user's training code builds (srift.profile's bucket and allreduce options)."""
+    g.add_argument("--bucket-cap-mb", type=_positive_float, default=None, metavar="MIB",
+                   help="DistributedDataParallel(bucket_cap_mb=...) as your code passes it (default: DDP's 25, "
+                        "first bucket 1); a cap above the model's gradients means one allreduce after the backward")
+    g.add_argument("--first-bucket-mb", type=_positive_float, default=None, metavar="MIB",
+                   help="the first bucket's cap (default: --bucket-cap-mb when given, as DDP does)")
+    g.add_argument("--allreduce-dtype", choices=("fp16", "bf16", "fp32", "none"), default=None,
+                   help="a DDP communication hook's dtype: fp16 for fp16_compress_hook, bf16 for "
+                        "bf16_compress_hook (halves the bytes of FP32 gradients); none: send gradients as they are")
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:
@@ -164,8 +177,15 @@ def _profile(args: argparse.Namespace) -> Any:
 
     if args.profile_path:
         prof = Profile.load(args.profile_path)
+        for flag, value in (("--bucket-cap-mb", args.bucket_cap_mb), ("--first-bucket-mb", args.first_bucket_mb)):
+            if value is not None:
+                raise UserError(f"{flag} applies when profiling (--model); a saved profile's buckets are fixed: "
+                                f"re-profile with srift.profile(..., bucket_cap_mb=...)")
+        if args.allreduce_dtype is not None:
+            prof.allreduce_dtype = None if args.allreduce_dtype == "none" else args.allreduce_dtype
     else:
-        prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json)
+        prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
+                            ddp=_ddp_options(args))
     for device, batch, secs in args.measure:
         prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli")
     if args.measure_instance:
@@ -176,8 +196,21 @@ def _profile(args: argparse.Namespace) -> Any:
     return prof
 
 
+def _ddp_options(args: argparse.Namespace) -> dict[str, Any]:
+    """srift.profile's DDP options from --bucket-cap-mb, --first-bucket-mb, --allreduce-dtype.
+    As in DDP, an explicit bucket cap also sizes the first bucket unless that is given too."""
+    out: dict[str, Any] = {}
+    if args.bucket_cap_mb is not None:
+        out["bucket_cap_mb"] = out["first_bucket_mb"] = args.bucket_cap_mb
+    if args.first_bucket_mb is not None:
+        out["first_bucket_mb"] = args.first_bucket_mb
+    if args.allreduce_dtype not in (None, "none"):
+        out["allreduce_dtype"] = args.allreduce_dtype
+    return out
+
+
 def _profile_zoo(name: str, batch_size: int | None, device: str | None, precision: str, *,
-                 quiet: bool, warmup: int = 2, repeats: int = 5) -> Any:
+                 quiet: bool, warmup: int = 2, repeats: int = 5, ddp: dict[str, Any] | None = None) -> Any:
     import torch
 
     from srift import zoo
@@ -191,7 +224,7 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
     model, batch, loss_fn = zoo.build(name, batch_size=batch_size, device="meta" if device == "meta" else "cpu")
     return profile(model, batch, loss_fn=loss_fn, device=device, precision=precision,
                    warmup=warmup, repeats=repeats, name=name,
-                   progress=not quiet and sys.stderr.isatty())
+                   progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: Callable[[], str]) -> None:
@@ -217,14 +250,16 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if not args.model:
         raise UserError("give --model NAME (or --list to see the zoo)")
     prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
-                        warmup=args.warmup, repeats=args.repeats)
+                        warmup=args.warmup, repeats=args.repeats, ddp=_ddp_options(args))
     if args.output:
         prof.save(args.output)
 
     def text() -> str:
         t = prof.timings
+        sent = f", all-reduced as {prof.allreduce_dtype}" if prof.allreduce_dtype else ""
         lines = [f"{prof.model}: {prof.param_count / 1e6:.2f} M parameters, {len(prof.layers)} layers, "
-                 f"{len(prof.buckets)} DDP buckets, profiled on {prof.device}",
+                 f"{len(prof.buckets)} DDP buckets ({prof.gradient_bytes() / 2**20:.0f} MiB{sent}), "
+                 f"profiled on {prof.device}",
                  f"forward {prof.total_forward_flops() / 1e9:.2f} GFLOP/sample, backward "
                  f"{prof.total_backward_flops() / 1e9:.2f} GFLOP/sample, activations "
                  f"{prof.activation_bytes_per_sample / 2**20:.1f} MiB/sample"]
@@ -431,6 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None, help=PRECISION_HELP)
     p.add_argument("--warmup", type=_positive_int, default=2)
     p.add_argument("--repeats", type=_positive_int, default=5)
+    _add_ddp(p.add_argument_group("DDP as your training code builds it"))
     p.add_argument("-o", "--output", help="write the profile JSON here")
     _add_output(p)
     p.set_defaults(func=_cmd_profile)

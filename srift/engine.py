@@ -157,7 +157,7 @@ class Engine:
     def _workload(self) -> _core.Workload:
         p = self.profile
         w = _core.Workload()
-        w.bucket_bytes = [float(b.bytes) for b in p.buckets]
+        w.bucket_bytes = p.allreduce_bucket_bytes()  # what each allreduce carries (a comm hook's dtype)
         w.bucket_ready_fraction = self._ready_fractions()
         amp = self.precision == "amp"
         # Weights, their gradients, DDP's bucket copy of the gradients, optimizer state;

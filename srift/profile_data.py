@@ -25,12 +25,15 @@ __all__ = [
     "Measurement",
     "Profile",
     "profile_schema",
+    "ALLREDUCE_DTYPE_BYTES",
 ]
 
 SCHEMA = "srift.profile/1"
 SUPPORTED_SCHEMAS = (SCHEMA,)
 LAYER_KINDS = ("matmul", "conv", "attention", "norm", "elementwise", "embedding", "pool", "recurrent", "other")
 PRECISIONS = ("fp32", "tf32", "amp")
+# Bytes per gradient element a DDP communication hook sends (Profile note "allreduce dtype").
+ALLREDUCE_DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def _now() -> str:
@@ -253,6 +256,7 @@ class Profile:
     bucket_cap_mb: float = 25
     first_bucket_mb: float = 1
     buffer_bytes: int = 0  # added field: non-parameter state (e.g. BatchNorm running stats)
+    allreduce_dtype: str | None = None  # added field: a DDP comm hook's dtype (note "allreduce dtype")
     created_at: str = field(default_factory=_now)
     srift_version: str = field(default_factory=lambda: _version())
     schema: str = SCHEMA
@@ -270,8 +274,27 @@ class Profile:
         return float(sum(layer.forward_bytes for layer in self.layers))
 
     def gradient_bytes(self) -> int:
-        """Bytes all-reduced per iteration (sum of bucket sizes)."""
-        return int(sum(b.bytes for b in self.buckets))
+        """Bytes all-reduced per iteration (sum of allreduce_bucket_bytes)."""
+        return int(sum(self.allreduce_bucket_bytes()))
+
+    def allreduce_bucket_bytes(self) -> list[float]:
+        """Bytes each bucket's allreduce carries, in reduction order (note "allreduce dtype").
+
+        Note "allreduce dtype". DDP groups gradients into buckets by their own size (``bytes``),
+        whatever it then sends. A communication hook that casts each bucket before its
+        allreduce (torch's ``fp16_compress_hook`` and ``bf16_compress_hook``) sends 2 bytes per
+        element; ``allreduce_dtype`` records it, and the bytes scale by 2 over the gradients'
+        mean element size (param_bytes / param_count: 4 for FP32 parameters). A model whose
+        parameters are already half precision (apex AMP O2) needs no hook: its buckets are
+        half-size as profiled."""
+        if self.allreduce_dtype is None:
+            return [float(b.bytes) for b in self.buckets]
+        if self.allreduce_dtype not in ALLREDUCE_DTYPE_BYTES:
+            raise ValueError(f"allreduce_dtype: expected one of {', '.join(ALLREDUCE_DTYPE_BYTES)} or None, "
+                             f"got {self.allreduce_dtype!r}")
+        element = self.param_bytes / self.param_count if self.param_count else 4.0
+        scale = ALLREDUCE_DTYPE_BYTES[self.allreduce_dtype] / element
+        return [float(b.bytes) * scale for b in self.buckets]
 
     def measurements_for(self, device: str) -> list[Measurement]:
         """Measurements taken on ``device`` (case-insensitive match on the device string)."""
@@ -337,6 +360,7 @@ class Profile:
             "activation_bytes_per_sample": self.activation_bytes_per_sample,
             "bucket_cap_mb": self.bucket_cap_mb,
             "first_bucket_mb": self.first_bucket_mb,
+            "allreduce_dtype": self.allreduce_dtype,
             "layers": [layer.to_dict() for layer in self.layers],
             "buckets": [b.to_dict() for b in self.buckets],
             "timings": None if self.timings is None else self.timings.to_dict(),
@@ -365,6 +389,7 @@ class Profile:
             activation_bytes_per_sample=data["activation_bytes_per_sample"],
             bucket_cap_mb=data["bucket_cap_mb"],
             first_bucket_mb=data["first_bucket_mb"],
+            allreduce_dtype=data.get("allreduce_dtype"),
             layers=[LayerProfile.from_dict(x) for x in data["layers"]],
             buckets=[BucketProfile.from_dict(x) for x in data["buckets"]],
             timings=None if data["timings"] is None else Timings.from_dict(data["timings"]),

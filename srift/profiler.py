@@ -49,6 +49,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from srift.buckets import ddp_buckets, ddp_parameters
 from srift.flops import FusedAttentionOnMeta, OpCounter, kind_from_ops
 from srift.profile_data import (
+    ALLREDUCE_DTYPE_BYTES,
     PRECISIONS,
     BucketProfile,
     LayerProfile,
@@ -401,7 +402,7 @@ class _Tracer:
 
 def _check_args(
     model: Any, batch: Any, precision: str, optimizer: str, warmup: Any, repeats: Any,
-    batch_sizes: Any, bucket_cap_mb: Any, first_bucket_mb: Any,
+    batch_sizes: Any, bucket_cap_mb: Any, first_bucket_mb: Any, allreduce_dtype: Any = None,
 ) -> None:
     if not isinstance(model, nn.Module):
         raise ValueError(f"model: expected a torch.nn.Module, got {type(model).__name__}")
@@ -424,6 +425,9 @@ def _check_args(
     for label, v in (("bucket_cap_mb", bucket_cap_mb), ("first_bucket_mb", first_bucket_mb)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ValueError(f"{label}: expected a positive number of MiB, got {v!r}")
+    if allreduce_dtype is not None and allreduce_dtype not in ALLREDUCE_DTYPE_BYTES:
+        raise ValueError(f"allreduce_dtype: expected one of {', '.join(ALLREDUCE_DTYPE_BYTES)} or None, "
+                         f"got {allreduce_dtype!r}")
 
 
 @contextmanager
@@ -505,6 +509,7 @@ def profile(
     batch_sizes: Sequence[int] | None = None,
     bucket_cap_mb: float = 25,
     first_bucket_mb: float = 1,
+    allreduce_dtype: str | None = None,
     name: str | None = None,
     progress: bool = False,
 ) -> Profile:
@@ -516,10 +521,14 @@ def profile(
     time (default: the batch and half of it; the half is dropped, with a warning, when the
     model cannot train at it). ``bucket_cap_mb``/``first_bucket_mb`` mirror DDP's
     defaults (``DistributedDataParallel(bucket_cap_mb=None)``); for ``bucket_cap_mb=X`` passed
-    explicitly to DDP use ``first_bucket_mb=X``. ``progress`` shows a progress bar (tqdm, on
-    stderr) over the timed iterations.
+    explicitly to DDP use ``first_bucket_mb=X``. ``allreduce_dtype`` ("fp16", "bf16", "fp32"):
+    the dtype a DDP communication hook casts each bucket to before its allreduce
+    (``fp16_compress_hook`` / ``bf16_compress_hook``); None sends the gradients as they are
+    (Profile note "allreduce dtype"). ``progress`` shows a progress bar (tqdm, on stderr) over
+    the timed iterations.
     """
-    _check_args(model, batch, precision, optimizer, warmup, repeats, batch_sizes, bucket_cap_mb, first_bucket_mb)
+    _check_args(model, batch, precision, optimizer, warmup, repeats, batch_sizes, bucket_cap_mb, first_bucket_mb,
+                allreduce_dtype)
     model_dev = _model_device(model)
     dev = torch.device(device) if device is not None else model_dev
     if dev.type == "cuda" and dev.index is None:
@@ -549,11 +558,13 @@ def profile(
     grads_backup = [(p, p.grad) for p in work.parameters()]
     try:
         with _precision(dev, precision):
-            return _profile_impl(
+            result = _profile_impl(
                 work, inputs, targets, loss_fn, dev, is_meta, full, sizes, precision, optimizer,
                 warmup, repeats, bucket_cap_mb, first_bucket_mb,
                 name or type(model).__name__, progress, derived_sizes=batch_sizes is None,
             )
+        result.allreduce_dtype = allreduce_dtype
+        return result
     finally:
         for m, t in was_training.items():
             m.training = t

@@ -114,7 +114,7 @@ def workload_from_profile(profile: Any, key: str | None = None) -> WorkloadInfo:
         param_bytes=[float(l.param_bytes) for l in layers],
         trainable_param_bytes=float(profile.trainable_param_bytes),
         optimizer_state_bytes=float(profile.optimizer_state_bytes),
-        bucket_bytes=[float(b.bytes) for b in buckets],
+        bucket_bytes=profile.allreduce_bucket_bytes(),
         bucket_ready_fraction=ready,
     )
 

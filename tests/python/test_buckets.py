@@ -253,3 +253,39 @@ def test_profile_buckets_match_ddp(process_group, case):
     assert fractions == sorted(fractions) and 0 <= fractions[0] and fractions[-1] <= 1
     for b in prof.buckets:
         assert b.last_layer is not None and 0 <= b.last_layer < len(prof.layers)
+
+
+def test_allreduce_dtype_is_what_a_compress_hook_sends(process_group, monkeypatch):
+    """Profile note "allreduce dtype": with torch's fp16_compress_hook registered, DDP's
+    allreduces carry exactly Profile.allreduce_bucket_bytes(): half the FP32 buckets, bucket by
+    bucket, the buckets themselves unchanged. (bf16_compress_hook needs NCCL; it sends the
+    same 2 bytes per element.)"""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from srift.profiler import profile
+
+    torch.manual_seed(0)
+    model = _mlp()
+    x = torch.randn(4, 64)
+    prof = profile(model, (x, x), lambda out, _t: _sum_loss(out), device="meta", bucket_cap_mb=0.2,
+                   first_bucket_mb=0.2, allreduce_dtype="fp16")
+    assert prof.allreduce_dtype == "fp16" and len(prof.buckets) > 1
+    assert prof.allreduce_bucket_bytes() == [b.bytes / 2 for b in prof.buckets]
+
+    sent: list[int] = []
+    real = dist.all_reduce
+
+    def recording(tensor, *args, **kwargs):
+        sent.append(tensor.numel() * tensor.element_size())
+        return real(tensor, *args, **kwargs)
+
+    ddp = DDP(model, bucket_cap_mb=0.2)
+    ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    monkeypatch.setattr(dist, "all_reduce", recording)
+    for _ in range(3):  # the steady-state buckets, after DDP's rebuild at iteration 2
+        sent.clear()
+        _sum_loss(ddp(x)).backward()
+    ddp.zero_grad(set_to_none=True)
+    assert sorted(sent) == sorted(prof.allreduce_bucket_bytes())
+    assert sum(sent) == prof.gradient_bytes() == sum(b.bytes for b in prof.buckets) // 2

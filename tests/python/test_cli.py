@@ -92,3 +92,26 @@ def test_replan_keeps_the_held_group(capsys, tmp_path, resnet50_profile):
     held = [g for g in out["best"]["groups"] if g["instance_type"] == "p3.16xlarge"]
     assert held and held[0]["count"] >= 1 and out["best"]["region"] == "us-east-1"
     assert out["search"]["optimal"] is True
+
+
+def test_ddp_options_reach_the_profile_and_the_prediction(capsys, tmp_path, resnet50_profile):
+    """--bucket-cap-mb (which, as in DDP, also sizes the first bucket) and --allreduce-dtype
+    profile the DDP the user's code builds; on a saved profile the dtype can be set, the
+    buckets cannot (they are fixed when profiling)."""
+    assert main(["profile", "--model", "resnet50", "--device", "meta", "--batch-size", "2",
+                 "--bucket-cap-mb", "1000", "--allreduce-dtype", "fp16", "--json"]) == 0
+    prof = json.loads(capsys.readouterr().out)
+    assert len(prof["buckets"]) == 1 and prof["bucket_cap_mb"] == prof["first_bucket_mb"] == 1000
+    assert prof["allreduce_dtype"] == "fp16"
+
+    path = resnet50_profile.save(tmp_path / "p.json")
+    common = ["predict", "--profile", str(path), "--cluster", "2x p3.16xlarge", "--global-batch", "256",
+              "--measure", "V100:16:0.08", "--json"]
+    assert main(common) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(common + ["--allreduce-dtype", "bf16"]) == 0
+    half = json.loads(capsys.readouterr().out)
+    assert half["comm_s"] < plain["comm_s"]
+    assert main(common + ["--bucket-cap-mb", "100"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("srift: error: --bucket-cap-mb applies when profiling (--model)")

@@ -271,3 +271,25 @@ def test_one_measured_batch_band_widens_away_from_it(fresh_profile):
     fresh_profile.add_measurement("T4", local_batch=64, iteration_s=0.40)
     two = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=128)
     assert two.band_from == ["compute on g4dn.xlarge (measured): x0.97-x1.03 of its compute"]
+
+
+def test_ddp_buckets_and_allreduce_dtype_as_the_code_builds_them():
+    """The DDP a user's code builds decides the exposed allreduce: one bucket larger than the
+    gradients (apex's message_size=250M, bucket_cap_mb=1000) starts its allreduce only after
+    the backward, so all of it is exposed; a compression hook (allreduce_dtype) halves the bytes
+    every allreduce carries on the same buckets (Profile note "allreduce dtype")."""
+    model, batch, loss = srift.zoo.build("bert_base", 4, device="meta")
+    runs = {}
+    for label, kw in (("default", {}), ("one_bucket", {"bucket_cap_mb": 1000, "first_bucket_mb": 1000}),
+                      ("bf16_hook", {"allreduce_dtype": "bf16"})):
+        prof = srift.profile(model, batch, loss, device="meta", **kw)
+        prof.add_measurement("V100-16GB", 32, 0.25)
+        runs[label] = srift.predict(prof, "2x p3.16xlarge", 512, timeline=True)
+    default, one, bf16 = runs["default"], runs["one_bucket"], runs["bf16_hook"]
+    assert len(one.buckets) == 1 and len(default.buckets) > 1
+    assert one.exposed_comm_s == pytest.approx(one.comm_s, rel=1e-9)
+    assert one.exposed_comm_s > default.exposed_comm_s
+    assert one.buckets[0].start_s >= one.compute_s - 1e-12  # the whole backward comes first
+    assert [b.bytes for b in bf16.buckets] == pytest.approx([b.bytes / 2 for b in default.buckets], rel=1e-12)
+    assert bf16.comm_s < default.comm_s and bf16.iteration_s < default.iteration_s
+    assert one.iteration_s > default.iteration_s

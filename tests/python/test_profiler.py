@@ -388,3 +388,33 @@ def test_progress_bar_counts_every_timed_iteration(monkeypatch):
     profile(model, batch, loss_fn=F.cross_entropy, warmup=1, repeats=2, progress=True, name="tiny")
     # two batch sizes x (1 warm-up + 2 timed) + 2 per-layer iterations
     assert seen == {"total": 8, "done": 8, "enabled": 1, "closed": 1}
+
+
+def test_allreduce_dtype_scales_what_each_bucket_sends_and_round_trips():
+    """Profile note "allreduce dtype": a comm hook's dtype halves the bytes of FP32 gradients
+    (bf16 as fp16), leaves the buckets as DDP groups them, survives JSON, and a profile written
+    before the field existed loads as sending gradients as they are."""
+    from srift.profile_data import Profile
+
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 8))
+    batch = (torch.randn(4, 64), torch.zeros(4, dtype=torch.long))
+    plain = profile(model, batch, F.cross_entropy, device="meta")
+    bf16 = profile(model, batch, F.cross_entropy, device="meta", allreduce_dtype="bf16")
+    fp32 = profile(model, batch, F.cross_entropy, device="meta", allreduce_dtype="fp32")
+    assert plain.allreduce_dtype is None and plain.gradient_bytes() == (64 * 256 + 256 + 256 * 8 + 8) * 4
+    assert [b.bytes for b in bf16.buckets] == [b.bytes for b in plain.buckets]
+    assert bf16.allreduce_bucket_bytes() == [b.bytes / 2 for b in plain.buckets]
+    assert fp32.allreduce_bucket_bytes() == [float(b.bytes) for b in plain.buckets]
+    back = Profile.from_json(bf16.to_json())
+    assert back.allreduce_dtype == "bf16" and back.gradient_bytes() == plain.gradient_bytes() // 2
+    old = plain.to_dict()
+    del old["allreduce_dtype"]
+    assert Profile.from_dict(old).allreduce_dtype is None
+    bad = bf16.to_dict() | {"allreduce_dtype": "int8"}
+    with pytest.raises(ValueError, match=r"\$\.allreduce_dtype"):
+        Profile.from_dict(bad)
+    with pytest.raises(ValueError, match="allreduce_dtype"):
+        profile(model, batch, F.cross_entropy, device="meta", allreduce_dtype="fp8")
+    bf16.allreduce_dtype = "fp8"  # set by hand after profiling: refused where it is used
+    with pytest.raises(ValueError, match="allreduce_dtype: expected one of fp32, fp16, bf16 or None, got 'fp8'"):
+        bf16.allreduce_bucket_bytes()
