@@ -357,8 +357,6 @@ def system_catalog(system: str, gpu_key: str, gpus: int):
 def multi_gpu_one_system(rows: list[Row], profiles: Profiles) -> list[dict]:
     """Each N-GPU row of one machine (one node) given the 1-GPU row of the same table at the
     same per-GPU batch (or, for strong scaling, the table's 1-GPU row at its own batch)."""
-    import srift
-    from srift.engine import EngineConfig
     tables: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
         if r.nodes == 1 and r.micro_batch == r.batch:  # no gradient accumulation: one allreduce per step
@@ -370,18 +368,29 @@ def multi_gpu_one_system(rows: list[Row], profiles: Profiles) -> list[dict]:
             if r.gpus == 1 or not ones:
                 continue
             one = ones.get(r.batch) or next(iter(ones.values()))
-            cat, name = system_catalog(r.system, r.gpu_key, r.gpus)
-            if cat is None:
-                continue
-            res = {"row": r, "anchor": one, "truth": r.gpus * r.batch / r.throughput,
-                   "linear": r.batch / one.throughput}
-            for label, kw in (("learned", {}), ("v0", V0)):
-                prof = profiles.get(r)
-                prof.add_measurement(r.gpu_key, one.batch, one.batch / one.throughput, source="NVIDIA DeepLearningExamples")
-                p = srift.predict(prof, f"1x {name}", r.gpus * r.batch, catalog=cat, config=EngineConfig(**kw))
-                res[label] = p.iteration_s if p.feasible else math.nan
-            out.append(res)
+            res = predict_from_one_gpu(profiles, r, one, nodes=1)
+            if res is not None:
+                out.append(res)
     return out
+
+
+def predict_from_one_gpu(profiles: Profiles, r: Row, one: Row, nodes: int, band: bool = False) -> dict | None:
+    """Row ``r`` on ``nodes`` of its machine (r.gpus / nodes GPUs each) as the learned engine and
+    v0 predict it from the 1-GPU row ``one`` alone; None where the machine's links are unknown."""
+    import srift
+    from srift.engine import EngineConfig
+    cat, name = system_catalog(r.system, r.gpu_key, r.gpus // nodes)
+    if cat is None:
+        return None
+    res = {"row": r, "anchor": one, "truth": r.gpus * r.batch / r.throughput, "linear": r.batch / one.throughput}
+    for label, kw in (("learned", {}), ("v0", V0)):
+        prof = profiles.get(r)
+        prof.add_measurement(r.gpu_key, one.batch, one.batch / one.throughput, source="the table's 1-GPU row")
+        p = srift.predict(prof, f"{nodes}x {name}", r.gpus * r.batch, catalog=cat, config=EngineConfig(**kw))
+        res[label] = p.iteration_s if p.feasible else math.nan
+        if band and label == "learned" and p.feasible:
+            res["band"] = (p.iteration_p10_s, p.iteration_p90_s)
+    return res
 
 
 def multi_node_instance_anchored(rows: list[Row], profiles: Profiles) -> list[dict]:
@@ -423,8 +432,6 @@ def multi_node_one_gpu_anchored(rows: list[Row], profiles: Profiles) -> list[dic
     leave-one-cluster-out split). The cluster is N whole nodes, the machine entered as a catalog
     override with its NVLink and InfiniBand (system_catalog); beside perfect linear scaling of
     the 1-GPU row and v0 (roofline compute through the same measurement, nominal links)."""
-    import srift
-    from srift.engine import EngineConfig
     tables: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
         if r.micro_batch == r.batch:  # no gradient accumulation: one allreduce per step
@@ -436,20 +443,9 @@ def multi_node_one_gpu_anchored(rows: list[Row], profiles: Profiles) -> list[dic
             one = ones.get(r.batch)
             if r.nodes < 2 or one is None or r.gpus % r.nodes:
                 continue
-            per_node = r.gpus // r.nodes
-            cat, name = system_catalog(r.system, r.gpu_key, per_node)
-            if cat is None:
-                continue
-            res = {"row": r, "anchor": one, "truth": r.gpus * r.batch / r.throughput,
-                   "linear": one.batch / one.throughput}
-            for label, kw in (("learned", {}), ("v0", V0)):
-                prof = profiles.get(r)
-                prof.add_measurement(r.gpu_key, one.batch, one.batch / one.throughput, source="measured 1-GPU row")
-                p = srift.predict(prof, f"{r.nodes}x {name}", r.gpus * r.batch, catalog=cat, config=EngineConfig(**kw))
-                res[label] = p.iteration_s if p.feasible else math.nan
-                if label == "learned" and p.feasible:
-                    res["band"] = (p.iteration_p10_s, p.iteration_p90_s)
-            out.append(res)
+            res = predict_from_one_gpu(profiles, r, one, nodes=r.nodes, band=True)
+            if res is not None:
+                out.append(res)
     return out
 
 
