@@ -26,6 +26,7 @@ __all__ = [
     "Profile",
     "profile_schema",
     "ALLREDUCE_DTYPE_BYTES",
+    "check_allreduce_dtype",
 ]
 
 SCHEMA = "srift.profile/1"
@@ -34,6 +35,12 @@ LAYER_KINDS = ("matmul", "conv", "attention", "norm", "elementwise", "embedding"
 PRECISIONS = ("fp32", "tf32", "amp")
 # Bytes per gradient element a DDP communication hook sends (Profile note "allreduce dtype").
 ALLREDUCE_DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def check_allreduce_dtype(value: Any) -> None:
+    """ValueError naming the field unless ``value`` is None or a key of ALLREDUCE_DTYPE_BYTES."""
+    if value is not None and value not in ALLREDUCE_DTYPE_BYTES:
+        raise ValueError(f"allreduce_dtype: expected one of {', '.join(ALLREDUCE_DTYPE_BYTES)} or None, got {value!r}")
 
 
 def _now() -> str:
@@ -287,11 +294,9 @@ class Profile:
         mean element size (param_bytes / param_count: 4 for FP32 parameters). A model whose
         parameters are already half precision (apex AMP O2) needs no hook: its buckets are
         half-size as profiled."""
+        check_allreduce_dtype(self.allreduce_dtype)
         if self.allreduce_dtype is None:
             return [float(b.bytes) for b in self.buckets]
-        if self.allreduce_dtype not in ALLREDUCE_DTYPE_BYTES:
-            raise ValueError(f"allreduce_dtype: expected one of {', '.join(ALLREDUCE_DTYPE_BYTES)} or None, "
-                             f"got {self.allreduce_dtype!r}")
         element = self.param_bytes / self.param_count if self.param_count else 4.0
         scale = ALLREDUCE_DTYPE_BYTES[self.allreduce_dtype] / element
         return [float(b.bytes) * scale for b in self.buckets]

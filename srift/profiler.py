@@ -49,12 +49,12 @@ from torch.utils._pytree import tree_flatten, tree_map
 from srift.buckets import ddp_buckets, ddp_parameters
 from srift.flops import FusedAttentionOnMeta, OpCounter, kind_from_ops
 from srift.profile_data import (
-    ALLREDUCE_DTYPE_BYTES,
     PRECISIONS,
     BucketProfile,
     LayerProfile,
     Profile,
     Timings,
+    check_allreduce_dtype,
 )
 
 __all__ = ["profile", "OPTIMIZERS", "layer_kind"]
@@ -425,9 +425,7 @@ def _check_args(
     for label, v in (("bucket_cap_mb", bucket_cap_mb), ("first_bucket_mb", first_bucket_mb)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ValueError(f"{label}: expected a positive number of MiB, got {v!r}")
-    if allreduce_dtype is not None and allreduce_dtype not in ALLREDUCE_DTYPE_BYTES:
-        raise ValueError(f"allreduce_dtype: expected one of {', '.join(ALLREDUCE_DTYPE_BYTES)} or None, "
-                         f"got {allreduce_dtype!r}")
+    check_allreduce_dtype(allreduce_dtype)
 
 
 @contextmanager
