@@ -227,10 +227,7 @@ def scaling_band_coverage(w) -> None:
     """interval_coverage/scaling_band: each source's multi-GPU steps against the band of the
     other sources (as srift.learn.scaling_band.coverage_by_source) and against the compute
     band alone."""
-    from srift.engine import EngineConfig
-    from srift.learn.scaling_band import coverage_by_source, scaling_residuals
-
-    from srift.learn.scaling_band import BUCKETS, balanced_quantiles, bucket_of
+    from srift.learn.scaling_band import BUCKETS, balanced_quantiles, bucket_of, coverage_by_source, scaling_residuals
 
     residuals = scaling_residuals(w)
     held = coverage_by_source(residuals)
@@ -248,7 +245,9 @@ def scaling_band_coverage(w) -> None:
                 r_rows += test
                 hi_rows += [p90] * len(test)
         deadline_calibration(f"scaling_band/{key}", np.array(r_rows), np.array(hi_rows))
-    lo, hi = math.log(EngineConfig().measured_p10), math.log(EngineConfig().measured_p90)
+    from srift.learn import default_models
+
+    lo, hi = (math.log(x) for x in default_models().measured_band()[0])
     for key, cov in held.items():
         scope, source = key.split("/")
         r = np.array([x.log_residual for x in residuals if x.scope == scope and x.source == source])
@@ -498,20 +497,31 @@ def measured_other_batch(w) -> None:
                 row.append(math.log(a.per_sample_s))
                 row.append(abs(math.log(b.batch / a.batch)))
                 out.setdefault(source, []).append(row)
-    # The band away from the measured batch (srift.engine note "measured batch band"): the
-    # halfway curve's log residual per e-fold of batch, its p10 / p90, from each source applied
-    # to the other (and both, as shipped), with the share of truths inside.
-    per_fold = {s: (np.array(out[s])[:, 0] - np.array(out[s])[:, 3]) / np.array(out[s])[:, 5] for s in out}
-    both = np.concatenate(list(per_fold.values()))
-    q = {s: (float(np.quantile(v, 0.1)), float(np.quantile(v, 0.9))) for s, v in [*per_fold.items(), ("ALL", both)]}
-    for source in sorted(out):
-        v = np.array(out[source])
-        for fit in (*[f for f in q if f not in (source, "ALL")], "ALL"):
-            lo, hi = q[fit]
-            r, d = v[:, 0] - v[:, 3], v[:, 5]
-            print(json.dumps({"split": f"interval_coverage/measured_other_batch/{source}", "band_from": fit,
-                              "per_e_fold_p10": round(math.exp(lo), 4), "per_e_fold_p90": round(math.exp(hi), 4),
-                              "inside_p10_p90": round(float(np.mean((r >= lo * d) & (r <= hi * d))), 3), "n": len(r)}))
+    # The band away from the measured batch (srift.learn.measured_band note "measured band"):
+    # the halfway curve's log residual per e-fold of batch, its p10 / p90 as `srift train` fits
+    # it (both sources) beside the shipped one, and each source's pairs inside the band of the
+    # other source.
+    from srift.learn import default_models
+    from srift.learn.datasets import lambda_repeats
+    from srift.learn.measured_band import fit_measured_band, repeat_residuals
+
+    halfway_resid = {s: np.array([[r[0] - r[3], r[5]] for r in rows]) for s, rows in out.items()}
+
+    fitted = fit_measured_band(repeat_residuals(lambda_repeats()), halfway_resid)
+    (n10, n90), (e10, e90) = default_models().measured_band()
+    print(json.dumps({"split": "interval_coverage/measured_band", "refitted": {k: {"p10": round(v["p10"], 4), "p90": round(v["p90"], 4)}
+                                                                               for k, v in fitted.items() if k in ("noise", "per_e_fold")},
+                      "shipped": {"noise": {"p10": round(n10, 4), "p90": round(n90, 4)},
+                                  "per_e_fold": {"p10": round(e10, 4), "p90": round(e90, 4)}}}))
+    for source, cov in fitted["per_e_fold"]["coverage_from_other_source"].items():
+        print(json.dumps({"split": f"interval_coverage/measured_other_batch/{source}", "band_from": "other source",
+                          "per_e_fold_p10": round(cov["band_p10"], 4), "per_e_fold_p90": round(cov["band_p90"], 4),
+                          "inside_p10_p90": round(cov["inside_p10_p90"], 3), "n": cov["n"]}))
+    for source, v in halfway_resid.items():
+        r, d = v[:, 0], v[:, 1]
+        inside = np.mean((r >= math.log(e10) * d) & (r <= math.log(e90) * d))
+        print(json.dumps({"split": f"interval_coverage/measured_other_batch/{source}", "band_from": "shipped (both)",
+                          "inside_p10_p90": round(float(inside), 3), "n": len(r)}))
     for source in [*sorted(out), "ALL"]:
         v = np.array(out[source] if source != "ALL" else [r for rs in out.values() for r in rs])
         print(json.dumps({"split": f"compute_measured_other_batch/{source}",

@@ -352,6 +352,15 @@ void LearnedComputeConfig::validate() const {
   for (const auto& [field, v] : finite) {
     if (!std::isfinite(v)) detail::fail(field, "finite", v);
   }
+  const std::pair<const char*, std::pair<double, double>> bands[] = {
+      {"measured", {measured_p10, measured_p90}}, {"measured_per_e_fold", {measured_per_e_fold_p10, measured_per_e_fold_p90}}};
+  for (const auto& [field, band] : bands) {
+    // Factors around the prediction: p10 in (0, 1], p90 >= 1 (and finite).
+    if (!(band.first > 0 && band.first <= 1)) detail::fail(std::string(field) + "_p10", "in (0, 1]", band.first);
+    if (!(band.second >= 1 && std::isfinite(band.second))) {
+      detail::fail(std::string(field) + "_p90", "finite and >= 1", band.second);
+    }
+  }
   for (std::size_t i = 0; i < ratio_references.size(); ++i) ratio_references[i].validate();
   for (std::size_t i = 0; i < absolute_references.size(); ++i) absolute_references[i].validate();
 }
@@ -424,6 +433,12 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
   std::tie(cfg.absolute_p10, cfg.absolute_p90) =
       residual_pair(detail::json::field(absolute, "compute_absolute", "residuals"), "compute_absolute.residuals");
   cfg.absolute_references = guard_references(absolute, "compute_absolute");
+  if (const Json* band = absolute.find("measured_band"); band != nullptr && band->t != Json::T::null) {
+    const std::string m = "compute_absolute.measured_band";
+    std::tie(cfg.measured_p10, cfg.measured_p90) = residual_pair(detail::json::field(*band, m, "noise"), m + ".noise");
+    std::tie(cfg.measured_per_e_fold_p10, cfg.measured_per_e_fold_p90) =
+        residual_pair(detail::json::field(*band, m, "per_e_fold"), m + ".per_e_fold");
+  }
   cfg.validate();
   return cfg;
 }

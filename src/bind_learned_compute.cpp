@@ -49,7 +49,11 @@ void bind_learned_compute(py::module_& m) {
       .def_readwrite("roofline_p10", &LearnedComputeConfig::roofline_p10)
       .def_readwrite("roofline_p90", &LearnedComputeConfig::roofline_p90)
       .def_readwrite("absolute_p10", &LearnedComputeConfig::absolute_p10)
-      .def_readwrite("absolute_p90", &LearnedComputeConfig::absolute_p90);
+      .def_readwrite("absolute_p90", &LearnedComputeConfig::absolute_p90)
+      .def_readwrite("measured_p10", &LearnedComputeConfig::measured_p10)
+      .def_readwrite("measured_p90", &LearnedComputeConfig::measured_p90)
+      .def_readwrite("measured_per_e_fold_p10", &LearnedComputeConfig::measured_per_e_fold_p10)
+      .def_readwrite("measured_per_e_fold_p90", &LearnedComputeConfig::measured_per_e_fold_p90);
 
   py::class_<Anchor>(m, "Anchor", "Measurements of the workload on one GPU type.")
       .def(py::init<>())

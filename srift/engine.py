@@ -69,18 +69,15 @@ class EngineConfig:
     # the PCIe generation it was fitted on (3.0: g4dn, g3, g5g, p2; faster PCIe keeps v0, note
     # "host scaling" in srift.learn.host_scaling), or "v0" (nominal x pcie_efficiency).
     pcie_model: str = "learned"
-    # Spread of a GPU type's own measurements (p10/p90 factors) when the profile has no
-    # repeated timings to read it from: run-to-run noise of the public repeated-host data.
-    measured_p10: float = 0.97
-    measured_p90: float = 1.03
-    # A GPU type measured at one batch and predicted at another: the p10/p90 factors of the
-    # prediction per e-fold of local batch away from the measured one (band.hpp note "measured
-    # batch band"), from the held-out residuals of Gavel's and Sia's 1-GPU pairs at two batches
-    # under the shipped batch curve (srift::LearnedCompute note "measured batch shape"): bench/accuracy.py
-    # interval_coverage/measured_other_batch prints them and their coverage from one source to
-    # the other (Sia's on Gavel's pairs 67%, Gavel's on Sia's 91%).
-    measured_batch_p10_per_e_fold: float = 0.673
-    measured_batch_p90_per_e_fold: float = 1.486
+    # A GPU type the profile measured: the p10/p90 factors of its own measurement (host-to-host
+    # noise) and, per e-fold of local batch away from the measured batch, of its batch curve
+    # (band.hpp note "measured batch band"). None: as `srift train` fitted them, shipped in
+    # compute_absolute.json (srift.learn.measured_band note "measured band": Lambda's repeated
+    # hosts x0.99-x1.07; Gavel's and Sia's 1-GPU pairs at two batches x0.67-x1.49 per e-fold).
+    measured_p10: float | None = None
+    measured_p90: float | None = None
+    measured_batch_p10_per_e_fold: float | None = None
+    measured_batch_p90_per_e_fold: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,6 +111,14 @@ class Engine:
             raise ValueError(f"comm_model must be 'learned' or 'v0', got {self.config.comm_model!r}")
         if self.config.pcie_model not in ("learned", "v0"):
             raise ValueError(f"pcie_model must be 'learned' or 'v0', got {self.config.pcie_model!r}")
+        for name in ("measured_p10", "measured_batch_p10_per_e_fold", "measured_p90", "measured_batch_p90_per_e_fold"):
+            v = getattr(self.config, name)
+            ok = v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                               and (0 < v <= 1 if "p10" in name else v >= 1))
+            if not ok:
+                rule = "in (0, 1]" if "p10" in name else "finite and >= 1"
+                raise ValueError(f"{name} must be None (as trained) or a factor {rule}, got {v!r}")
+        self._measured_band: tuple[tuple[float, float], tuple[float, float]] | None = None
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
@@ -328,8 +333,7 @@ class Engine:
                                                         points, self.memory_max_batch(gpu_key))
             else:
                 model = _core.anchor_to_measurements(prior, points)
-            entry = (model, "measured",
-                     self.config.measured_p10, self.config.measured_p90)
+            entry = (model, "measured", *self.measured_band()[0])
         elif self.config.compute_model == "learned":
             from srift.learn import default_models
 
@@ -451,13 +455,27 @@ class Engine:
         batch = self._measured_batch(it.gpu)
         if batch is not None and not band.measured_whole:  # band.hpp note "measured batch band"
             band.measured_batch = batch
-            band.per_e_fold = _core.BandFactors(self.config.measured_batch_p10_per_e_fold,
-                                                self.config.measured_batch_p90_per_e_fold)
+            band.per_e_fold = _core.BandFactors(*self.measured_band()[1])
         band.intra_probed = bool(it.measured_intra_gbytes_s)
         band.network_probed = bool(it.measured_network_gbytes_s)
         band.validate(f"band of {it.name}")
         self._group_bands[(it.name, several)] = band
         return band
+
+    def measured_band(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """((p10, p90), (p10, p90 per e-fold of local batch)) factors of a GPU type the profile
+        measured: EngineConfig's measured_* where set, else as `srift train` fitted them
+        (srift.learn.measured_band note "measured band")."""
+        if self._measured_band is None:
+            c = self.config
+            values = (c.measured_p10, c.measured_p90, c.measured_batch_p10_per_e_fold, c.measured_batch_p90_per_e_fold)
+            if any(v is None for v in values):
+                from srift.learn.models import shipped_measured_band
+
+                (n10, n90), (e10, e90) = shipped_measured_band()
+                values = tuple(d if v is None else v for v, d in zip(values, (n10, n90, e10, e90)))
+            self._measured_band = ((float(values[0]), float(values[1])), (float(values[2]), float(values[3])))
+        return self._measured_band
 
     def _measured_batch(self, gpu_key: str) -> float | None:
         """The one local batch a GPU type was measured at, when its compute scales that single
@@ -490,8 +508,7 @@ class Engine:
         if cached is None:
             single, _, _, _ = self._compute_entry(it.gpu)
             cached = self._instance_compute[it.name] = (
-                _core.anchor_to_measurements(single, points), "measured-instance",
-                self.config.measured_p10, self.config.measured_p90)
+                _core.anchor_to_measurements(single, points), "measured-instance", *self.measured_band()[0])
         return cached
 
 

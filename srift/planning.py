@@ -403,8 +403,17 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
         budget_usd=budget, max_usd_per_hour=rate, best=plans[0] if plans else None,
         alternatives=plans[1:], why_none=result.why_none, closest=closest,
         search=space.summary(result), precision=space.engine.precision,
-        assumptions={**space.engine.config.to_dict(), "spot": space.spot.to_dict(),
+        assumptions={**space.engine.config.to_dict(), **_measured_band_assumptions(space.engine),
+                     "spot": space.spot.to_dict(),
                      "deadline_confidence": deadline_confidence})
+
+
+def _measured_band_assumptions(engine: Any) -> dict[str, float]:
+    """EngineConfig's measured_* band factors as the engine applies them (None in the config
+    means as trained)."""
+    (p10, p90), (e10, e90) = engine.measured_band()
+    return {"measured_p10": p10, "measured_p90": p90, "measured_batch_p10_per_e_fold": e10,
+            "measured_batch_p90_per_e_fold": e90}
 
 
 def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: Catalog | None = None,

@@ -12,6 +12,7 @@ import numpy as np
 from srift.learn.features import core_precision, core_workload_stats, gpu_spec
 from srift.learn.gpus import peaks_from_catalog
 from srift.learn.loader import load_model
+from srift.learn.measured_band import validate_measured_band
 from srift.learn.scaling_band import band_factors, validate_scaling_band
 from srift.learn.workloads import workload_from_profile
 
@@ -78,6 +79,7 @@ class CostModels:
         self._scaling_band = validate_scaling_band(self.overhead.doc.get("scaling_band"))
         self._scaling_table: Any = None
         self._references = _guard_references(self.absolute.doc, "compute_absolute")
+        self._measured_band = validate_measured_band(self.absolute.doc.get("measured_band"))
         self._ratio_references = _guard_references(self.ratio.doc.get("absolute_blend") or {},
                                                    "compute_ratio: absolute_blend")
         self._learned_compute: Any = None
@@ -153,8 +155,16 @@ class CostModels:
             cfg.absolute_p10, cfg.absolute_p90 = self.absolute.p10, self.absolute.p90
             cfg.ratio_references = [gpu_spec(g) for g in self._ratio_references]
             cfg.absolute_references = [gpu_spec(g) for g in self._references]
+            (cfg.measured_p10, cfg.measured_p90), (cfg.measured_per_e_fold_p10, cfg.measured_per_e_fold_p90) = \
+                self._measured_band
             self._learned_compute = _core.LearnedCompute(self.ratio.core, self.absolute.core, cfg)
         return self._learned_compute
+
+    def measured_band(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """((p10, p90), (p10, p90 per e-fold of batch)) factors of a GPU type the profile
+        measured: its host-to-host noise, and its widening away from the measured batch
+        (srift.learn.measured_band note "measured band"; compute_absolute.json's measured_band)."""
+        return self._measured_band
 
     def absolute_corrections(self, workload: Any, target: Any, batches: Any, precision: str) -> np.ndarray:
         """The absolute model's log corrections of `target`'s roofline (log(t / roofline),
@@ -346,6 +356,15 @@ def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:
             raise ValueError(f"{where}: dominance_guard.reference_specs differ from this srift's GPU table: "
                              "retrain with `srift train`")
     return [TRAINING_GPUS[k] for k in keys]
+
+
+@lru_cache(maxsize=1)
+def shipped_measured_band() -> tuple[tuple[float, float], tuple[float, float]]:
+    """default_models().measured_band() read from the one document that records it, validated,
+    without loading the other models: a measured GPU under the roofline compute model needs
+    its band and no learned model."""
+    _, doc = load_model(MODELS_DIR / "compute_absolute.json")
+    return validate_measured_band(doc.get("measured_band"))
 
 
 @lru_cache(maxsize=1)

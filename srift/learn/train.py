@@ -544,6 +544,12 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
                           "leave-one-GPU-chip-out, rows timed without the Sia harness (note \"band rows\")")
         if builder is absolute_dataset:
             doc["dominance_guard"] = {"references": sorted(TRAINING_GPUS), "reference_specs": reference_specs(TRAINING_GPUS)}
+            doc["measured_band"] = band = train_measured_band(candidates()[kind], data_by[label], workloads)
+            if verbose:
+                print("measured band (p10-p90): noise x{:.3f}-x{:.3f} ({} repeats), per e-fold of batch x{:.3f}-x{:.3f} "
+                      "({})".format(band["noise"]["p10"], band["noise"]["p90"], band["noise"]["n"],
+                                    band["per_e_fold"]["p10"], band["per_e_fold"]["p90"],
+                                    ", ".join(f"{s} {n} pairs" for s, n in band["per_e_fold"]["n"].items())))
         # The target is the roofline's own log error, so its quantiles are the interval of a
         # prediction that falls back to the roofline (srift.learn.models note "no fp16 path").
         on_gpu = np.array([b.source != "cpu" for _, b in data_by[label][4]])
@@ -567,6 +573,24 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
         for name, doc in results.items():
             (out_dir / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
     return results
+
+
+def train_measured_band(make: Callable[[], Any], data: tuple, workloads: dict[str, WorkloadInfo]) -> dict[str, Any]:
+    """The band of a GPU type the profile measured (srift.learn.measured_band note "measured
+    band"): the noise of Lambda's repeats, and the halfway batch curve's residual per e-fold of
+    batch with the shipped absolute model (`make`, fitted on `data`: absolute_dataset's tuple)
+    held out by each pair's GPU chip."""
+    from srift.learn.datasets import lambda_repeats
+    from srift.learn.measured_band import fit_measured_band, other_batch_residuals, repeat_residuals
+
+    X, y, _, _, meta = data
+    chips = np.array([r.chip for _, r in meta])
+
+    def fit_without(chip: str) -> Any:
+        return make().fit(X[chips != chip], y[chips != chip])
+
+    return fit_measured_band(repeat_residuals(lambda_repeats()),
+                             other_batch_residuals(compute_rows(), workloads, fit_without))
 
 
 # select_blend: how many of the best (weight, shrink) pairs, by their unclipped held-out score,

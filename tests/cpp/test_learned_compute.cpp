@@ -211,8 +211,14 @@ TEST(LearnedCompute, ConfigFromTheDocuments) {
                                 R"("shrink":0.2,"absolute_model":"compute_absolute","residuals":{"p10":-0.3,"p90":0.35},)" +
                                     guard + "}",
                                 32);
-  const std::string absolute = doc("," + guard, 9);
+  const std::string absolute =
+      doc("," + guard + R"(,"measured_band":{"noise":{"p10":0.98,"p90":1.07,"n":88},"per_e_fold":{"p10":0.67,"p90":1.49}})",
+          9);
   const srift::LearnedComputeConfig cfg = srift::learned_compute_config(ratio, absolute);
+  EXPECT_DOUBLE_EQ(cfg.measured_p10, 0.98);
+  EXPECT_DOUBLE_EQ(cfg.measured_p90, 1.07);
+  EXPECT_DOUBLE_EQ(cfg.measured_per_e_fold_p10, 0.67);
+  EXPECT_DOUBLE_EQ(cfg.measured_per_e_fold_p90, 1.49);
   EXPECT_TRUE(cfg.blend);
   EXPECT_DOUBLE_EQ(cfg.blend_weight, 0.4);
   EXPECT_DOUBLE_EQ(cfg.shrink, 0.2);
@@ -228,6 +234,18 @@ TEST(LearnedCompute, ConfigFromTheDocuments) {
   EXPECT_FALSE(plain.blend);
   EXPECT_TRUE(plain.ratio_references.empty() && plain.absolute_references.empty());
   EXPECT_DOUBLE_EQ(plain.roofline_p10, -0.1);
+  EXPECT_EQ(plain.measured_p90, 1.0);  // no measured_band recorded: no band
+  EXPECT_EQ(plain.measured_per_e_fold_p10, 1.0);
+  // a band narrower than the prediction itself is refused, naming the field
+  std::string inverted = absolute;
+  const std::string wide = "\"p90\":1.49";
+  inverted.replace(inverted.find(wide), wide.size(), "\"p90\":0.95");
+  try {
+    srift::learned_compute_config(ratio, inverted);
+    FAIL() << "a per-e-fold p90 below 1 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("measured_per_e_fold_p90"), std::string::npos) << e.what();
+  }
   std::string missing = absolute;
   missing.replace(missing.find("\"memory_bytes\""), 14, "\"memory_bytez\"");
   try {

@@ -254,23 +254,33 @@ def test_one_measured_batch_carries_to_others_halfway_between_roofline_and_learn
 
 def test_one_measured_batch_band_widens_away_from_it(fresh_profile):
     # band.hpp note "measured batch band": the measurement's noise and the per-e-fold band in quadrature
-    from srift.engine import EngineConfig
+    from srift.learn import default_models
 
-    cfg = EngineConfig()
+    (n10, n90), (e10, e90) = default_models().measured_band()
+    noise = f"x{n10:.2f}-x{n90:.2f}"
     fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.21)
     at = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
-    assert at.band_from == ["compute on g4dn.xlarge (measured): x0.97-x1.03 of its compute"]
+    assert at.band_from == [f"compute on g4dn.xlarge (measured): {noise} of its compute"]
     away = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=128)
     folds = math.log(4)
-    p90 = math.exp(math.hypot(math.log(cfg.measured_p90), folds * math.log(cfg.measured_batch_p90_per_e_fold)))
-    p10 = math.exp(-math.hypot(math.log(cfg.measured_p10), folds * math.log(cfg.measured_batch_p10_per_e_fold)))
+    p90 = math.exp(math.hypot(math.log(n90), folds * math.log(e90)))
+    p10 = math.exp(-math.hypot(math.log(n10), folds * math.log(e10)))
     assert away.iteration_p90_s == pytest.approx(away.iteration_s + away.compute_s * (p90 - 1), rel=1e-12)
     assert away.iteration_p10_s == pytest.approx(away.iteration_s - away.compute_s * (1 - p10), rel=1e-12)
     assert "measured at local batch 32, predicted at 128" in away.band_from[0]
     # two measured batches fit their own line: the band stays the noise
     fresh_profile.add_measurement("T4", local_batch=64, iteration_s=0.40)
     two = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=128)
-    assert two.band_from == ["compute on g4dn.xlarge (measured): x0.97-x1.03 of its compute"]
+    assert two.band_from == [f"compute on g4dn.xlarge (measured): {noise} of its compute"]
+    # EngineConfig overrides what `srift train` fitted, one factor at a time
+    from srift.engine import Engine, EngineConfig
+
+    engine = Engine(fresh_profile, Catalog.default(), EngineConfig(measured_p90=1.1))
+    assert engine.measured_band() == ((n10, 1.1), (e10, e90))
+    for bad in ({"measured_p10": 1.2}, {"measured_p90": 0.9}, {"measured_batch_p90_per_e_fold": float("nan")},
+                {"measured_batch_p10_per_e_fold": 0.0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            Engine(fresh_profile, Catalog.default(), EngineConfig(**bad))
 
 
 def test_ddp_buckets_and_allreduce_dtype_as_the_code_builds_them():

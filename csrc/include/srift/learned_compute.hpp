@@ -109,13 +109,20 @@ struct LearnedComputeConfig {
   double anchored_p10 = 0, anchored_p90 = 0;
   double roofline_p10 = 0, roofline_p90 = 0;
   double absolute_p10 = 0, absolute_p90 = 0;
+  /// p10/p90 factors (multiply the time) of a GPU type the profile measured: host-to-host
+  /// noise of the measurement itself, and per e-fold of local batch away from the measured
+  /// batch (band.hpp note "measured batch band"), from compute_absolute.json's measured_band
+  /// (srift.learn.measured_band note "measured band"). 1: the document records none.
+  double measured_p10 = 1, measured_p90 = 1;
+  double measured_per_e_fold_p10 = 1, measured_per_e_fold_p90 = 1;
 
   void validate() const;
 };
 
 /// The combination the shipped documents record (srift/data/models): compute_ratio.json's
 /// absolute_blend (weight, shrink, residuals, dominance_guard) and roofline_residuals,
-/// compute_absolute.json's residuals and dominance_guard; each dominance_guard lists its
+/// compute_absolute.json's residuals, dominance_guard and measured_band (noise and per_e_fold,
+/// each p10/p90 factors; optional); each dominance_guard lists its
 /// reference GPUs and their specs (reference_specs: FLOP/s, bytes/s, bytes). A document
 /// without roofline_residuals uses its own residuals there. Throws std::invalid_argument
 /// naming the JSON path of a missing or bad field.
