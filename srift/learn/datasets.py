@@ -23,7 +23,7 @@ from srift.learn.workloads import DATA_MODELS
 
 __all__ = ["ComputeRow", "SiaRow", "data_dir", "lambda_gpu", "lambda_samples_per_s", "LAMBDA_TOKENS_PER_SAMPLE",
            "compute_rows", "sia_rows", "chip_of", "SIA_CLUSTERS", "CPU_SWEEP", "load_cpu_sweep", "cpu_peaks",
-           "cpu_rows", "device_peaks", "GavelScalingRow", "gavel_scaling_rows"]
+           "cpu_rows", "device_peaks", "GavelScalingRow", "gavel_scaling_rows", "load_gpu_sweeps", "gpu_sweep_rows"]
 
 CPU_SWEEP = Path(__file__).resolve().parent.parent / "data" / "measurements" / "compute_cpu.json"
 
@@ -51,7 +51,7 @@ def chip_of(gpu_key: str) -> str:
 
 @dataclass
 class ComputeRow:
-    source: str       # lambda | gavel | sia
+    source: str       # lambda | gavel | sia | cpu (measured here) | srift (GPUs srift swept)
     workload: str     # key into workloads.json
     gpu: str          # key into device_peaks(): gpus.TRAINING_GPUS or a measured CPU
     precision: str    # fp32 | tf32 | amp
@@ -260,15 +260,57 @@ def cpu_rows(doc: dict | None = None) -> list[ComputeRow]:
     return rows
 
 
-def device_peaks() -> dict[str, GpuPeaks]:
-    """Peaks of every device a ComputeRow may name: the data's GPUs and the measured CPUs."""
+def load_gpu_sweeps(files: list[Path] | None = None) -> list[dict]:
+    """The GPU sweeps srift took on lent GPUs (srift.learn.gpu_sweep note "GPU rows"),
+    validated; none where no GPU was ever lent."""
+    from srift.learn.gpu_sweep import sweep_files, validate_gpu_sweep
+    from srift.learn.loader import read_json
+
+    return [validate_gpu_sweep(read_json(f), str(f)) for f in (sweep_files() if files is None else files)]
+
+
+def gpu_sweep_rows(docs: list[dict] | None = None) -> list[ComputeRow]:
+    """One ComputeRow (source "srift") per (workload, precision, batch) of each GPU sweep; rows of
+    one workload and precision anchor each other across the sweeps' GPUs."""
+    from srift.learn.workloads import load_workloads
+
+    docs = load_gpu_sweeps() if docs is None else docs
+    known, peaks = load_workloads(), device_peaks(docs)
+    rows = []
+    for doc in docs:
+        if doc["gpu"] not in peaks:
+            raise ValueError(f"GPU compute sweep: gpu: {doc['gpu']!r} is not a catalog GPU")
+        for r in doc["rows"]:
+            if r["workload"] not in known:
+                raise ValueError(f"GPU compute sweep: rows.workload: {r['workload']!r} has no cached profile "
+                                 "(srift/data/models/workloads.json)")
+            for b, t in zip(r["batches"], r["iteration_s"]):
+                rows.append(ComputeRow("srift", r["workload"], doc["gpu"], r["precision"], float(b), t / b, True,
+                                       f"srift/{r['workload']}/{r['precision']}"))
+    return rows
+
+
+def device_peaks(gpu_sweeps: list[dict] | None = None) -> dict[str, GpuPeaks]:
+    """Peaks of every device a ComputeRow may name: the data's GPUs, the measured CPUs, and the
+    GPUs srift swept (the catalog's peaks where the data has none)."""
     out = dict(TRAINING_GPUS)
     if CPU_SWEEP.exists():
         out.update(cpu_peaks())
+    swept = {d["gpu"] for d in (load_gpu_sweeps() if gpu_sweeps is None else gpu_sweeps)} - set(out)
+    if swept:
+        from srift.catalog import Catalog
+        from srift.learn.gpus import peaks_from_catalog
+
+        catalog = Catalog.default()
+        for key in sorted(swept):
+            if key in catalog.gpu_keys():
+                out[key] = peaks_from_catalog(catalog, key)
     return out
 
 
-def compute_rows(d: Path | None = None, cpu: bool = False) -> list[ComputeRow]:
-    """The public single-GPU rows; with `cpu`, also the CPU rows measured here."""
+def compute_rows(d: Path | None = None, cpu: bool = False, gpu_sweeps: bool = True) -> list[ComputeRow]:
+    """The public single-GPU rows and the GPU sweeps srift took (gpu_sweeps); with `cpu`, also
+    the CPU rows measured here."""
     d = d or data_dir()
-    return _merge_repeats(_lambda_rows(d) + _gavel_rows(d) + _sia_compute_rows(d) + (cpu_rows() if cpu else []))
+    return _merge_repeats(_lambda_rows(d) + _gavel_rows(d) + _sia_compute_rows(d) + (cpu_rows() if cpu else [])
+                          + (gpu_sweep_rows() if gpu_sweeps else []))
