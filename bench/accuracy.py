@@ -463,40 +463,33 @@ def measured_other_batch(w) -> None:
     from srift.learn.datasets import device_peaks
     from srift.learn.dominance import guarded_correction, reference_gpus
     from srift.learn.features import roofline
+    from srift.learn.measured_band import batch_pairs
     from srift.learn.models import absolute_on_grid
 
     Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
     chips_a = np.array([r.chip for _, r in meta_a])
     peaks = device_peaks()
-    groups: dict[tuple, list] = {}
-    for r in compute_rows():
-        if r.units_match:
-            groups.setdefault((r.source, r.workload, r.gpu, r.precision), []).append(r)
     absolute: dict[str, object] = {}
     out: dict[str, list] = {}
-    for (source, _, _, _), rs in sorted(groups.items()):
-        for a in rs:
-            for b in rs:
-                if a.batch == b.batch:
-                    continue
-                if a.chip not in absolute:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        absolute[a.chip] = shipped_factory("absolute")().fit(Xa[chips_a != a.chip], ya[chips_a != a.chip])
-                wl, g = w[a.workload], peaks[a.gpu]
-                point = [_core.Measurement(a.batch, a.per_sample_s * a.batch)]
-                prior = roofline(wl, g, a.precision)
-                refs = reference_gpus({a.chip})
-                corr = lambda grid: guarded_correction(absolute[a.chip].predict, wl, g, grid, a.precision, refs)  # noqa: B023
-                learned = absolute_on_grid(prior, corr, 4 * max(a.batch, b.batch))
-                halfway = absolute_on_grid(prior, lambda grid: 0.5 * corr(grid), 4 * max(a.batch, b.batch))  # noqa: B023
-                row = [math.log(b.per_sample_s)]
-                for m in (_core.anchor_to_measurements(prior, point), _core.anchor_to_measurements(learned, point),
-                          _core.anchor_to_measurements(halfway, point)):
-                    row.append(math.log((m.compute_s(b.batch) + m.optimizer_s) / b.batch))
-                row.append(math.log(a.per_sample_s))
-                row.append(abs(math.log(b.batch / a.batch)))
-                out.setdefault(source, []).append(row)
+    for source, a, b in batch_pairs(compute_rows()):
+        if a.chip not in absolute:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                absolute[a.chip] = shipped_factory("absolute")().fit(Xa[chips_a != a.chip], ya[chips_a != a.chip])
+        wl, g = w[a.workload], peaks[a.gpu]
+        point = [_core.Measurement(a.batch, a.per_sample_s * a.batch)]
+        prior = roofline(wl, g, a.precision)
+        refs = reference_gpus({a.chip})
+        corr = lambda grid: guarded_correction(absolute[a.chip].predict, wl, g, grid, a.precision, refs)  # noqa: B023
+        learned = absolute_on_grid(prior, corr, 4 * max(a.batch, b.batch))
+        halfway = absolute_on_grid(prior, lambda grid: 0.5 * corr(grid), 4 * max(a.batch, b.batch))  # noqa: B023
+        row = [math.log(b.per_sample_s)]
+        for m in (_core.anchor_to_measurements(prior, point), _core.anchor_to_measurements(learned, point),
+                  _core.anchor_to_measurements(halfway, point)):
+            row.append(math.log((m.compute_s(b.batch) + m.optimizer_s) / b.batch))
+        row.append(math.log(a.per_sample_s))
+        row.append(abs(math.log(b.batch / a.batch)))
+        out.setdefault(source, []).append(row)
     # The band away from the measured batch (srift.learn.measured_band note "measured band"):
     # the halfway curve's log residual per e-fold of batch, its p10 / p90 as `srift train` fits
     # it (both sources) beside the shipped one, and each source's pairs inside the band of the

@@ -163,23 +163,35 @@ def validate_sweep(doc: Any, origin: str = "compute sweep") -> dict[str, Any]:
             if not isinstance(d, dict) or not _positive(d.get(field)):
                 raise ValueError(f"{origin}: devices.{k}.{field}: expected a number > 0, "
                                  f"got {d.get(field) if isinstance(d, dict) else d!r}")
-    rows = doc.get("rows")
-    if not isinstance(rows, list) or not rows:
-        raise ValueError(f"{origin}: rows: expected a non-empty list")
-    for i, r in enumerate(rows):
-        where = f"{origin}: rows[{i}]"
-        if not isinstance(r, dict):
-            raise ValueError(f"{where}: expected an object, got {r!r}")
+    for where, r in timed_rows(doc, origin):
         if r.get("device") not in devices:
             raise ValueError(f"{where}.device: expected one of {sorted(devices)}, got {r.get('device')!r}")
         if not isinstance(r.get("workload"), str):
             raise ValueError(f"{where}.workload: expected a workload key, got {r.get('workload')!r}")
-        b, t = r.get("batches"), r.get("iteration_s")
-        if not isinstance(b, list) or not isinstance(t, list) or len(b) != len(t) or not b:
-            raise ValueError(f"{where}: batches and iteration_s: expected lists of equal, non-zero length")
-        for j, (bj, tj) in enumerate(zip(b, t)):
-            if not (isinstance(bj, int) and not isinstance(bj, bool) and bj >= 1):
-                raise ValueError(f"{where}.batches[{j}]: expected an integer >= 1, got {bj!r}")
-            if not _positive(tj):
-                raise ValueError(f"{where}.iteration_s[{j}]: expected a number > 0, got {tj!r}")
+        check_timings(r, where)
     return doc
+
+
+def timed_rows(doc: dict[str, Any], origin: str) -> list[tuple[str, dict[str, Any]]]:
+    """(where, row) of a sweep's rows: a non-empty list of objects, else ValueError naming the
+    field (the CPU and GPU sweeps share the rule)."""
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise ValueError(f"{origin}: rows: expected a non-empty list")
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict):
+            raise ValueError(f"{origin}: rows[{i}]: expected an object, got {r!r}")
+    return [(f"{origin}: rows[{i}]", r) for i, r in enumerate(rows)]
+
+
+def check_timings(row: dict[str, Any], where: str) -> None:
+    """A sweep row's batches (integers >= 1) and iteration_s (seconds > 0), lists of one length;
+    ValueError naming the field (the CPU and GPU sweeps share the rule)."""
+    b, t = row.get("batches"), row.get("iteration_s")
+    if not isinstance(b, list) or not isinstance(t, list) or len(b) != len(t) or not b:
+        raise ValueError(f"{where}: batches and iteration_s: expected lists of equal, non-zero length")
+    for j, (bj, tj) in enumerate(zip(b, t)):
+        if not (isinstance(bj, int) and not isinstance(bj, bool) and bj >= 1):
+            raise ValueError(f"{where}.batches[{j}]: expected an integer >= 1, got {bj!r}")
+        if not _positive(tj):
+            raise ValueError(f"{where}.iteration_s[{j}]: expected a number > 0, got {tj!r}")

@@ -20,7 +20,6 @@ too: srift.learn.train note "band rows"), and `srift train` learns from them.
 """
 from __future__ import annotations
 
-import math
 import platform
 import time
 from datetime import datetime, timezone
@@ -169,34 +168,19 @@ def measure_gpu_sweep(plan: dict[str, Sequence[int]] | None = None, precisions: 
             "rows": rows, "skipped": skipped}
 
 
-def _positive(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-
-
 def validate_gpu_sweep(doc: Any, origin: str = "GPU compute sweep") -> dict[str, Any]:
     """The document if it is a well-formed GPU sweep, else ValueError naming the field."""
+    from srift.learn.cpu_sweep import check_timings, timed_rows
+
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else doc
         raise ValueError(f"{origin}: schema: expected {SCHEMA!r}, got {got!r}")
     if not isinstance(doc.get("gpu"), str) or not doc["gpu"]:
         raise ValueError(f"{origin}: gpu: expected a catalog GPU key, got {doc.get('gpu')!r}")
-    rows = doc.get("rows")
-    if not isinstance(rows, list) or not rows:
-        raise ValueError(f"{origin}: rows: expected a non-empty list")
-    for i, r in enumerate(rows):
-        where = f"{origin}: rows[{i}]"
-        if not isinstance(r, dict):
-            raise ValueError(f"{where}: expected an object, got {r!r}")
+    for where, r in timed_rows(doc, origin):
         if not isinstance(r.get("workload"), str):
             raise ValueError(f"{where}.workload: expected a workload key, got {r.get('workload')!r}")
         if r.get("precision") not in PRECISIONS:
             raise ValueError(f"{where}.precision: expected one of {PRECISIONS}, got {r.get('precision')!r}")
-        b, t = r.get("batches"), r.get("iteration_s")
-        if not isinstance(b, list) or not isinstance(t, list) or len(b) != len(t) or not b:
-            raise ValueError(f"{where}: batches and iteration_s: expected lists of equal, non-zero length")
-        for j, (bj, tj) in enumerate(zip(b, t)):
-            if not (isinstance(bj, int) and not isinstance(bj, bool) and bj >= 1):
-                raise ValueError(f"{where}.batches[{j}]: expected an integer >= 1, got {bj!r}")
-            if not _positive(tj):
-                raise ValueError(f"{where}.iteration_s[{j}]: expected a number > 0, got {tj!r}")
+        check_timings(r, where)
     return doc

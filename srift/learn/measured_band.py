@@ -34,7 +34,7 @@ import numpy as np
 
 from srift.learn.workloads import WorkloadInfo
 
-__all__ = ["fit_measured_band", "other_batch_residuals", "repeat_residuals", "validate_measured_band"]
+__all__ = ["batch_pairs", "fit_measured_band", "other_batch_residuals", "repeat_residuals", "validate_measured_band"]
 
 
 def repeat_residuals(repeats: dict[tuple, list[float]]) -> np.ndarray:
@@ -67,34 +67,38 @@ def other_batch_residuals(rows: list[Any], workloads: dict[str, WorkloadInfo],
     from srift.learn.models import absolute_on_grid
 
     peaks = device_peaks()
+    fitted: dict[str, Any] = {}
+    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for source, a, b in batch_pairs(rows):
+        if a.chip not in fitted:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fitted[a.chip] = fit_absolute(a.chip)
+        model, wl, g = fitted[a.chip], workloads[a.workload], peaks[a.gpu]
+        prior = roofline(wl, g, a.precision)
+        refs = reference_gpus({a.chip})
+
+        def half(grid: Any, model: Any = model, wl: WorkloadInfo = wl, g: Any = g, a: Any = a,
+                 refs: Any = refs) -> Any:
+            return 0.5 * guarded_correction(model.predict, wl, g, grid, a.precision, refs)
+
+        curve = absolute_on_grid(prior, half, 4 * max(a.batch, b.batch))
+        scaled = _core.anchor_to_measurements(curve, [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
+        predicted = (scaled.compute_s(b.batch) + scaled.optimizer_s) / b.batch
+        out[source].append((math.log(b.per_sample_s / predicted), abs(math.log(b.batch / a.batch))))
+    return {s: np.asarray(v, dtype=np.float64) for s, v in out.items()}
+
+
+def batch_pairs(rows: list[Any]) -> list[tuple[str, Any, Any]]:
+    """(source, a, b): every ordered pair of `rows` (ComputeRows; GPU rows whose sample is the
+    zoo model's) of one source, workload, GPU and precision at two batches, a measured and b
+    predicted, in a fixed order."""
     groups: dict[tuple, list[Any]] = defaultdict(list)
     for r in rows:
         if r.units_match and r.source != "cpu":
             groups[(r.source, r.workload, r.gpu, r.precision)].append(r)
-    fitted: dict[str, Any] = {}
-    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for (source, _, _, _), members in sorted(groups.items()):
-        for a in members:
-            for b in members:
-                if a.batch == b.batch:
-                    continue
-                if a.chip not in fitted:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        fitted[a.chip] = fit_absolute(a.chip)
-                model, wl, g = fitted[a.chip], workloads[a.workload], peaks[a.gpu]
-                prior = roofline(wl, g, a.precision)
-                refs = reference_gpus({a.chip})
-
-                def half(grid: Any, model: Any = model, wl: WorkloadInfo = wl, g: Any = g, a: Any = a,
-                         refs: Any = refs) -> Any:
-                    return 0.5 * guarded_correction(model.predict, wl, g, grid, a.precision, refs)
-
-                curve = absolute_on_grid(prior, half, 4 * max(a.batch, b.batch))
-                scaled = _core.anchor_to_measurements(curve, [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
-                predicted = (scaled.compute_s(b.batch) + scaled.optimizer_s) / b.batch
-                out[source].append((math.log(b.per_sample_s / predicted), abs(math.log(b.batch / a.batch))))
-    return {s: np.asarray(v, dtype=np.float64) for s, v in out.items()}
+    return [(key[0], a, b) for key, members in sorted(groups.items()) for a in members for b in members
+            if a.batch != b.batch]
 
 
 def _quantiles(values: np.ndarray) -> tuple[float, float]:
