@@ -66,8 +66,14 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    NVLink/NVSwitch nodes, Sia's multi-node steps): the share of
                                    each source's steps inside the band fitted on the *other*
                                    sources (srift.learn.scaling_band note "scaling band"), beside
-                                   the compute band alone (x0.97-x1.03, a measured GPU's), which
+                                   the compute band alone (a measured GPU's noise band), which
                                    is what such predictions carried before
+  interval_coverage/measured_band  a measured GPU's band (noise, and per e-fold of batch away
+                                   from the measured one) refitted here as `srift train` fits it
+                                   beside the shipped one (srift.learn.measured_band note
+                                   "measured band"); interval_coverage/measured_other_batch/*:
+                                   each source's pairs inside the other source's band and the
+                                   shipped one
   interval_coverage/scaling_band_predicted_compute/lambda  Lambda's host steps with nothing
                                    measured (the 1-GPU time from the no-measurement model, held
                                    out by chip): the compute and scaling bands combined as the
