@@ -26,6 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from srift.learn.cpu_sweep import _zoo_entry, check_timings, timed_rows
+
 __all__ = ["SCHEMA", "GPU_PLAN", "SWEEP_DIR", "sweep_path", "precisions_for", "measure_gpu_sweep",
            "validate_gpu_sweep", "sweep_files"]
 
@@ -69,12 +71,6 @@ def precisions_for(has_tf32: bool) -> tuple[str, ...]:
     return ("tf32", "amp") if has_tf32 else ("fp32", "amp")
 
 
-def _zoo_entry(key: str) -> tuple[str, dict[str, Any]]:
-    from srift.learn.cpu_sweep import _zoo_entry as entry
-
-    return entry(key)
-
-
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -116,8 +112,8 @@ def measure_workload(key: str, batches: Sequence[int], precision: str, device: s
         done.append((b, t.iteration_s[0], t.iteration_p10[0], t.iteration_p90[0]))
     if not done:
         return None, skipped
-    name_of = {"workload": key, "zoo": name, "options": options, "precision": precision}
-    return {**name_of, "batches": [d[0] for d in done], "iteration_s": [d[1] for d in done],
+    return {"workload": key, "zoo": name, "options": options, "precision": precision,
+            "batches": [d[0] for d in done], "iteration_s": [d[1] for d in done],
             "iteration_p10": [d[2] for d in done], "iteration_p90": [d[3] for d in done]}, skipped
 
 
@@ -170,8 +166,6 @@ def measure_gpu_sweep(plan: dict[str, Sequence[int]] | None = None, precisions: 
 
 def validate_gpu_sweep(doc: Any, origin: str = "GPU compute sweep") -> dict[str, Any]:
     """The document if it is a well-formed GPU sweep, else ValueError naming the field."""
-    from srift.learn.cpu_sweep import check_timings, timed_rows
-
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else doc
         raise ValueError(f"{origin}: schema: expected {SCHEMA!r}, got {got!r}")

@@ -463,8 +463,12 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
     import json
 
     from srift.learn.datasets import CPU_SWEEP, load_cpu_sweep, load_gpu_sweeps
+    from srift.learn.gpu_sweep import sweep_files
 
     workloads = load_workloads()
+    files = sweep_files()
+    gpu_sweeps = [{"file": f"srift/data/measurements/{f.name}", "gpu": d["gpu"], "measured_at": d.get("measured_at"),
+                   "rows": sum(len(r["batches"]) for r in d["rows"])} for f, d in zip(files, load_gpu_sweeps(files))]
     variants = {"public": compute_rows()}
     if CPU_SWEEP.exists():
         variants["public+cpu"] = compute_rows(cpu=True)
@@ -527,12 +531,8 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
         X, y, _, _, meta = data_by[label]
         data: dict[str, Any] = {"dir": "../shared/data/measured", "sources": sorted({b.source for _, b in meta}),
                                 "rows": len(rows), "examples": int(len(y))}
-        if any(r.source == "srift" for r in rows):  # srift.learn.gpu_sweep note "GPU rows"
-            from srift.learn.gpu_sweep import sweep_files
-
-            data["gpu_sweeps"] = [{"file": f"srift/data/measurements/{f.name}", "gpu": d["gpu"],
-                                   "measured_at": d.get("measured_at"), "rows": sum(len(r["batches"]) for r in d["rows"])}
-                                  for f, d in zip(sweep_files(), load_gpu_sweeps())]
+        if gpu_sweeps and any(r.source == "srift" for r in rows):  # srift.learn.gpu_sweep note "GPU rows"
+            data["gpu_sweeps"] = gpu_sweeps
         if label == "public+cpu":
             sweep = load_cpu_sweep()
             data["cpu_rows"] = {"file": "srift/data/measurements/compute_cpu.json", "measured_at": sweep.get("measured_at"),
