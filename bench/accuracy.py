@@ -74,6 +74,11 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    "measured band"); interval_coverage/measured_other_batch/*:
                                    each source's pairs inside the other source's band and the
                                    shipped one
+  interval_coverage/compute_absolute_lab_band, .../compute_absolute_leave_one_lab_out/*  the
+                                   no-measurement band across labs (srift.learn.lab_band note
+                                   "lab band"): the lab shifts refitted here beside the shipped
+                                   ones; each lab's rows with the lab held out, inside the
+                                   chip-out band and the shipped (lab-widened) band
   interval_coverage/scaling_band_predicted_compute/lambda  Lambda's host steps with nothing
                                    measured (the 1-GPU time from the no-measurement model, held
                                    out by chip): the compute and scaling bands combined as the
@@ -750,6 +755,7 @@ def interval_coverage(w, cases, steps, sites) -> None:
             report(label + suffix, resid, lo, hi, held)
 
     blended_band_coverage(w, rows_c, report)
+    lab_band_coverage(w)
     ok = ~np.isnan(steps)
     r_all = np.log(np.array([c.step_time for c in cases]) / steps)
     lo, hi = np.full(len(cases), np.nan), np.full(len(cases), np.nan)
@@ -758,6 +764,47 @@ def interval_coverage(w, cases, steps, sites) -> None:
         lo[ok & (sites == g)], hi[ok & (sites == g)] = np.quantile(r_all[others], 0.1), np.quantile(r_all[others], 0.9)
     report("multi_node_instance_anchored_leave_one_cluster_out", np.where(ok, r_all, np.nan), lo, hi,
            len(set(sites[ok])))
+
+
+def lab_band_coverage(w) -> None:
+    """The no-measurement band across labs (srift.learn.lab_band note "lab band"): each lab's
+    GPU rows predicted by the absolute model with that lab held out (the dominance guard as
+    shipped), on every row and on the (chip, precision) cells the other lab timed, against the
+    chip-out band (what srift shipped before) and the shipped band (chip-out convolved with the
+    lab shifts). With two labs this is not nested: the shipped band holds the other lab's shift,
+    which is measured against a model that learned this lab. Out of sample it is checked by
+    bench/external_nvidia.py (one_gpu_no_measurement). Also the lab shifts refitted in this run
+    beside the shipped ones."""
+    from srift.learn.lab_band import LAB_SOURCES, lab_shifts, precision_class
+    from srift.learn.models import default_models
+
+    X, y, _, _, meta = shipped_absolute_dataset(w)
+    pred, mask, _ = loco_errors(X, y, meta, shipped_factory("absolute"), "source", absolute_guard(meta, w, "source"))
+    doc = default_models().absolute.doc["residuals"]
+    refitted = lab_shifts(y, meta, pred, mask)
+    print(json.dumps({"split": "interval_coverage/compute_absolute_lab_band",
+                      "refitted": {s: round(v["factor"], 4) for s, v in refitted.items()},
+                      "shipped": {s: round(v["factor"], 4) for s, v in doc.get("lab_shifts", {}).items()},
+                      "band": {"chip_out": [round(math.exp(doc["within_lab"]["p10"]), 4),
+                                            round(math.exp(doc["within_lab"]["p90"]), 4)] if "within_lab" in doc else None,
+                               "shipped": [round(math.exp(doc["p10"]), 4), round(math.exp(doc["p90"]), 4)]}}))
+    src = np.array([b.source for _, b in meta])
+    cells = [(b.chip, precision_class(b.precision)) for _, b in meta]
+    r = y - pred
+    chip_out = doc.get("within_lab", doc)
+    for s in LAB_SOURCES:
+        shared = {c for c, s2 in zip(cells, src) if s2 != s and s2 in LAB_SOURCES}
+        for subset, sel in (("all_rows", mask & (src == s)),
+                            ("shared_cells", mask & (src == s) & np.array([c in shared for c in cells]))):
+            if not sel.any():
+                continue
+            out = {"split": f"interval_coverage/compute_absolute_leave_one_lab_out/{s}/{subset}", "n": int(sel.sum())}
+            for name, band in (("chip_out_band", chip_out), ("shipped_band", doc)):
+                lo, hi = float(band["p10"]), float(band["p90"])
+                out[name] = {"inside_p10_p90": round(float(np.mean((r[sel] >= lo) & (r[sel] <= hi))), 3),
+                             "below_p10": round(float(np.mean(r[sel] < lo)), 3),
+                             "above_p90": round(float(np.mean(r[sel] > hi)), 3)}
+            print(json.dumps(out))
 
 
 def blended_band_coverage(w, rows, report) -> None:

@@ -550,6 +550,14 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
                           "leave-one-GPU-chip-out, rows timed without the Sia harness (note \"band rows\")")
         if builder is absolute_dataset:
             doc["dominance_guard"] = {"references": sorted(TRAINING_GPUS), "reference_specs": reference_specs(TRAINING_GPUS)}
+            doc["residuals"] = train_lab_band(candidates()[kind], data_by[label], workloads, doc["residuals"],
+                                              resid_by[best])
+            if verbose:
+                r = doc["residuals"]
+                print("no-measurement band (p10-p90): chip out x{:.3f}-x{:.3f}, with the lab shifts ({}) x{:.3f}-x{:.3f}"
+                      .format(math.exp(r["within_lab"]["p10"]), math.exp(r["within_lab"]["p90"]),
+                              ", ".join(f"{s} x{v['factor']:.3f}" for s, v in r["lab_shifts"].items()),
+                              math.exp(r["p10"]), math.exp(r["p90"])))
             doc["measured_band"] = band = train_measured_band(candidates()[kind], data_by[label], workloads)
             if verbose:
                 print("measured band (p10-p90): noise x{:.3f}-x{:.3f} ({} repeats), per e-fold of batch x{:.3f}-x{:.3f} "
@@ -579,6 +587,24 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
         for name, doc in results.items():
             (out_dir / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
     return results
+
+
+def train_lab_band(make: Callable[[], Any], data: tuple, workloads: dict[str, WorkloadInfo],
+                   within_record: dict[str, Any], within: np.ndarray) -> dict[str, Any]:
+    """The absolute model's shipped residuals (srift.learn.lab_band note "lab band"): its
+    chip-out residuals `within` (recorded in `within_record`) convolved with the lab shifts,
+    each lab held out of the model (`make`, fitted on `data`: absolute_dataset's tuple) with
+    the dominance guard as the engine applies it."""
+    from srift.learn.lab_band import convolved_band, lab_shifts
+
+    X, y, _, _, meta = data
+    pred, mask, _ = loco_errors(X, y, meta, make, "source", absolute_guard(meta, workloads, "source"))
+    shifts = lab_shifts(y, meta, pred, mask)
+    band = convolved_band(within, [v["log_shift"] for v in shifts.values()])
+    return {**band, "n": int(np.asarray(within).size * len(shifts)),
+            "split": "leave-one-GPU-chip-out residuals convolved with the leave-one-lab-out shifts "
+                     "(srift.learn.lab_band note \"lab band\")",
+            "within_lab": within_record, "lab_shifts": shifts}
 
 
 def train_measured_band(make: Callable[[], Any], data: tuple, workloads: dict[str, WorkloadInfo]) -> dict[str, Any]:

@@ -105,7 +105,8 @@ struct LearnedComputeConfig {
   std::vector<GpuSpec> ratio_references;     ///< dominance references of anchored predictions
   std::vector<GpuSpec> absolute_references;  ///< of predictions with no measurement
   /// p10/p90 log residuals: of anchored predictions (the blend's where there is one), of the
-  /// roofline ratio alone (pairs the ratio model does not cover), of the absolute model.
+  /// roofline ratio alone (pairs the ratio model does not cover), of the absolute model (a new
+  /// GPU chip in a new lab: srift.learn.lab_band note "lab band").
   double anchored_p10 = 0, anchored_p90 = 0;
   double roofline_p10 = 0, roofline_p90 = 0;
   double absolute_p10 = 0, absolute_p90 = 0;
