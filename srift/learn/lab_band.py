@@ -22,7 +22,8 @@ With the shipped data (srift train; bench/accuracy.py interval_coverage/compute_
 and the band widens from the chip-out x0.84-x1.31 to x0.63-x1.36. Two labs are a thin sample
 of labs: the band is a floor on the stack uncertainty, not an estimate of its tails. Outside
 the data, NVIDIA's DeepLearningExamples (bench/external_nvidia.py one_gpu_no_measurement) run
-its tuned AMP stack 30-60% faster than Lambda's level; the chip-out band held 50% of those rows.
+its tuned AMP stack 30-60% faster than Lambda's level; the chip-out band held 50% of those
+rows, this band holds 86%.
 A measured GPU carries its own lab's level and keeps its own band (note "measured band").
 """
 from __future__ import annotations
