@@ -775,7 +775,7 @@ def lab_band_coverage(w) -> None:
     which is measured against a model that learned this lab. Out of sample it is checked by
     bench/external_nvidia.py (one_gpu_no_measurement). Also the lab shifts refitted in this run
     beside the shipped ones."""
-    from srift.learn.lab_band import LAB_SOURCES, lab_shifts, precision_class
+    from srift.learn.lab_band import LAB_SOURCES, lab_shifts, on_shared_cells
     from srift.learn.models import default_models
 
     X, y, _, _, meta = shipped_absolute_dataset(w)
@@ -789,13 +789,10 @@ def lab_band_coverage(w) -> None:
                                             round(math.exp(doc["within_lab"]["p90"]), 4)] if "within_lab" in doc else None,
                                "shipped": [round(math.exp(doc["p10"]), 4), round(math.exp(doc["p90"]), 4)]}}))
     src = np.array([b.source for _, b in meta])
-    cells = [(b.chip, precision_class(b.precision)) for _, b in meta]
     r = y - pred
     chip_out = doc.get("within_lab", doc)
     for s in LAB_SOURCES:
-        shared = {c for c, s2 in zip(cells, src) if s2 != s and s2 in LAB_SOURCES}
-        for subset, sel in (("all_rows", mask & (src == s)),
-                            ("shared_cells", mask & (src == s) & np.array([c in shared for c in cells]))):
+        for subset, sel in (("all_rows", mask & (src == s)), ("shared_cells", mask & on_shared_cells(meta, s))):
             if not sel.any():
                 continue
             out = {"split": f"interval_coverage/compute_absolute_leave_one_lab_out/{s}/{subset}", "n": int(sel.sum())}

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LAB_SOURCES", "precision_class", "lab_shifts", "convolved_band"]
+__all__ = ["LAB_SOURCES", "precision_class", "on_shared_cells", "lab_shifts", "convolved_band"]
 
 # Labs timed the way srift's profiler times (train_compute note "band rows"); "srift": the GPU
 # sweeps srift took (srift.learn.gpu_sweep note "GPU rows").
@@ -46,6 +46,15 @@ def precision_class(precision: str) -> str:
     return "amp" if precision == "amp" else "fp32"
 
 
+def on_shared_cells(meta: list[tuple[Any, Any]], source: str) -> np.ndarray:
+    """Mask of `source`'s rows on a (chip, precision class) cell another lab of LAB_SOURCES
+    also timed."""
+    src = [b.source for _, b in meta]
+    cells = [(b.chip, precision_class(b.precision)) for _, b in meta]
+    shared = {c for c, s in zip(cells, src) if s != source and s in LAB_SOURCES}
+    return np.array([s == source and c in shared for c, s in zip(cells, src)], dtype=bool)
+
+
 def lab_shifts(y: np.ndarray, meta: list[tuple[Any, Any]], pred: np.ndarray,
                mask: np.ndarray) -> dict[str, dict[str, Any]]:
     """source -> {"log_shift", "factor", "rows", "cells"} for every lab of LAB_SOURCES with
@@ -56,12 +65,10 @@ def lab_shifts(y: np.ndarray, meta: list[tuple[Any, Any]], pred: np.ndarray,
     if not (len(y) == len(meta) == len(pred) == len(mask)):
         raise ValueError(f"meta, pred, mask: expected {len(y)} rows each (one per y), "
                          f"got {len(meta)}, {len(pred)}, {len(mask)}")
-    src = np.array([b.source for _, b in meta])
     cells = [(b.chip, precision_class(b.precision)) for _, b in meta]
     out: dict[str, dict[str, Any]] = {}
     for s in LAB_SOURCES:
-        shared = {c for c, s2 in zip(cells, src) if s2 != s and s2 in LAB_SOURCES}
-        sel = (src == s) & np.array([c in shared for c in cells]) & mask.astype(bool) & np.isfinite(pred)
+        sel = on_shared_cells(meta, s) & mask.astype(bool) & np.isfinite(pred)
         if not sel.any():
             continue
         d = float(np.median(y[sel] - pred[sel]))

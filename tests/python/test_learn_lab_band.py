@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from measured_data import MEASURED
 
-from srift.learn.lab_band import LAB_SOURCES, convolved_band, lab_shifts, precision_class
+from srift.learn.lab_band import LAB_SOURCES, convolved_band, lab_shifts, on_shared_cells, precision_class
 
 
 def _row(source: str, chip: str, precision: str) -> tuple[None, SimpleNamespace]:
@@ -53,6 +53,16 @@ def test_lab_shifts_take_the_median_on_cells_another_lab_timed() -> None:
     # rows the held-out fit did not predict do not count
     mask[2] = False
     assert lab_shifts(y, meta, pred, mask)["gavel"]["log_shift"] == pytest.approx(0.15)
+
+
+def test_srifts_own_gpu_sweeps_are_a_lab() -> None:
+    # a lent GPU's sweep (source "srift") shares a cell with Lambda: both get a shift
+    assert "srift" in LAB_SOURCES
+    meta = [_row("lambda", "H100", "amp"), _row("srift", "H100", "amp"), _row("sia", "H100", "amp")]
+    assert on_shared_cells(meta, "srift").tolist() == [False, True, False]
+    assert on_shared_cells(meta, "lambda").tolist() == [True, False, False]
+    out = lab_shifts(np.array([0.1, -0.4, 3.0]), meta, np.zeros(3), np.ones(3, bool))
+    assert {s: v["log_shift"] for s, v in out.items()} == pytest.approx({"lambda": 0.1, "srift": -0.4})
 
 
 def test_bad_input_is_refused_naming_it() -> None:
