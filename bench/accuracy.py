@@ -781,16 +781,15 @@ def lab_band_coverage(w) -> None:
     X, y, _, _, meta = shipped_absolute_dataset(w)
     pred, mask, _ = loco_errors(X, y, meta, shipped_factory("absolute"), "source", absolute_guard(meta, w, "source"))
     doc = default_models().absolute.doc["residuals"]
+    chip_out = doc["within_lab"]
     refitted = lab_shifts(y, meta, pred, mask)
     print(json.dumps({"split": "interval_coverage/compute_absolute_lab_band",
                       "refitted": {s: round(v["factor"], 4) for s, v in refitted.items()},
-                      "shipped": {s: round(v["factor"], 4) for s, v in doc.get("lab_shifts", {}).items()},
-                      "band": {"chip_out": [round(math.exp(doc["within_lab"]["p10"]), 4),
-                                            round(math.exp(doc["within_lab"]["p90"]), 4)] if "within_lab" in doc else None,
-                               "shipped": [round(math.exp(doc["p10"]), 4), round(math.exp(doc["p90"]), 4)]}}))
+                      "shipped": {s: round(v["factor"], 4) for s, v in doc["lab_shifts"].items()},
+                      "band": {name: [round(math.exp(b["p10"]), 4), round(math.exp(b["p90"]), 4)]
+                               for name, b in (("chip_out", chip_out), ("shipped", doc))}}))
     src = np.array([b.source for _, b in meta])
     r = y - pred
-    chip_out = doc.get("within_lab", doc)
     for s in LAB_SOURCES:
         for subset, sel in (("all_rows", mask & (src == s)), ("shared_cells", mask & on_shared_cells(meta, s))):
             if not sel.any():
