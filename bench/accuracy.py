@@ -24,8 +24,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_*_with_cpu_rows     the same, with the CPU rows measured here (srift.learn.cpu_sweep)
                               in the training folds; errors on GPU targets only
   compute_leave_one_gpu_out_engine_path  the anchored model as the engine applies it (the
-                              blended, shrunk ratio at the anchor's batch, the anchored affine
-                              model at the target's)
+                              anchor moved along its measured curve to the target's batch, the
+                              blended, shrunk, clipped ratio there: srift::LearnedCompute note
+                              "anchored batch shape"), beside the engine before that note
   compute_absolute_leave_one_gpu_out_engine_path  the absolute model as the engine applies it
                               (one affine model per GPU fitted on a batch grid) vs at each
                               row's own batch vs the old reference-batch-32 scaling
@@ -579,16 +580,21 @@ def held_out_fits(X, y, meta, factory):
 
 
 def ratio_engine_path(w) -> None:
-    """The anchored model as the engine applies it: the anchor GPU's measurement scales its
-    roofline (one measurement), the ratio (blended and shrunk, srift.learn.blend notes "blend"
-    and "shrink") is evaluated
-    at the anchor's batch and the result at the target's batch; beside the pair features of the
-    split above. Shipped training data (CPU rows in), GPU targets."""
+    """The anchored model as the engine applies it (srift::LearnedCompute note "anchored batch
+    shape"): the anchor's one measurement moves along the anchor GPU's measured curve (halfway
+    between its roofline's and the absolute model's, note "measured batch shape") to the
+    target's batch, and the ratio (blended and shrunk, srift.learn.blend notes "blend" and
+    "shrink"; clipped by dominance as shipped) is evaluated there. The engine fits a line
+    through such points on its batch grid; this scores the point at the target's batch. Beside
+    the pair features of the split above and the engine before this note (the ratio at the
+    anchor's batch scaling the anchor's roofline curve). Shipped training data (CPU rows in),
+    GPU targets."""
     from srift import _core
     from srift.learn.blend import anchored_correction, anchored_log_ratio, blended, observed_anchor_error
     from srift.learn.datasets import device_peaks
-    from srift.learn.dominance import guarded_log_ratio, reference_gpus
+    from srift.learn.dominance import guarded_correction, guarded_log_ratio, reference_gpus
     from srift.learn.features import absolute_features, ratio_features, roofline
+    from srift.learn.models import absolute_on_grid
 
     rows = compute_rows(cpu=True)
     X, y, base, truth, meta = ratio_dataset(rows, w)
@@ -596,7 +602,11 @@ def ratio_engine_path(w) -> None:
     chips_a = np.array([r.chip for _, r in meta_a])
     peaks, (weight, shrink) = device_peaks(), shipped_blend()
     absolute: dict[str, object] = {}
-    pair, engine, blend_only, ratio_only, guarded = (np.full(len(y), np.nan) for _ in range(5))
+    pair, engine, blend_only, ratio_only, guarded, before = (np.full(len(y), np.nan) for _ in range(6))
+
+    def total(m, b: float) -> float:
+        return m.compute_s(b) + m.optimizer_s
+
     for i, est in held_out_fits(X, y, meta, shipped_factory("ratio")):
         a, b = meta[i]
         if b.source == "cpu":
@@ -608,30 +618,54 @@ def ratio_engine_path(w) -> None:
         est_a = absolute[b.chip]
         wl, pa, pb = w[a.workload], peaks[a.gpu], peaks[b.gpu]
         pair[i] = base[i] + est.predict(X[i:i + 1])[0]
-        anchored = _core.anchor_to_measurements(roofline(wl, pa, a.precision),
-                                                [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
-        f = ratio_features(wl, pa, a.batch, pb, a.batch, a.precision)
-        fa, fb = absolute_features(wl, pa, a.batch, a.precision), absolute_features(wl, pb, a.batch, a.precision)
+        roof_a = roofline(wl, pa, a.precision)
+        measurement = [_core.Measurement(a.batch, a.per_sample_s * a.batch)]
+        refs = reference_gpus({b.chip})
+        comparable = not math.isnan(observed_anchor_error([(a, b)], w)[0])
+
+        def ratio_at(batch: float, on_anchor: float, guard: bool = True) -> float:
+            """The shipped log ratio (per sample) at `batch`, the anchor at `on_anchor` seconds."""
+            observed = math.log(on_anchor / total(roof_a, batch)) if comparable else math.nan
+
+            def log_ratio(g) -> float:
+                return anchored_log_ratio(est.predict, est_a.predict, wl, pa, batch, g, batch, a.precision, observed,
+                                          weight, shrink)
+
+            return guarded_log_ratio(log_ratio, pa, pb, refs, a.precision) if guard else log_ratio(pb)
+
+        # the engine before: the anchor's roofline curve, the ratio at the anchor's batch
+        rooflined = _core.anchor_to_measurements(roof_a, measurement)
+        before[i] = math.log(total(rooflined, b.batch) * math.exp(ratio_at(a.batch, a.per_sample_s * a.batch))
+                             / b.batch / a.per_sample_s)
+        # now: the anchor's measured curve (halfway, note "measured batch shape") to b's batch
+        span = 4.0 * max(a.batch, b.batch)
+        learned = absolute_on_grid(roof_a, lambda grid: guarded_correction(est_a.predict, wl, pa, grid, a.precision,
+                                                                           refs), span)
+        halfway = absolute_on_grid(roof_a, lambda grid: [0.5 * math.log(total(learned, g) / total(roof_a, g))
+                                                         for g in grid], span)
+        on_anchor = total(_core.anchor_to_measurements(halfway, measurement), b.batch)
+        f = ratio_features(wl, pa, b.batch, pb, b.batch, a.precision)
+        fa, fb = absolute_features(wl, pa, b.batch, a.precision), absolute_features(wl, pb, b.batch, a.precision)
         corr = est.predict(np.asarray([f]))[0]
         corr_a, corr_b = est_a.predict(np.asarray([fa]))[0], est_a.predict(np.asarray([fb]))[0]
-        observed = observed_anchor_error([(a, b)], w)[0]
-        t_anchor = anchored.compute_s(b.batch) + anchored.optimizer_s
+        observed = math.log(on_anchor / total(roof_a, b.batch)) if comparable else math.nan
         for out, c in ((ratio_only, corr), (blend_only, blended(corr, corr_b - corr_a, weight)),
                        (engine, anchored_correction(corr, corr_a, corr_b, observed, weight, shrink))):
-            out[i] = math.log(t_anchor * math.exp(f[0] + c) / b.batch / a.per_sample_s)
-        # As shipped: the same ratio clipped by the anchored predictions of the reference GPUs
-        # (srift.learn.dominance), the held-out chip's variants no reference.
-        ratio = guarded_log_ratio(lambda g: anchored_log_ratio(est.predict, est_a.predict, wl, pa, a.batch, g, a.batch,
-                                                               a.precision, observed, weight, shrink),
-                                  pa, pb, reference_gpus({b.chip}), a.precision)
-        guarded[i] = math.log(t_anchor * math.exp(ratio) / b.batch / a.per_sample_s)
+            out[i] = math.log(on_anchor * math.exp(f[0] + c) / b.batch / a.per_sample_s)
+        guarded[i] = math.log(on_anchor * math.exp(ratio_at(b.batch, on_anchor)) / b.batch / a.per_sample_s)
     ok = ~np.isnan(engine)
     print(json.dumps({"split": "compute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),
                       "pair_features": stats(ape(pair[ok], truth[ok])),
+                      "before_anchor_roofline_curve_ratio_at_anchor_batch": stats(ape(before[ok], truth[ok])),
                       "engine_path_ratio_model": stats(ape(ratio_only[ok], truth[ok])),
                       f"engine_path_blend_{weight}": stats(ape(blend_only[ok], truth[ok])),
                       f"engine_path_blend_{weight}_shrink_{shrink}": stats(ape(engine[ok], truth[ok])),
                       f"engine_path_blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[ok], truth[ok]))}))
+    for source in ("lambda", "gavel", "sia"):
+        m = ok & np.array([r.source == source for _, r in meta])
+        print(json.dumps({"split": f"compute_leave_one_gpu_out_engine_path/{source}",
+                          "before_anchor_roofline_curve_ratio_at_anchor_batch": stats(ape(before[m], truth[m])),
+                          f"engine_path_blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[m], truth[m]))}))
 
 
 def absolute_engine_path(w) -> None:

@@ -41,20 +41,16 @@ std::pair<double, double> precision_flags(Precision p) {
 
 void check_batch(const std::string& field, double batch) { detail::require_positive(field, batch); }
 
+// The least slope (a share of the target roofline's seconds per sample) of an anchored line: a
+// guard against a degenerate fit where the curve is flat over the grid, not a model. The
+// roofline's own slope is no floor: its assumed efficiencies make it steeper than measured
+// curves (as a floor it cost NVIDIA's anchored V100/A100 pairs 8.7 -> 14.3 median APE).
+constexpr double kMinSlopeShare = 0.01;
+
 void check_gpu(const GpuSpec& g) {
   g.validate();
   detail::require_positive("gpu.fp32_flops", g.fp32_flops);
   detail::require_positive("gpu.memory_bandwidth", g.memory_bandwidth);
-}
-
-ComputeModel scaled(const ComputeModel& m, double k) {
-  ComputeModel out;
-  out.forward_fixed_s = m.forward_fixed_s * k;
-  out.forward_per_sample_s = m.forward_per_sample_s * k;
-  out.backward_fixed_s = m.backward_fixed_s * k;
-  out.backward_per_sample_s = m.backward_per_sample_s * k;
-  out.optimizer_s = m.optimizer_s * k;
-  return out;
 }
 
 // Note "fp32 via tf32" (compute.hpp note "fp32 is PyTorch's"): the models learned FP32 only on
@@ -310,7 +306,8 @@ std::vector<double> batch_grid(double max_batch) {
   return grid;
 }
 
-std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds) {
+std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds,
+                                              double min_per_sample) {
   if (batches.size() != seconds.size() || batches.empty()) {
     throw std::invalid_argument("batches and seconds must have the same, non-zero length, got " +
                                 std::to_string(batches.size()) + " and " + std::to_string(seconds.size()));
@@ -319,6 +316,7 @@ std::pair<double, double> affine_relative_fit(const std::vector<double>& batches
     detail::require_positive("batches[" + std::to_string(i) + "]", batches[i]);
     detail::require_positive("seconds[" + std::to_string(i) + "]", seconds[i]);
   }
+  detail::require_finite_nonneg("min_per_sample", min_per_sample);
   // Least squares of [1, b] / t against 1: the normal equations of two unknowns.
   double s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0, mean_per_sample = 0;
   for (std::size_t i = 0; i < batches.size(); ++i) {
@@ -332,9 +330,19 @@ std::pair<double, double> affine_relative_fit(const std::vector<double>& batches
   }
   mean_per_sample /= static_cast<double>(batches.size());
   const double det = s00 * s11 - s01 * s01;
-  if (!(std::abs(det) > 1e-12 * s00 * s11)) return {0.0, mean_per_sample};  // one distinct batch
-  const double fixed = (r0 * s11 - r1 * s01) / det;
-  const double per_sample = (s00 * r1 - s01 * r0) / det;
+  const bool one_batch = !(std::abs(det) > 1e-12 * s00 * s11);
+  double fixed = one_batch ? 0.0 : (r0 * s11 - r1 * s01) / det;
+  double per_sample = one_batch ? 0.0 : (s00 * r1 - s01 * r0) / det;
+  if (min_per_sample > 0) {
+    // The slope held at its floor where it falls short; the intercept refitted under it.
+    if (one_batch || !(per_sample >= min_per_sample)) {
+      per_sample = min_per_sample;
+      fixed = (r0 - per_sample * s01) / s00;
+    }
+    if (fixed < 0) return {0.0, std::max(min_per_sample, r1 / s11)};
+    return {fixed, per_sample};
+  }
+  if (one_batch) return {0.0, mean_per_sample};
   if (!(per_sample > 0)) return {0.0, mean_per_sample};
   if (fixed < 0) return {0.0, r1 / s11};  // through the origin: sum(b/t) / sum((b/t)^2)
   return {fixed, per_sample};
@@ -562,52 +570,86 @@ std::vector<double> LearnedCompute::absolute_corrections(const WorkloadStats& w,
   return own;
 }
 
+// Note "anchored batch shape": a plan runs its own local batch, rarely the one measured, so the
+// anchored prediction is a curve over the batch, built in two moves: along the anchor GPU, from
+// the measured batch to each batch b of the grid, by the measured GPU's own curve
+// (measured_model: note "measured batch shape"); then across GPUs at b, by the ratio at b
+// (guarded_log_ratio, the anchor's deviation from its roofline taken at b). The ratio at the
+// measured batch applied to the anchor's roofline curve, as srift did before, moved along the
+// roofline's curve instead, whose fixed cost is too small: NVIDIA DeepLearningExamples' V100/A100
+// pairs, most measured at 2-4x different batches, went 16.4 / 48 -> 9.2 / 26 median / p90 APE
+// (bench/external_nvidia.py one_gpu_anchored), and Lambda's held-out chips 10.3 / 30 ->
+// 10.1 / 27 (bench/accuracy.py compute_leave_one_gpu_out_engine_path).
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                                       const std::vector<Measurement>& measurements,
-                                                      const GpuSpec& target, Precision precision) const {
+                                                      const GpuSpec& target, Precision precision,
+                                                      double max_batch) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
-  double batch = 0;
-  for (const Measurement& m : measurements) batch += m.local_batch;
-  batch /= static_cast<double>(measurements.size());
+  // The grid reaches every measured batch, so no part of the curve is extrapolated from it.
+  double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
+  for (const Measurement& m : measurements) {
+    check_batch("measurements.local_batch", m.local_batch);
+    span = std::max(span, m.local_batch);
+  }
+  const std::vector<double> grid = batch_grid(span);
+  auto total = [](const ComputeModel& m, double b) { return m.compute_s(b) + m.optimizer_s; };
   if (fp32_via_tf32(anchor, precision) || fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
-    auto total = [batch](const ComputeModel& m) { return m.compute_s(batch) + m.optimizer_s; };
-    // The measured model, the target predicted from its TF32 equivalent, and the default's cost
-    // over all-TF32 on the target at the measured batch.
+    // The target predicted from the measurements' TF32 equivalent, times the default's cost
+    // over all-TF32 on the target at each batch; on a TF32 target at most the strict-FP32
+    // prediction and at least the all-TF32 one.
     const ComputeModel measured_roof = w.roofline(anchor, Precision::fp32);
-    const ComputeModel measured = anchor_to_measurements(measured_roof, measurements);
     LearnedComputeResult r = predict_anchored(
         w, anchor, restated(measurements, measured_roof, w.roofline(anchor, Precision::tf32)), target,
-        Precision::tf32);
-    const double all_tf32 = total(r.model);
-    double t = all_tf32 * total(w.roofline(target, Precision::fp32)) / total(w.roofline(target, Precision::tf32));
-    if (fp32_via_tf32(target, precision)) {
+        Precision::tf32, span);
+    const ComputeModel target_default = w.roofline(target, Precision::fp32);
+    const ComputeModel target_tf32 = w.roofline(target, Precision::tf32);
+    ComputeModel strict;
+    const bool clamp = fp32_via_tf32(target, precision);
+    if (clamp) {
       const GpuSpec strict_anchor = without_tf32(anchor);
-      const LearnedComputeResult strict = predict_anchored(
-          w, strict_anchor, restated(measurements, measured_roof, w.roofline(strict_anchor, Precision::fp32)),
-          without_tf32(target), Precision::fp32);
-      t = std::max(all_tf32, std::min(t, total(strict.model)));
+      strict = predict_anchored(w, strict_anchor,
+                                restated(measurements, measured_roof, w.roofline(strict_anchor, Precision::fp32)),
+                                without_tf32(target), Precision::fp32, span)
+                   .model;
     }
-    r.model = scaled(measured, t / total(measured));
+    std::vector<double> t(grid.size());
+    for (std::size_t i = 0; i < grid.size(); ++i) {
+      const double all_tf32 = total(r.model, grid[i]);
+      t[i] = all_tf32 * total(target_default, grid[i]) / total(target_tf32, grid[i]);
+      if (clamp) t[i] = std::max(all_tf32, std::min(t[i], total(strict, grid[i])));
+    }
+    const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_default.per_sample_s());
+    r.model = split_like(target_default, fixed, per_sample);
     return r;
   }
   const ComputeModel roof = w.roofline(anchor, precision);
-  const ComputeModel anchored = anchor_to_measurements(roof, measurements);
+  const ComputeModel measured = measured_model(w, anchor, roof, measurements, precision, span);
+  const ComputeModel target_roof = w.roofline(target, precision);
   LearnedComputeResult r;
-  if (!has_fp16_path(anchor, target, precision)) {
-    // No FP16 path on one side: the roofline ratio with the roofline's own interval.
-    r.model = scaled(anchored, std::exp(ratio_features(w, anchor, batch, target, batch, precision)[0]));
+  const bool ratio_model_covers = has_fp16_path(anchor, target, precision);
+  std::vector<double> t(grid.size());
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    const double b = grid[i], on_anchor = total(measured, b);
+    if (!ratio_model_covers) {
+      // No FP16 path on one side: the roofline ratio, with the roofline's own interval.
+      t[i] = on_anchor * total(target_roof, b) / total(roof, b);
+      continue;
+    }
+    const double observed = config_.blend ? std::log(on_anchor / total(roof, b)) : std::numeric_limits<double>::quiet_NaN();
+    t[i] = on_anchor * std::exp(guarded_log_ratio(w, anchor, target, b, precision, observed));
+  }
+  // A flat or falling curve (a fixed cost the grid's batches do not grow) is that cost plus a
+  // token slope (kMinSlopeShare), not a line through the origin.
+  const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_roof.per_sample_s());
+  r.model = split_like(target_roof, fixed, per_sample);
+  if (!ratio_model_covers) {
     r.p10_factor = std::exp(config_.roofline_p10);
     r.p90_factor = std::exp(config_.roofline_p90);
     r.roofline_ratio_only = true;
-    return r;
+  } else {
+    r.p10_factor = std::exp(config_.anchored_p10);
+    r.p90_factor = std::exp(config_.anchored_p90);
   }
-  double observed = std::numeric_limits<double>::quiet_NaN();
-  if (config_.blend) {
-    observed = std::log((anchored.compute_s(batch) + anchored.optimizer_s) / (roof.compute_s(batch) + roof.optimizer_s));
-  }
-  r.model = scaled(anchored, std::exp(guarded_log_ratio(w, anchor, target, batch, precision, observed)));
-  r.p10_factor = std::exp(config_.anchored_p10);
-  r.p90_factor = std::exp(config_.anchored_p90);
   return r;
 }
 
@@ -622,19 +664,22 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
   if (use.empty()) {
     for (const Anchor& a : anchors) use.push_back(&a);
   }
-  if (use.size() == 1) return predict_anchored(w, use[0]->gpu, use[0]->measurements, target, precision);
+  if (use.size() == 1) return predict_anchored(w, use[0]->gpu, use[0]->measurements, target, precision, max_batch);
   std::vector<LearnedComputeResult> each;
   each.reserve(use.size());
-  for (const Anchor* a : use) each.push_back(predict_anchored(w, a->gpu, a->measurements, target, precision));
+  for (const Anchor* a : use) {
+    each.push_back(predict_anchored(w, a->gpu, a->measurements, target, precision, max_batch));
+  }
   const std::vector<double> grid = batch_grid(max_batch);
   std::vector<double> t(grid.size(), 0.0);
   for (std::size_t i = 0; i < grid.size(); ++i) {
     for (const LearnedComputeResult& r : each) t[i] += std::log(r.model.compute_s(grid[i]) + r.model.optimizer_s);
     t[i] = std::exp(t[i] / static_cast<double>(each.size()));
   }
-  const auto [fixed, per_sample] = affine_relative_fit(grid, t);
+  const ComputeModel target_roof = w.roofline(target, precision);
+  const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_roof.per_sample_s());
   LearnedComputeResult out = each.front();  // the band: one anchor's
-  out.model = split_like(w.roofline(target, precision), fixed, per_sample);
+  out.model = split_like(target_roof, fixed, per_sample);
   return out;
 }
 

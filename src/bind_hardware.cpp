@@ -48,6 +48,7 @@ void bind_hardware(py::module_& m) {
       .def("forward_s", &ComputeModel::forward_s, py::arg("batch"))
       .def("backward_s", &ComputeModel::backward_s, py::arg("batch"))
       .def("compute_s", &ComputeModel::compute_s, py::arg("batch"))
+      .def("per_sample_s", &ComputeModel::per_sample_s, "Forward + backward seconds per sample.")
       .def("validate", &ComputeModel::validate);
 
   py::class_<Workload>(m, "Workload", "Buckets (bytes, ready fractions) and memory (bytes).")

@@ -35,7 +35,8 @@ void bind_learned_compute(py::module_& m) {
   m.def("absolute_features", &absolute_features, py::arg("workload"), py::arg("gpu"), py::arg("batch"),
         py::arg("precision"), "The absolute model's features (srift.learn.features).");
   m.def("batch_grid", &batch_grid, py::arg("max_batch"));
-  m.def("affine_relative_fit", &affine_relative_fit, py::arg("batches"), py::arg("seconds"));
+  m.def("affine_relative_fit", &affine_relative_fit, py::arg("batches"), py::arg("seconds"),
+        py::arg("min_per_sample") = 0.0);
 
   py::class_<LearnedComputeConfig>(m, "LearnedComputeConfig", "How the shipped compute models combine.")
       .def(py::init<>())
@@ -89,8 +90,8 @@ void bind_learned_compute(py::module_& m) {
            py::arg("batches"), py::arg("precision"), py::call_guard<py::gil_scoped_release>())
       .def("predict_anchored",
            py::overload_cast<const WorkloadStats&, const GpuSpec&, const std::vector<Measurement>&, const GpuSpec&,
-                             Precision>(&LearnedCompute::predict_anchored, py::const_), py::arg("workload"), py::arg("anchor"),
-           py::arg("measurements"), py::arg("target"), py::arg("precision"),
+                             Precision, double>(&LearnedCompute::predict_anchored, py::const_), py::arg("workload"),
+           py::arg("anchor"), py::arg("measurements"), py::arg("target"), py::arg("precision"), py::arg("max_batch") = 0.0,
            py::call_guard<py::gil_scoped_release>())
       .def("predict_anchored_several",
            py::overload_cast<const WorkloadStats&, const std::vector<Anchor>&, const GpuSpec&, Precision, double>(

@@ -283,15 +283,31 @@ GRID_POINTS_PER_DECADE = 4
 GRID_MIN_SPAN = 1024.0
 
 
-def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray) -> tuple[float, float]:
+def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray, min_per_sample: float = 0.0) -> tuple[float, float]:
     """(fixed s, per-sample s) of t = fixed + per_sample * b minimising the squared relative
-    error over the points; both terms non-negative."""
+    error over the points; both terms non-negative. min_per_sample (s/sample) > 0: the slope is
+    at least that, the intercept refitted under it; 0: a falling curve, or one batch, gets the
+    mean per-sample time through the origin (the core's twin)."""
     b, t = np.asarray(batches, dtype=np.float64), np.asarray(seconds, dtype=np.float64)
     if not (np.all(b > 0) and np.all(t > 0) and np.all(np.isfinite(t))):
         raise ValueError(f"batches and seconds: expected positive values, got seconds {t.tolist()!r}")
-    A = np.column_stack([np.ones_like(b), b]) / t[:, None]
-    (fixed, per_sample), *_ = np.linalg.lstsq(A, np.ones_like(b), rcond=None)
-    if per_sample <= 0:
+    if not (math.isfinite(min_per_sample) and min_per_sample >= 0):
+        raise ValueError(f"min_per_sample: expected a finite value >= 0, got {min_per_sample!r}")
+    one_batch = np.unique(b).size < 2
+    fixed = per_sample = 0.0
+    if not one_batch:
+        A = np.column_stack([np.ones_like(b), b]) / t[:, None]
+        (fixed, per_sample), *_ = np.linalg.lstsq(A, np.ones_like(b), rcond=None)
+    if min_per_sample > 0:
+        if one_batch or not per_sample >= min_per_sample:
+            u, v = 1.0 / t, b / t
+            per_sample = min_per_sample
+            fixed = (np.sum(u) - per_sample * np.sum(u * v)) / np.sum(u * u)
+        if fixed < 0:
+            x = b / t
+            return 0.0, float(max(min_per_sample, np.sum(x) / np.sum(x * x)))
+        return float(fixed), float(per_sample)
+    if one_batch or per_sample <= 0:
         return 0.0, float(np.mean(t / b))
     if fixed < 0:
         x = b / t
@@ -306,9 +322,10 @@ def batch_grid(max_batch: float | None) -> np.ndarray:
     return np.unique(np.maximum(1.0, np.round(np.geomspace(1.0, hi, n))))
 
 
-def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None) -> Any:
+def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, min_per_sample: float = 0.0) -> Any:
     """The roofline `prior` (a _core.ComputeModel) anchored to its corrected iteration times
-    on batch_grid(max_batch); log_corrections(batches) -> log(t / roofline) at each batch."""
+    on batch_grid(max_batch); log_corrections(batches) -> log(t / roofline) at each batch;
+    min_per_sample: affine_relative_fit's floor on the slope (0: none)."""
     from srift import _core
 
     grid = batch_grid(max_batch)
@@ -316,7 +333,7 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None) 
     if corr.shape != grid.shape or not np.all(np.isfinite(corr)):
         raise ValueError(f"log_corrections: expected {grid.size} finite values, got {corr.tolist()!r}")
     t = np.array([prior.compute_s(b) + prior.optimizer_s for b in grid]) * np.exp(corr)
-    fixed, per_sample = affine_relative_fit(grid, t)
+    fixed, per_sample = affine_relative_fit(grid, t, min_per_sample)
     # The line split as the prior splits its terms (the core's split_like): the optimizer step
     # the prior's, at most half the fixed time; forward and backward in the prior's proportions.
     # (Anchoring to two points on the line did the same, except where rounding left a line

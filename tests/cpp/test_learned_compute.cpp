@@ -92,6 +92,15 @@ TEST(LearnedComputeFeatures, BatchGridAndRelativeFit) {
   EXPECT_EQ(f0, 0.0);
   EXPECT_DOUBLE_EQ(s0, (3.0 + 0.2 + 0.01) / 3);
   EXPECT_THROW(srift::affine_relative_fit(b, {1.0, 0.0, 1.0}), std::invalid_argument);
+  // with a floor on the slope: a flat curve is its fixed time plus the floor's slope
+  auto [f1, s1] = srift::affine_relative_fit(b, {0.5, 0.5, 0.5}, 1e-6);
+  EXPECT_DOUBLE_EQ(s1, 1e-6);
+  EXPECT_NEAR(f1, 0.5 - 1e-6 * 37, 1e-6);
+  // a slope above the floor is left as fitted
+  auto [f2, s2] = srift::affine_relative_fit(b, {0.2 + 0.01, 0.2 + 0.1, 0.2 + 1.0}, 1e-3);
+  EXPECT_NEAR(f2, 0.2, 1e-12);
+  EXPECT_NEAR(s2, 0.01, 1e-12);
+  EXPECT_THROW(srift::affine_relative_fit(b, {1.0, 1.0, 1.0}, -1.0), std::invalid_argument);
 }
 
 TEST(LearnedCompute, BlendAndShrinkArithmetic) {
@@ -163,9 +172,21 @@ TEST(LearnedCompute, PredictionsAnchorToMeasurementsOrFitTheRooflineGrid) {
   const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0), cfg);
   const std::vector<srift::Measurement> meas = {{8, 0.05}, {32, 0.14}};
   const srift::LearnedComputeResult r = lc.predict_anchored(w, a, meas, b, Precision::amp);
+  // two measured batches: the anchor's own line, times the ratio at each batch (note
+  // "anchored batch shape"; zero corrections: the roofline ratio), fitted as a line
   const srift::ComputeModel anchored = srift::anchor_to_measurements(w.roofline(a, Precision::amp), meas);
-  const double k = std::exp(srift::ratio_features(w, a, 20, b, 20, Precision::amp)[0]);
-  EXPECT_NEAR(r.model.compute_s(20) + r.model.optimizer_s, k * (anchored.compute_s(20) + anchored.optimizer_s), 1e-15);
+  for (double batch : {1.0, 20.0, 100.0, 1024.0}) {
+    const double k = std::exp(srift::ratio_features(w, a, batch, b, batch, Precision::amp)[0]);
+    const double want = k * (anchored.compute_s(batch) + anchored.optimizer_s);
+    EXPECT_NEAR(r.model.compute_s(batch) + r.model.optimizer_s, want, 0.05 * want) << batch;
+  }
+  // a target with the anchor's specs: the ratio is 1 at every batch and the line is the anchor's
+  const GpuSpec twin = gpu("twin", 15.7, 125, 900);
+  const srift::ComputeModel same = lc.predict_anchored(w, a, meas, twin, Precision::amp).model;
+  for (double batch : {1.0, 8.0, 32.0, 1024.0}) {
+    const double want = anchored.compute_s(batch) + anchored.optimizer_s;
+    EXPECT_NEAR(same.compute_s(batch) + same.optimizer_s, want, 1e-9 * want) << batch;
+  }
   EXPECT_DOUBLE_EQ(r.p10_factor, std::exp(-0.2));
   EXPECT_DOUBLE_EQ(r.p90_factor, std::exp(0.3));
   EXPECT_FALSE(r.roofline_ratio_only);

@@ -97,8 +97,9 @@ def test_amp_on_a_gpu_without_fp16_falls_back_to_the_roofline_ratio(resnet50_amp
     assert src == "anchored-roofline"
     v100, kepler = peaks_from_catalog(cat, "V100-16GB"), peaks_from_catalog(cat, "K80")
     ratio = math.exp(ratio_features(w, v100, 32, kepler, 32, "amp")[0])
-    anchored = _core.anchor_to_measurements(roofline(w, v100, "amp"), anchor[1])
-    assert k80.compute_s(32) == pytest.approx(anchored.compute_s(32) * ratio, rel=1e-12)
+    # the roofline ratio at each batch (note "anchored batch shape"), so at the measured one up
+    # to the line fitted through them
+    assert k80.compute_s(32) + k80.optimizer_s == pytest.approx(0.04 * ratio, rel=0.03)
     assert ratio > 8  # K80 runs autocast at its FP32 peak: ~10x a V100's tensor cores
     r = m.ratio.doc["roofline_residuals"]
     assert (lo, hi) == pytest.approx((math.exp(r["p10"]), math.exp(r["p90"])))
@@ -312,12 +313,14 @@ def test_ratio_interactions_flip_sign_with_the_pair() -> None:
 
 
 def test_anchored_ratio_is_the_shipped_blend_of_both_models(resnet50_amp) -> None:
-    """srift.learn.blend notes "blend" and "shrink": the anchored time is the anchor's model
-    scaled by exp(roofline ratio + (1 - s) * [(1 - w) * ratio model + w * (absolute(target) -
-    absolute(anchor))] + s * (absolute(target) - log(anchor time / anchor roofline))), with the
-    band of that correction's held-out residuals."""
+    """srift.learn.blend notes "blend" and "shrink": at each local batch b, the anchored time is
+    the anchor's measured curve at b (srift::LearnedCompute note "measured batch shape") times
+    exp(roofline ratio + (1 - s) * [(1 - w) * ratio model + w * (absolute(target) -
+    absolute(anchor))] + s * (absolute(target) - log(anchor time / anchor roofline))), all at b
+    (note "anchored batch shape"; a line through them), with the band of that correction's
+    held-out residuals."""
     from srift import _core
-    from srift.learn.features import absolute_features, ratio_features, roofline
+    from srift.learn.features import absolute_features, core_precision, core_workload_stats, gpu_spec, ratio_features, roofline
     from srift.learn.gpus import peaks_from_catalog
 
     prof, w, cat, m = resnet50_amp
@@ -328,18 +331,27 @@ def test_anchored_ratio_is_the_shipped_blend_of_both_models(resnet50_amp) -> Non
     blend = m.ratio.doc["absolute_blend"]
     weight, shrink = blend["weight"], blend["shrink"]
     assert 0 < weight < 1 and 0 < shrink < 1
-    f = ratio_features(w, a, 64, b, 64, "amp")
-    corr_a, corr_b = (m.absolute.predict(absolute_features(w, a, 64, "amp")),
-                      m.absolute.predict(absolute_features(w, b, 64, "amp")))
     roof_a = roofline(w, a, "amp")
-    observed = math.log(0.08 / (roof_a.compute_s(64) + roof_a.optimizer_s))
-    blend_corr = (1 - weight) * m.ratio.predict(f) + weight * (corr_b - corr_a)
-    ratio = math.exp(f[0] + (1 - shrink) * blend_corr + shrink * (corr_b - observed))
-    anchored = _core.anchor_to_measurements(roof_a, anchor[1])
+    measured = m.learned_compute.measured_model(core_workload_stats(w), gpu_spec(a), roof_a, anchor[1],
+                                                core_precision("amp"), 64.0)
+    assert measured.compute_s(64) + measured.optimizer_s == pytest.approx(0.08, rel=1e-12)
+
+    def blended_ratio(batch: float, on_anchor: float) -> float:
+        f = ratio_features(w, a, batch, b, batch, "amp")
+        corr_a, corr_b = (m.absolute.predict(absolute_features(w, a, batch, "amp")),
+                          m.absolute.predict(absolute_features(w, b, batch, "amp")))
+        observed = math.log(on_anchor / (roof_a.compute_s(batch) + roof_a.optimizer_s))
+        blend_corr = (1 - weight) * m.ratio.predict(f) + weight * (corr_b - corr_a)
+        return math.exp(f[0] + (1 - shrink) * blend_corr + shrink * (corr_b - observed))
+
     for local_batch in (16, 64, 256):
+        on_anchor = measured.compute_s(local_batch) + measured.optimizer_s
         assert got.compute_s(local_batch) + got.optimizer_s == pytest.approx(
-            (anchored.compute_s(local_batch) + anchored.optimizer_s) * ratio, rel=1e-12)
+            on_anchor * blended_ratio(local_batch, on_anchor), rel=0.05), local_batch  # up to the line
     assert (lo, hi) == pytest.approx((math.exp(blend["residuals"]["p10"]), math.exp(blend["residuals"]["p90"])))
+    f = ratio_features(w, a, 64, b, 64, "amp")
+    corr_b = m.absolute.predict(absolute_features(w, b, 64, "amp"))
+    observed = math.log(0.08 / (roof_a.compute_s(64) + roof_a.optimizer_s))
     # Shrink 1 is the absolute model's own prediction of the target at the anchor's batch.
     roof_b = roofline(w, b, "amp")
     full = math.exp(f[0] + corr_b - observed) * 0.08

@@ -78,8 +78,24 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
             if prec == "fp32" and (a.tf32_tflops or b.tf32_tflops):
                 continue  # PyTorch's FP32 on a TF32 GPU: test_pytorch_default_fp32_*
             r = models.learned_compute.predict_anchored(stats, gpu_spec(a), meas, gpu_spec(b), core_precision(prec))
-            np.testing.assert_allclose(_model_terms(r.model), np.array(_model_terms(anchored)) * math.exp(expected),
-                                       rtol=1e-9)
+            # note "anchored batch shape": at each batch of the grid, the anchor's measured line
+            # times the guarded ratio at that batch; the line fitted through them as the
+            # target's roofline splits its terms
+            target_roof = roofline(wl, b, prec)
+
+            def log_corrections(grid):
+                out = []
+                for g in grid:
+                    on_anchor = anchored.compute_s(g) + anchored.optimizer_s
+                    seen = math.log(on_anchor / (roof.compute_s(g) + roof.optimizer_s))
+                    ratio = guarded_log_ratio(lambda h: anchored_log_ratio(
+                        models.ratio.core.predict, models.absolute.core.predict, wl, a, g, h, g, prec, seen, weight,
+                        shrink), a, b, refs, prec)
+                    out.append(math.log(on_anchor / (target_roof.compute_s(g) + target_roof.optimizer_s)) + ratio)
+                return out
+
+            want = absolute_on_grid(target_roof, log_corrections, 64.0, 0.01 * target_roof.per_sample_s())
+            np.testing.assert_allclose(_model_terms(r.model), _model_terms(want), rtol=1e-9)
             assert (r.p10_factor, r.p90_factor) == pytest.approx((math.exp(blend["residuals"]["p10"]),
                                                                   math.exp(blend["residuals"]["p90"])), rel=1e-12)
             checked += 1
@@ -150,39 +166,38 @@ def test_pytorch_default_fp32_measurement_on_a_tf32_gpu_anchors_as_its_tf32_equi
     v100 = next(g for g in catalog_gpus if g.key.startswith("V100"))
     h100 = next(g for g in catalog_gpus if g.key.startswith("H100"))
     meas = [_core.Measurement(32.0, 0.1), _core.Measurement(64.0, 0.18)]
-    batch = 48.0  # the measured batches' mean, where anchored predictions are scaled
 
-    def total(m):
+    def total(m, batch):
         return m.compute_s(batch) + m.optimizer_s
 
     for key in WORKLOADS:
         wl, stats = w[key], core_workload_stats(w[key])
         d, t = roofline(wl, a100, "fp32"), roofline(wl, a100, "tf32")
-        as_tf32 = [_core.Measurement(m.local_batch, m.iteration_s * (t.compute_s(m.local_batch) + t.optimizer_s)
-                                     / (d.compute_s(m.local_batch) + d.optimizer_s)) for m in meas]
-        measured = _core.anchor_to_measurements(d, meas)
+        as_tf32 = [_core.Measurement(m.local_batch, m.iteration_s * total(t, m.local_batch) / total(d, m.local_batch))
+                   for m in meas]
         # to a GPU without TF32: the TF32-equivalent measurement predicted as TF32 (V100 runs it on
-        # FP32), in the measured model's shape
+        # FP32, so the default costs what all-TF32 does)
         got = lc.predict_anchored(stats, gpu_spec(a100), meas, gpu_spec(v100), _core.Precision.fp32).model
         want = lc.predict_anchored(stats, gpu_spec(a100), as_tf32, gpu_spec(v100), _core.Precision.tf32).model
-        assert total(got) == pytest.approx(total(want), rel=1e-12)
-        np.testing.assert_allclose(_model_terms(got), np.array(_model_terms(measured)) * total(got) / total(measured),
-                                   rtol=1e-12)
-        # to a TF32 GPU: the all-TF32 prediction times the default's roofline cost at the measured
-        # batch, held between all-TF32 and strict FP32 (both GPUs without TF32 units, the
-        # measurement restated to strict FP32), scaling the measured model
+        for batch in (1.0, 48.0, 1024.0):
+            assert total(got, batch) == pytest.approx(total(want, batch), rel=1e-9)
+        # to a TF32 GPU: at each batch of the grid, the all-TF32 prediction times the default's
+        # roofline cost, held between all-TF32 and strict FP32 (both GPUs without TF32 units, the
+        # measurement restated to strict FP32); a line through those, split as the default's roofline
         got = lc.predict_anchored(stats, gpu_spec(a100), meas, gpu_spec(h100), _core.Precision.fp32).model
-        lo = total(lc.predict_anchored(stats, gpu_spec(a100), as_tf32, gpu_spec(h100), _core.Precision.tf32).model)
+        lo = lc.predict_anchored(stats, gpu_spec(a100), as_tf32, gpu_spec(h100), _core.Precision.tf32).model
         strict_roof = roofline(wl, dataclasses.replace(a100, tf32_tflops=None), "fp32")
-        as_strict = [_core.Measurement(m.local_batch, m.iteration_s * (strict_roof.compute_s(m.local_batch)
-                                                                       + strict_roof.optimizer_s)
-                                       / (d.compute_s(m.local_batch) + d.optimizer_s)) for m in meas]
-        hi = total(lc.predict_anchored(stats, _strict(a100), as_strict, _strict(h100), _core.Precision.fp32).model)
-        cost = total(roofline(wl, h100, "fp32")) / total(roofline(wl, h100, "tf32"))
-        assert cost >= 1.0
-        assert total(got) == pytest.approx(max(lo, min(lo * cost, hi)), rel=1e-12), key
-        np.testing.assert_allclose(_model_terms(got), np.array(_model_terms(measured)) * total(got) / total(measured),
-                                   rtol=1e-12)
+        as_strict = [_core.Measurement(m.local_batch, m.iteration_s * total(strict_roof, m.local_batch)
+                                       / total(d, m.local_batch)) for m in meas]
+        hi = lc.predict_anchored(stats, _strict(a100), as_strict, _strict(h100), _core.Precision.fp32).model
+        default, all_tf32 = roofline(wl, h100, "fp32"), roofline(wl, h100, "tf32")
+
+        def log_corrections(grid):
+            return [math.log(max(total(lo, g), min(total(lo, g) * total(default, g) / total(all_tf32, g), total(hi, g)))
+                             / total(default, g)) for g in grid]
+
+        want = absolute_on_grid(default, log_corrections, 64.0, 0.01 * default.per_sample_s())
+        np.testing.assert_allclose(_model_terms(got), _model_terms(want), rtol=1e-9, err_msg=key)
 
 
 def test_a_pair_without_fp16_path_gets_the_roofline_ratio_and_its_interval(catalog_gpus) -> None:
@@ -190,13 +205,20 @@ def test_a_pair_without_fp16_path_gets_the_roofline_ratio_and_its_interval(catal
     k80 = next(g for g in catalog_gpus if not g.fp16_tflops)
     v100 = next(g for g in catalog_gpus if g.key.startswith("V100"))
     wl = load_workloads()["resnet50"]
+    stats = core_workload_stats(wl)
     meas = [_core.Measurement(32.0, 0.2)]
-    r = models.learned_compute.predict_anchored(core_workload_stats(wl), gpu_spec(v100), meas, gpu_spec(k80),
-                                                core_precision("amp"))
-    anchored = _core.anchor_to_measurements(roofline(wl, v100, "amp"), meas)
-    roof_ratio = ratio_features(wl, v100, 32.0, k80, 32.0, "amp")[0]
+    r = models.learned_compute.predict_anchored(stats, gpu_spec(v100), meas, gpu_spec(k80), core_precision("amp"))
+    # the V100's measured curve (note "measured batch shape") times the roofline ratio at each batch
+    roof_v100, roof_k80 = roofline(wl, v100, "amp"), roofline(wl, k80, "amp")
+    measured = models.learned_compute.measured_model(stats, gpu_spec(v100), roof_v100, meas, core_precision("amp"), 32.0)
+    want = absolute_on_grid(roof_k80, lambda grid: [math.log((measured.compute_s(g) + measured.optimizer_s)
+                                                             / (roof_v100.compute_s(g) + roof_v100.optimizer_s))
+                                                    for g in grid], 32.0, 0.01 * roof_k80.per_sample_s())
     assert r.roofline_ratio_only
-    np.testing.assert_allclose(_model_terms(r.model), np.array(_model_terms(anchored)) * math.exp(roof_ratio), rtol=1e-12)
+    np.testing.assert_allclose(_model_terms(r.model), _model_terms(want), rtol=1e-9)
+    at_32 = r.model.compute_s(32.0) + r.model.optimizer_s
+    roof_ratio = ratio_features(wl, v100, 32.0, k80, 32.0, "amp")[0]
+    assert at_32 == pytest.approx(0.2 * math.exp(roof_ratio), rel=0.05)
     lo, hi = models.ratio.roofline_interval()
     assert (r.p10_factor, r.p90_factor) == pytest.approx((math.exp(lo), math.exp(hi)), rel=1e-12)
 
@@ -279,4 +301,7 @@ def test_batch_grid_and_relative_fit_equal_the_python_twin() -> None:
         b = np.unique(np.round(rng.uniform(1, 500, rng.integers(2, 12))))
         t = rng.uniform(0.01, 2, b.size) if rng.random() < 0.3 else 0.02 + 0.003 * b * rng.uniform(0.8, 1.2, b.size)
         np.testing.assert_allclose(_core.affine_relative_fit(list(b), list(t)), affine_relative_fit(b, t),
+                                   rtol=1e-9, atol=1e-15)
+        floor = float(rng.choice([1e-6, 1e-3, 0.003, 0.05]))
+        np.testing.assert_allclose(_core.affine_relative_fit(list(b), list(t), floor), affine_relative_fit(b, t, floor),
                                    rtol=1e-9, atol=1e-15)

@@ -94,8 +94,12 @@ std::vector<double> absolute_features(const WorkloadStats& w, const GpuSpec& gpu
 std::vector<double> batch_grid(double max_batch);
 
 /// (fixed s, per-sample s) of t = fixed + per_sample * b minimising the squared relative error
-/// over the points, both non-negative. Throws std::invalid_argument on non-positive values.
-std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds);
+/// over the points, both non-negative. `min_per_sample` (s/sample) > 0: the slope is at least
+/// that, the intercept refitted under it (a flat or falling curve is a fixed time plus that
+/// slope); 0: a falling curve, or one batch, gets the mean per-sample time through the origin.
+/// Throws std::invalid_argument on non-positive values or a negative floor.
+std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds,
+                                              double min_per_sample = 0);
 
 /// How the shipped compute documents combine (see note "learned compute").
 struct LearnedComputeConfig {
@@ -168,10 +172,14 @@ class LearnedCompute {
   std::vector<double> absolute_corrections(const WorkloadStats& w, const GpuSpec& target,
                                            const std::vector<double>& batches, Precision precision) const;
 
-  /// Compute on `target` anchored to measurements of the same workload on `anchor`.
+  /// Compute on `target` anchored to measurements of the same workload on `anchor` (note
+  /// "anchored batch shape"): at each batch of the grid of `max_batch` (samples; <= 0 when
+  /// unknown; the grid reaches the measured batches too), the anchor's measured curve
+  /// (measured_model) times the guarded ratio at that batch; fitted as a line and split as the
+  /// target's roofline. Throws std::invalid_argument on no measurements or a bad batch.
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                         const std::vector<Measurement>& measurements, const GpuSpec& target,
-                                        Precision precision) const;
+                                        Precision precision, double max_batch = 0) const;
   /// Compute on `target` from measurements on several GPU types (note "several anchors"): the
   /// geometric mean of each anchor's predicted iteration time, fitted on the batch grid of
   /// `max_batch` (as predict_absolute) and split as the target's roofline; one anchor: exactly
