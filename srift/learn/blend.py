@@ -24,6 +24,9 @@ Lambda's pairs gain most (16.7 -> 12.9 median leaving a chip out); Gavel's a lit
 model never saw Sia's harness (features.py note "new models"), and a user's anchor is timed as
 srift's profiler times it, not through Sia's input pipeline. As the engine applies it (the
 ratio at the anchor's batch, compute_leave_one_gpu_out_engine_path): 18.7 / 62 -> 16.7 / 61.
+(The engine now takes the ratio at each batch, the anchor moved there along its measured curve:
+srift::LearnedCompute note "anchored batch shape"; the figures here are the blend's, at the
+pair's own batches.)
 The blend's band (p10-p90 of its held-out residuals, x0.77-x1.31 against the ratio model's
 x0.73-x1.38) held 81.2% of held-out chips' rows (interval_coverage/compute_anchored_blend_*).
 (The figures above are the blend alone, at w = 0.4, chosen before note "shrink".)
