@@ -577,7 +577,7 @@ std::vector<double> LearnedCompute::absolute_corrections(const WorkloadStats& w,
 // (guarded_log_ratio, the anchor's deviation from its roofline taken at b). The ratio at the
 // measured batch applied to the anchor's roofline curve, as srift did before, moved along the
 // roofline's curve instead, whose fixed cost is too small: NVIDIA DeepLearningExamples' V100/A100
-// pairs, most measured at 2-4x different batches, went 16.4 / 48 -> 9.2 / 26 median / p90 APE
+// pairs, most measured at 2-8x different batches, went 16.4 / 48 -> 8.7 / 25 median / p90 APE
 // (bench/external_nvidia.py one_gpu_anchored), and Lambda's held-out chips 10.3 / 30 ->
 // 10.1 / 27 (bench/accuracy.py compute_leave_one_gpu_out_engine_path).
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
