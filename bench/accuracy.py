@@ -623,7 +623,7 @@ def ratio_engine_path(w) -> None:
         refs = reference_gpus({b.chip})
         comparable = not math.isnan(observed_anchor_error([(a, b)], w)[0])
 
-        def ratio_at(batch: float, on_anchor: float, guard: bool = True) -> float:
+        def ratio_at(batch: float, on_anchor: float) -> float:
             """The shipped log ratio (per sample) at `batch`, the anchor at `on_anchor` seconds."""
             observed = math.log(on_anchor / total(roof_a, batch)) if comparable else math.nan
 
@@ -631,7 +631,7 @@ def ratio_engine_path(w) -> None:
                 return anchored_log_ratio(est.predict, est_a.predict, wl, pa, batch, g, batch, a.precision, observed,
                                           weight, shrink)
 
-            return guarded_log_ratio(log_ratio, pa, pb, refs, a.precision) if guard else log_ratio(pb)
+            return guarded_log_ratio(log_ratio, pa, pb, refs, a.precision)
 
         # the engine before: the anchor's roofline curve, the ratio at the anchor's batch
         rooflined = _core.anchor_to_measurements(roof_a, measurement)
