@@ -8,7 +8,11 @@
 //   fall and the latency only rise) never decrease when groups or instances are added;
 // - compute: with real local batches in [1, max batch], the slowest worker of X needs at
 //   least the level L at which P's workers plus the best possible additions absorb the global
-//   batch. A worker of offer o takes at most min((L - c_o)/s_o, m_o) samples at level L; an
+//   batch. With gradient accumulation (up to A micro-steps, simulator.cpp note
+//   "accumulation") a worker's samples over the iteration are at most A x its max batch, and
+//   its compute over j micro-steps, j c + s b, is at least c + s b: the same bound holds with
+//   max batch read as A x max batch, and a bucket is still ready no earlier than f_k L.
+//   A worker of offer o takes at most min((L - c_o)/s_o, m_o) samples at level L; an
 //   added worker takes at most (L - c_r)/s_r (component-wise minima over the offers it may
 //   come from) and, per USD/hour of its price, at most (L - c_r)/e_r with e = price per GPU x
 //   s. The additions are limited by the remaining workers (global batch, instances, groups)
@@ -187,9 +191,7 @@ struct Task {
 class Searcher {
  public:
   Searcher(const Context& ctx, Shared& shared, const CancelToken* cancel, Clock::time_point stop_at)
-      : x_(ctx), r_(ctx.r), sh_(shared), cancel_(cancel), stop_at_(stop_at) {
-    options_.global_batch = r_.global_batch;
-    options_.usable_memory_fraction = r_.usable_memory_fraction;
+      : x_(ctx), r_(ctx.r), sh_(shared), cancel_(cancel), stop_at_(stop_at), options_(r_.sim_options()) {
     K_ = r_.max_types;
     min_cost_ = r_.objective == Objective::min_cost;
     pareto_ = r_.collect_pareto;
@@ -601,6 +603,9 @@ OfferInfo make_info(const SearchRequest& r, int i, const Context& x) {
   o.gpus = inst.gpus;
   o.cap = std::min({of.max_count, r.max_instances, r.global_batch / inst.gpus});
   o.m = max_local_batch(r.workload, inst, r.usable_memory_fraction, r.global_batch);
+  if (o.m >= 1 && r.max_accumulation_steps > 1) {  // note "bounds": samples over every micro-step
+    o.m = static_cast<int>(std::min<long long>(r.global_batch, static_cast<long long>(o.m) * r.max_accumulation_steps));
+  }
   o.price = of.usd_per_hour;
   o.pi = of.usd_per_hour / inst.gpus;
   o.c = of.compute.fixed_s();

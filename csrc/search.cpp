@@ -39,10 +39,7 @@ Plan materialise(const SearchRequest& r, const Candidate& c) {
     const Offer& o = r.offers[c.offer[k]];
     groups[k] = {&r.instances[o.instance], c.count[k], o.compute, o.usd_per_hour};
   }
-  SimOptions options;
-  options.global_batch = r.global_batch;
-  options.usable_memory_fraction = r.usable_memory_fraction;
-  simulate_unchecked(r.workload, groups, c.n, options, plan.iteration);
+  simulate_unchecked(r.workload, groups, c.n, r.sim_options(), plan.iteration);
   plan_totals(r, plan);
   return plan;
 }
@@ -155,10 +152,7 @@ struct ThreadState {
 class Enumerator {
  public:
   Enumerator(const SearchRequest& r, ThreadState& state, const CancelToken* cancel)
-      : r_(r), s_(state), cancel_(cancel) {
-    options_.global_batch = r.global_batch;
-    options_.usable_memory_fraction = r.usable_memory_fraction;
-  }
+      : r_(r), s_(state), cancel_(cancel), options_(r.sim_options()) {}
 
   // All plans whose first (smallest) offer is i.
   void from(int i) {
@@ -249,6 +243,14 @@ class Enumerator {
 
 }  // namespace
 
+SimOptions SearchRequest::sim_options() const {
+  SimOptions options;
+  options.global_batch = global_batch;
+  options.usable_memory_fraction = usable_memory_fraction;
+  options.max_accumulation_steps = max_accumulation_steps;
+  return options;
+}
+
 void SearchRequest::validate() const {
   workload.validate();
   if (global_batch < 1) detail::fail("global_batch", ">= 1", global_batch);
@@ -265,6 +267,7 @@ void SearchRequest::validate() const {
   if (!(usable_memory_fraction > 0 && usable_memory_fraction <= 1)) {
     detail::fail("usable_memory_fraction", "in (0, 1]", usable_memory_fraction);
   }
+  if (max_accumulation_steps < 1) detail::fail("max_accumulation_steps", ">= 1", max_accumulation_steps);
   if (!(min_gpu_memory_bytes >= 0) || std::isnan(min_gpu_memory_bytes)) {
     detail::fail("min_gpu_memory_bytes", ">= 0", min_gpu_memory_bytes);
   }

@@ -12,6 +12,19 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Note "accumulation". When the global batch B does not fit the cluster's GPU memory at once
+// (capacity C = sum over ranks of the largest local batch that fits) and the caller allows
+// gradient accumulation, an iteration runs k = ceil(B / C) forward/backward micro-steps, the
+// fewest that fit (each micro-step costs at least the fixed launch cost again, so fewer is
+// never slower), then one optimizer step, as DDP does with no_sync(): the first k - 1
+// micro-steps only compute, each rank at its own pace; the last all-reduces its buckets as
+// its backward produces them. The micro-steps split B as evenly as integers allow (B mod k
+// of them one sample larger); each is split across ranks as a whole iteration would be, and
+// the all-reducing micro-step is a larger one. Every micro-step must give each rank a sample,
+// so B >= k x ranks, or the cluster is infeasible. A group's compute before the all-reducing
+// micro-step is the sum of its slowest rank's compute in each earlier micro-step (ranks of a
+// group differ by at most one sample).
+
 // Splits the global batch into integer local batches so that ranks finish compute together.
 // Continuous optimum first (water-filling over the breakpoints of the piecewise-linear
 // total), then floors plus a greedy hand-out of the remainder, which minimises the slowest
@@ -109,6 +122,8 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   // Reset only what this call writes: the result is reused across millions of calls.
   out.infeasible = Infeasible::none;
   out.workers = 0;
+  out.accumulation_steps = 1;
+  out.micro_batch = 0;
   out.iteration_s = out.compute_s = out.comm_s = out.exposed_comm_s = out.optimizer_s = 0;
   out.interference_s = 0;
   out.samples_per_s = out.usd_per_hour = out.usd_per_iteration = 0;
@@ -140,19 +155,48 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   }
   bool weights_fit = true;
   for (int g = 0; g < n; ++g) weights_fit = weights_fit && out.groups[g].max_batch >= 1;
-  if (!weights_fit || memory_capacity < options.global_batch) {
+  if (!weights_fit) {
     out.infeasible = Infeasible::memory;
     return;
   }
+  // Micro-steps (note "accumulation"): the fewest whose batches fit memory.
+  const long long global = options.global_batch;
+  const long long steps = memory_capacity >= global ? 1 : (global + memory_capacity - 1) / memory_capacity;
+  if (steps > options.max_accumulation_steps || steps * workers > global) {
+    out.infeasible = Infeasible::memory;
+    return;
+  }
+  const int k = static_cast<int>(steps);
+  const int micro_low = static_cast<int>(global / k);
+  const int micro_high_steps = static_cast<int>(global - static_cast<long long>(micro_low) * k);  // one sample larger
+  const int micro_sync = micro_high_steps > 0 ? micro_low + 1 : micro_low;
+  out.accumulation_steps = k;
+  out.micro_batch = micro_sync;
 
-  split_batch(groups, n, options.global_batch, out);
+  // Compute of the k - 1 micro-steps that do not all-reduce, per group.
+  double before[kMaxGroups];
+  for (int g = 0; g < n; ++g) before[g] = 0;
+  if (k > 1) {
+    auto add_steps = [&](int micro, int times) {
+      if (times <= 0) return;
+      split_batch(groups, n, micro, out);
+      for (int g = 0; g < n; ++g) {
+        const GroupResult& r = out.groups[g];
+        before[g] += times * groups[g].compute.compute_s(r.workers_high > 0 ? r.batch_high : r.batch_low);
+      }
+    };
+    add_steps(micro_low, k - micro_high_steps - (micro_high_steps > 0 ? 0 : 1));
+    add_steps(micro_low + 1, micro_high_steps - 1);
+  }
+
+  split_batch(groups, n, micro_sync, out);
 
   // Each group's slowest rank runs the larger local batch.
   double forward[kMaxGroups], backward[kMaxGroups];
   for (int g = 0; g < n; ++g) {
     GroupResult& r = out.groups[g];
     const int slowest = r.workers_high > 0 ? r.batch_high : r.batch_low;
-    forward[g] = groups[g].compute.forward_s(slowest);
+    forward[g] = before[g] + groups[g].compute.forward_s(slowest);
     backward[g] = groups[g].compute.backward_s(slowest);
     r.compute_s = forward[g] + backward[g];
     r.memory_bytes = w.fixed_memory_bytes + w.activation_bytes_per_sample * slowest;
@@ -240,6 +284,9 @@ IterationResult simulate(const Workload& workload, const std::vector<GroupSpec>&
   if (!(options.usable_memory_fraction > 0 && options.usable_memory_fraction <= 1)) {
     detail::fail("usable_memory_fraction", "in (0, 1]", options.usable_memory_fraction);
   }
+  if (options.max_accumulation_steps < 1) {
+    detail::fail("max_accumulation_steps", ">= 1", options.max_accumulation_steps);
+  }
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const std::string f = "groups[" + std::to_string(g) + "].";
     if (groups[g].instance == nullptr) throw std::invalid_argument(f + "instance must be set");
@@ -276,9 +323,24 @@ std::string describe_infeasible(const IterationResult& r, const SimOptions& opti
             << g << "; ";
         }
       }
+      bool weights_fit = true;
+      for (int g = 0; g < r.num_groups; ++g) weights_fit = weights_fit && r.groups[g].max_batch >= 1;
+      if (!weights_fit) {
+        s << "use GPUs with more memory";
+        return s.str();
+      }
       s << "GPU memory holds at most " << capacity << " samples across the cluster's "
-        << r.workers << " GPUs, but the global batch is " << options.global_batch
-        << " (use more or larger GPUs, or gradient accumulation)";
+        << r.workers << " GPUs, but the global batch is " << options.global_batch;
+      const long long steps = (options.global_batch + capacity - 1) / capacity;
+      if (options.max_accumulation_steps <= 1) {
+        s << " (use more or larger GPUs, or allow gradient accumulation)";
+      } else if (steps > options.max_accumulation_steps) {
+        s << ": it needs " << steps << " accumulation micro-steps, more than the "
+          << options.max_accumulation_steps << " allowed";
+      } else {
+        s << ": its " << steps << " accumulation micro-steps would leave some of the " << r.workers
+          << " GPUs without a sample (the global batch must be at least micro-steps x GPUs)";
+      }
       return s.str();
     }
   }

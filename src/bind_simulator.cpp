@@ -39,6 +39,8 @@ void bind_simulator(py::module_& m) {
       .def_readonly("infeasible", &IterationResult::infeasible)
       .def_readonly("workers", &IterationResult::workers)
       .def_readonly("num_groups", &IterationResult::num_groups)
+      .def_readonly("accumulation_steps", &IterationResult::accumulation_steps)
+      .def_readonly("micro_batch", &IterationResult::micro_batch)
       .def_readonly("iteration_s", &IterationResult::iteration_s)
       .def_readonly("compute_s", &IterationResult::compute_s)
       .def_readonly("comm_s", &IterationResult::comm_s)
@@ -67,11 +69,12 @@ void bind_simulator(py::module_& m) {
       "simulate",
       [](const Workload& workload,
          const std::vector<std::tuple<InstanceSpec, int, ComputeModel, double>>& groups,
-         int global_batch, double usable_memory_fraction, bool timeline) {
+         int global_batch, double usable_memory_fraction, bool timeline, int max_accumulation_steps) {
         const GroupSpecs cluster(groups);
         SimOptions options;
         options.global_batch = global_batch;
         options.usable_memory_fraction = usable_memory_fraction;
+        options.max_accumulation_steps = max_accumulation_steps;
         std::vector<BucketEvent> events;
         IterationResult result;
         std::string why;
@@ -84,7 +87,10 @@ void bind_simulator(py::module_& m) {
       },
       py::arg("workload"), py::arg("groups"), py::arg("global_batch"),
       py::arg("usable_memory_fraction") = 0.95, py::arg("timeline") = false,
-      "Simulate one iteration; returns (IterationResult, [BucketEvent], why_infeasible).");
+      py::arg("max_accumulation_steps") = 1,
+      "Simulate one iteration; returns (IterationResult, [BucketEvent], why_infeasible). "
+      "max_accumulation_steps > 1 lets a global batch that does not fit memory run as that many "
+      "gradient-accumulation micro-steps at most.");
 
   m.def("ring_allreduce_s", &ring_allreduce_s, py::arg("bytes"), py::arg("ranks"), py::arg("link"),
         "Ring allreduce seconds: 2(n-1)/n * bytes / bandwidth + 2(n-1) * latency.");

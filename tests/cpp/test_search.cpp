@@ -26,6 +26,10 @@ double uniform(std::mt19937_64& rng, double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(rng);
 }
 int integer(std::mt19937_64& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+int integer_of(std::uint64_t seed, int lo, int hi) {
+  std::mt19937_64 rng(seed * 7 + 3);
+  return integer(rng, lo, hi);
+}
 
 // A random space: 1-4 instance types, 1-3 regions, on-demand and spot offers, caps 0-6.
 SearchRequest random_request(std::uint64_t seed) {
@@ -211,6 +215,24 @@ TEST(Search, EqualsExhaustiveWithBandsAndConfidence) {
     ++tested;
   }
   EXPECT_GT(tested, 300);
+}
+
+TEST(Search, EqualsExhaustiveWithGradientAccumulation) {
+  // Plans whose batch fits memory only in micro-steps (simulator.cpp note "accumulation"):
+  // the bounds read a worker's memory cap as the micro-steps' (bnb.cpp note "bounds").
+  int accumulating = 0;
+  for (std::uint64_t seed = 9000; seed < 9400; ++seed) {
+    SearchRequest r = random_request(seed);
+    r.workload.activation_bytes_per_sample *= 4;  // memory binds more often
+    r.max_accumulation_steps = integer_of(seed, 2, 8);
+    bind_constraints(r, seed);
+    const SearchResult ex = srift::search_exhaustive(r);
+    const SearchResult bb = srift::search(r);
+    expect_same(r, ex, bb, seed);
+    if (::testing::Test::HasFailure()) return;
+    for (const Plan& p : bb.plans) accumulating += p.iteration.accumulation_steps > 1;
+  }
+  EXPECT_GT(accumulating, 50);
 }
 
 TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {

@@ -192,6 +192,98 @@ TEST(Simulator, InterferenceStretchesComputeByTheOverlappedTraffic) {
   EXPECT_THROW(run(w, {{&shared, 2, c, 1.0}}, 64), std::invalid_argument);
 }
 
+IterationResult run_accumulating(const Workload& w, const std::vector<GroupSpec>& groups, int batch, int steps) {
+  SimOptions o;
+  o.global_batch = batch;
+  o.max_accumulation_steps = steps;
+  return srift::simulate(w, groups, o);
+}
+
+TEST(Simulator, AccumulationTakesTheFewestMicroStepsThatFit) {
+  // One GPU holding 15 samples (MemoryBoundsTheLocalBatch), fixed 2 ms, 1 ms per sample,
+  // optimizer 4 ms: a batch of 40 runs as micro-steps of 14, 13 and 13 samples.
+  const InstanceSpec small = instance(1, 25, 4.0);
+  const std::vector<GroupSpec> one = {{&small, 1, compute(1e-3), 1.0}};
+  EXPECT_EQ(run(resnet_like(), one, 40).infeasible, srift::Infeasible::memory);
+  const IterationResult r = run_accumulating(resnet_like(), one, 40, 8);
+  ASSERT_TRUE(r.feasible());
+  EXPECT_EQ(r.accumulation_steps, 3);
+  EXPECT_EQ(r.micro_batch, 14);
+  EXPECT_EQ(r.groups[0].batch_low, 14);
+  EXPECT_NEAR(r.compute_s, 2 * (2e-3 + 13e-3) + (2e-3 + 14e-3), 1e-15);
+  EXPECT_NEAR(r.iteration_s, 0.046 + 4e-3, 1e-15);
+  EXPECT_NEAR(r.samples_per_s, 40 / 0.050, 1e-9);
+  EXPECT_NEAR(r.groups[0].memory_bytes, 2.5e9 + 14 * 1e8, 1);
+  // A batch that fits is untouched by the option.
+  const IterationResult fits = run_accumulating(resnet_like(), one, 15, 8);
+  EXPECT_EQ(fits.accumulation_steps, 1);
+  EXPECT_EQ(fits.micro_batch, 15);
+  EXPECT_DOUBLE_EQ(fits.iteration_s, run(resnet_like(), one, 15).iteration_s);
+}
+
+TEST(Simulator, AccumulationDelaysTheAllreduceByTheEarlierMicroSteps) {
+  // Two one-GPU instances (15 samples each): 61 samples run as 20 + 20 + 21. The micro-steps
+  // before the last only compute (no_sync), 10 samples per rank each; the last is an ordinary
+  // iteration of 21 samples shifted by them.
+  const InstanceSpec small = instance(1, 25, 4.0);
+  const std::vector<GroupSpec> two = {{&small, 2, compute(1e-3), 1.0}};
+  const IterationResult r = run_accumulating(resnet_like(), two, 61, 4);
+  ASSERT_TRUE(r.feasible());
+  EXPECT_EQ(r.accumulation_steps, 3);
+  EXPECT_EQ(r.micro_batch, 21);
+  const IterationResult last = run(resnet_like(), two, 21);
+  const double before = 2 * (2e-3 + 10e-3);
+  EXPECT_NEAR(r.iteration_s, before + last.iteration_s, 1e-12);
+  EXPECT_NEAR(r.compute_s, before + last.compute_s, 1e-12);
+  EXPECT_NEAR(r.exposed_comm_s, last.exposed_comm_s, 1e-12);
+  EXPECT_NEAR(r.comm_s, last.comm_s, 1e-12);
+  EXPECT_EQ(r.groups[0].batch_high, 11);
+  EXPECT_EQ(r.groups[0].workers_high, 1);
+  // Never faster than the same samples in one step on GPUs with the memory.
+  const InstanceSpec big = instance(1, 25, 16.0);
+  EXPECT_GT(r.iteration_s, run(resnet_like(), {{&big, 2, compute(1e-3), 1.0}}, 61).iteration_s);
+}
+
+TEST(Simulator, AccumulationNeedsASamplePerRankInEveryMicroStep) {
+  // 2.6 GiB GPUs hold one sample each: 8 ranks need 2 micro-steps for 9 samples, and the
+  // smaller would leave a rank without one.
+  const InstanceSpec tiny = instance(8, 100, 2.6);
+  const std::vector<GroupSpec> eight = {{&tiny, 1, compute(1e-3), 1.0}};
+  const IterationResult r = run_accumulating(resnet_like(), eight, 9, 4);
+  ASSERT_EQ(r.groups[0].max_batch, 1);
+  EXPECT_EQ(r.infeasible, srift::Infeasible::memory);
+  SimOptions o;
+  o.global_batch = 9;
+  o.max_accumulation_steps = 4;
+  EXPECT_NE(srift::describe_infeasible(r, o).find("without a sample"), std::string::npos);
+  const IterationResult ok = run_accumulating(resnet_like(), eight, 16, 4);
+  ASSERT_TRUE(ok.feasible());
+  EXPECT_EQ(ok.accumulation_steps, 2);
+  EXPECT_EQ(ok.micro_batch, 8);
+}
+
+TEST(Simulator, AccumulationSaysHowManyMicroStepsItWouldNeed) {
+  const InstanceSpec small = instance(1, 25, 4.0);
+  const std::vector<GroupSpec> one = {{&small, 1, compute(1e-3), 1.0}};
+  SimOptions o;
+  o.global_batch = 100;
+  o.max_accumulation_steps = 4;
+  const IterationResult r = srift::simulate(resnet_like(), one, o);
+  EXPECT_EQ(r.infeasible, srift::Infeasible::memory);
+  EXPECT_NE(srift::describe_infeasible(r, o).find("needs 7 accumulation micro-steps, more than the 4 allowed"),
+            std::string::npos)
+      << srift::describe_infeasible(r, o);
+  o.max_accumulation_steps = 1;
+  EXPECT_NE(srift::describe_infeasible(r, o).find("allow gradient accumulation"), std::string::npos);
+  o.max_accumulation_steps = 0;
+  try {
+    srift::simulate(resnet_like(), one, o);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("max_accumulation_steps"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Simulator, BadInputNamesTheField) {
   const InstanceSpec s = instance(1, 25);
   try {

@@ -95,6 +95,12 @@ struct SearchRequest {
   int threads = 1;               ///< worker threads (0: hardware concurrency)
   bool collect_pareto = false;   ///< also return the (total time, total USD) Pareto front
   double usable_memory_fraction = 0.95;
+  /// Most gradient-accumulation micro-steps a plan may take when the global batch does not
+  /// fit its GPUs' memory at once (SimOptions::max_accumulation_steps); 1: none.
+  int max_accumulation_steps = 1;
+
+  /// The simulator options every plan of this request is evaluated with.
+  SimOptions sim_options() const;
 
   void validate() const;
 };

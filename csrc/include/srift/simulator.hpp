@@ -24,6 +24,10 @@ struct GroupSpec {
 struct SimOptions {
   int global_batch = 0;              ///< samples per iteration over all workers, >= workers
   double usable_memory_fraction = 0.95;  ///< of each GPU's memory the allocator can use
+  /// Most forward/backward micro-steps one iteration may take when the global batch does not
+  /// fit the cluster's GPU memory at once (gradient accumulation; note "accumulation" in
+  /// simulator.cpp). 1: no accumulation, such a cluster is infeasible.
+  int max_accumulation_steps = 1;
 };
 
 /// Why a cluster cannot run the workload.
@@ -39,11 +43,12 @@ enum class Bottleneck : int { none = 0, intra = 1, network = 2 };
 
 struct GroupResult {
   int workers = 0;          ///< ranks in the group (instances x GPUs)
+  // Local batches of the micro-step that all-reduces (the whole iteration without accumulation).
   int batch_low = 0;        ///< local batch of (workers - workers_high) ranks
   int batch_high = 0;       ///< local batch of workers_high ranks (batch_low + 1, or equal)
   int workers_high = 0;
   int max_batch = 0;        ///< largest local batch that fits one GPU's memory
-  double compute_s = 0;     ///< forward + backward of the group's slowest rank, seconds
+  double compute_s = 0;     ///< forward + backward of the group's slowest rank over every micro-step, seconds
   double memory_bytes = 0;  ///< peak memory of the group's fullest GPU, bytes
 };
 
@@ -52,8 +57,10 @@ struct IterationResult {
   bool feasible() const { return infeasible == Infeasible::none; }
   int workers = 0;
   int num_groups = 0;
+  int accumulation_steps = 1;  ///< forward/backward micro-steps per iteration (1: no accumulation)
+  int micro_batch = 0;         ///< samples of the micro-step that all-reduces (global_batch without accumulation)
   double iteration_s = 0;      ///< whole iteration, seconds
-  double compute_s = 0;        ///< slowest rank's forward + backward, seconds
+  double compute_s = 0;        ///< slowest rank's forward + backward over every micro-step, seconds
   double comm_s = 0;           ///< all bucket allreduces back to back, seconds
   double exposed_comm_s = 0;   ///< communication not hidden behind the backward, seconds
   double optimizer_s = 0;      ///< slowest rank's optimizer step, seconds
