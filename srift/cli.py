@@ -86,6 +86,10 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", default=None, help="cpu, cuda, or meta (FLOPs only, no timing)")
     g.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None,
                    help=PRECISION_HELP + " (default: the profile's)")
+    g.add_argument("--accumulate", type=_positive_int, default=1, metavar="N",
+                   help="when a cluster's GPUs cannot hold the global batch at once, run it as up to N "
+                        "gradient-accumulation micro-steps (the fewest that fit; default 1: such a cluster "
+                        "does not run)")
     g.add_argument("--measure", type=_measurement, action="append", default=[], metavar="GPU:BATCH:SECONDS",
                    help="a single-GPU iteration you timed, e.g. T4:32:0.21 (repeatable)")
     g.add_argument("--measure-instance", type=_measurement, action="append", default=[],
@@ -315,7 +319,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
     prof = _profile(args)
     catalog = _catalog(args)
-    engine = Engine(prof, catalog, EngineConfig(precision=args.precision))
+    engine = Engine(prof, catalog, EngineConfig(precision=args.precision, max_accumulation_steps=args.accumulate))
     pred = predict(prof, args.cluster, args.global_batch, catalog=catalog, region=args.region,
                    iterations=args.iterations, engine=engine, timeline=bool(args.plot))
     if args.plot:
@@ -349,6 +353,7 @@ def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 instance_types=_split(args.types), exclude=_split(args.exclude), max_types=args.max_types,
                 max_instances_per_type=args.max_instances_per_type, precision=args.precision,
                 min_gpu_memory_gib=args.min_gpu_memory, threads=args.threads,
+                max_accumulation_steps=args.accumulate,
                 spot_assumptions=SpotAssumptions(write_gbytes_s=args.checkpoint_gbps, read_gbytes_s=args.checkpoint_gbps,
                                                  provisioning_s=args.provisioning * 3600))
 

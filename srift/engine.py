@@ -50,6 +50,10 @@ class EngineConfig:
     efa_latency_s: float = 15e-6       # per ring step over EFA
     workspace_bytes: float = 1.0 * GIB  # CUDA context, cuBLAS/cuDNN workspaces, allocator slack
     usable_memory_fraction: float = 0.95
+    # Most gradient-accumulation micro-steps an iteration may take when its global batch does
+    # not fit the cluster's GPU memory at once (srift::simulate note "accumulation": the fewest
+    # that fit, the allreduce after the last). 1: none, such a cluster does not run.
+    max_accumulation_steps: int = 1
     roofline: dict[str, float] = field(default_factory=dict)  # RooflineParams overrides
     # Where a GPU type without its own measurement gets its compute from: "learned" (the
     # shipped scikit-learn models, anchored on a measurement of another GPU when the profile
@@ -83,6 +87,12 @@ class EngineConfig:
         return asdict(self)
 
 
+def with_overrides(config: EngineConfig, **fields: Any) -> EngineConfig:
+    """`config` with the given fields replaced, those passed as None left as they are."""
+    given = {k: v for k, v in fields.items() if v is not None}
+    return EngineConfig(**{**config.to_dict(), **given}) if given else config
+
+
 def _roofline_params(overrides: dict[str, float]) -> _core.RooflineParams:
     params = _core.RooflineParams()
     for name, value in overrides.items():
@@ -105,6 +115,9 @@ class Engine:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self.precision = precision
         self._roofline = _roofline_params(self.config.roofline)
+        steps = self.config.max_accumulation_steps
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"max_accumulation_steps must be an integer >= 1, got {steps!r}")
         if self.config.compute_model not in ("learned", "roofline"):
             raise ValueError(f"compute_model must be 'learned' or 'roofline', got {self.config.compute_model!r}")
         if self.config.comm_model not in ("learned", "v0"):

@@ -9,6 +9,15 @@ ranks, comma-separated — and the training script picks its own with ``LOCAL_RA
 
 Node ranks follow the plan's groups in order; node 0 (the first instance of the first group)
 is the rendezvous host.
+
+With gradient accumulation (a plan whose GPUs hold the global batch only in k micro-steps,
+``Prediction.accumulation_steps``), every line also exports ``SRIFT_ACCUMULATION_STEPS=k``:
+each rank runs k forward/backward micro-steps, all but the last under DDP's ``no_sync()``,
+then the optimizer step. The local batches are those of the micro-step that all-reduces
+(``Prediction.micro_batch`` samples over all ranks); when the global batch is not a multiple
+of k, srift times micro-steps of ``micro_batch`` and ``micro_batch - 1`` samples that add up
+to the global batch, so a script that keeps every micro-step at the exported batches takes
+up to k - 1 samples more per iteration.
 """
 from __future__ import annotations
 
@@ -55,7 +64,8 @@ def _prediction(obj: Plan | Prediction) -> Prediction:
 def nodes(obj: Plan | Prediction) -> list[NodeLaunch]:
     """Every instance of the plan with its ranks' local batches. Within a group, the first
     ``ranks_high`` ranks (in node order) take ``local_batch_high`` and the rest
-    ``local_batch_low``; the batches of all ranks sum to the global batch."""
+    ``local_batch_low``; the batches of all ranks sum to the global batch (with gradient
+    accumulation: to the micro-step's, ``micro_batch``)."""
     pred = _prediction(obj)
     out: list[NodeLaunch] = []
     node_rank = rank = 0
@@ -69,9 +79,21 @@ def nodes(obj: Plan | Prediction) -> list[NodeLaunch]:
             node_rank += 1
             rank += g.gpus_per_instance
     total = sum(sum(n.local_batches) for n in out)
-    if total != pred.global_batch:  # a broken invariant of the core, not a user mistake
-        raise RuntimeError(f"local batches sum to {total}, not the global batch {pred.global_batch}")
+    expected = _micro_batch(pred)
+    if total != expected:  # a broken invariant of the core, not a user mistake
+        raise RuntimeError(f"local batches sum to {total}, not the {'micro-step' if expected != pred.global_batch else 'global'} "
+                           f"batch {expected}")
     return out
+
+
+def _micro_batch(pred: Prediction) -> int:
+    return pred.micro_batch if getattr(pred, "accumulation_steps", 1) > 1 else pred.global_batch
+
+
+def _accumulation_env(pred: Prediction) -> str:
+    """`` SRIFT_ACCUMULATION_STEPS=k`` under gradient accumulation, else nothing."""
+    steps = getattr(pred, "accumulation_steps", 1)
+    return f" SRIFT_ACCUMULATION_STEPS={steps}" if steps > 1 else ""
 
 
 def _script_words(script: str, script_args: Sequence[str]) -> str:
@@ -91,7 +113,7 @@ def torchrun(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
     lines = []
     for node in launch:
         env = (f"SRIFT_LOCAL_BATCHES={','.join(map(str, node.local_batches))} "
-               f"SRIFT_GLOBAL_BATCH={pred.global_batch}")
+               f"SRIFT_GLOBAL_BATCH={pred.global_batch}{_accumulation_env(pred)}")
         lines.append(f"{env} torchrun --nnodes={n} --nproc-per-node={node.nproc_per_node} "
                      f"--node-rank={node.node_rank} --master-addr={master_addr} --master-port={master_port} "
                      f"{_script_words(script, script_args)}")
@@ -151,6 +173,7 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
                f"{master}\n"
                f"case \"$SKYPILOT_NODE_RANK\" in\n{cases}\nesac\n"
                f"export SRIFT_GLOBAL_BATCH={pred.global_batch}\n"
+               + (f"export{_accumulation_env(pred)}\n" if _accumulation_env(pred) else "") +
                f"torchrun --nnodes={n} --nproc-per-node={g.gpus_per_instance} --node-rank=$NODE_RANK "
                f"--master-addr=$MASTER_ADDR --master-port={master_port} {_script_words(script, script_args)}\n")
         resources: dict[str, Any] = {"infra": f"aws/{pred.region}", "instance_type": g.instance_type,

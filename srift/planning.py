@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from srift import _core
 from srift.cluster import MARKETS, Cluster, ClusterGroup
-from srift.engine import Engine, EngineConfig
+from srift.engine import Engine, EngineConfig, with_overrides
 from srift.prediction import Prediction, predict
 
 if TYPE_CHECKING:
@@ -199,16 +199,15 @@ class _Space:
                  instance_types: Iterable[str] | None, exclude: Iterable[str] | None,
                  max_instances_per_type: int, config: EngineConfig | None, precision: str | None,
                  min_gpu_memory_gib: float | None = None, spot: SpotAssumptions | None = None,
-                 held: str | Cluster | None = None):
+                 held: str | Cluster | None = None, max_accumulation_steps: int | None = None):
         if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
             raise ValueError(f"global_batch must be an integer >= 1, got {global_batch!r}")
         _positive("iterations", iterations, allow_none=False)
         if not isinstance(max_instances_per_type, int) or max_instances_per_type < 1:
             raise ValueError(f"max_instances_per_type must be an integer >= 1, got {max_instances_per_type!r}")
         min_memory = _positive("min_gpu_memory_gib", min_gpu_memory_gib)
-        config = config or EngineConfig()
-        if precision is not None:
-            config = EngineConfig(**{**config.to_dict(), "precision": precision})
+        config = with_overrides(config or EngineConfig(), precision=precision,
+                                max_accumulation_steps=max_accumulation_steps)
         self.catalog = catalog
         self.engine = Engine(profile, catalog, config)
         self.spot = spot or SpotAssumptions()
@@ -262,6 +261,7 @@ class _Space:
         if any(o.band.compute.known for o in offers):  # the plain roofline has no band (nor a table to load)
             request.scaling_band = self.engine.scaling_table()
         request.usable_memory_fraction = config.usable_memory_fraction
+        request.max_accumulation_steps = self.engine.config.max_accumulation_steps
         if min_memory is not None:
             request.min_gpu_memory_bytes = min_memory * 1024**3
         params = _core.SpotParams()
@@ -345,7 +345,8 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
               min_gpu_memory_gib: float | None = None, deadline_confidence: float | None = None,
               held: str | Cluster | None = None, spot_assumptions: SpotAssumptions | None = None,
               time_limit_s: float | None = None, top_k: int = 5, precision: str | None = None,
-              config: EngineConfig | None = None, threads: int | None = None) -> Recommendation:
+              config: EngineConfig | None = None, threads: int | None = None,
+              max_accumulation_steps: int | None = None) -> Recommendation:
     """The cheapest plan that finishes ``iterations`` within ``deadline_hours``, or — with
     ``budget_usd`` (total) or ``max_usd_per_hour`` (rate) instead — the fastest plan within
     it. A plan is up to ``max_types`` (instance type, market) groups in one region, each of
@@ -357,6 +358,8 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     ``deadline_probability``); it is 0.5 or more: a deadline met less often than not is none.
     ``held="2x p3.16xlarge @us-east-1"`` replans around instances already running: every plan
     keeps them. ``time_limit_s`` stops early with the best plan found and the remaining gap.
+    ``max_accumulation_steps=4`` (default: the config's, 1) lets a plan whose GPUs cannot hold
+    the global batch at once run it as up to 4 gradient-accumulation micro-steps.
 
     Nothing fitting is not an error: the result's ``best`` is None, ``why_none`` says why and
     ``closest`` shows the plan that comes nearest.
@@ -380,7 +383,8 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
                    max_instances_per_type=max_instances_per_type, config=config, precision=precision,
-                   min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions, held=held)
+                   min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions, held=held,
+                   max_accumulation_steps=max_accumulation_steps)
     request = space.request
     request.objective = _core.Objective.min_cost if deadline is not None else _core.Objective.max_throughput
     request.deadline_s = math.inf if deadline is None else deadline * 3600.0
@@ -422,7 +426,7 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
            exclude: Iterable[str] | None = None, max_types: int = 3, max_instances_per_type: int = 64,
            min_gpu_memory_gib: float | None = None, spot_assumptions: SpotAssumptions | None = None,
            precision: str | None = None, config: EngineConfig | None = None,
-           threads: int | None = None) -> list[Plan]:
+           threads: int | None = None, max_accumulation_steps: int | None = None) -> list[Plan]:
     """Every plan not beaten on both total (expected) time and total USD, fastest first."""
     from srift.catalog import Catalog
 
@@ -432,7 +436,8 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
                    max_instances_per_type=max_instances_per_type, config=config, precision=precision,
-                   min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions)
+                   min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions,
+                   max_accumulation_steps=max_accumulation_steps)
     request = space.request
     request.objective = _core.Objective.min_cost
     request.max_types = max_types

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from srift import _core
 from srift.cluster import Cluster
-from srift.engine import GIB, INSIDE_MEASUREMENT_BYTES_S, Engine, EngineConfig, scaling_description
+from srift.engine import GIB, INSIDE_MEASUREMENT_BYTES_S, Engine, EngineConfig, scaling_description, with_overrides
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -99,6 +99,11 @@ class Prediction:
     # compute lost to collectives that share the compute's cores (instance types with a
     # measured_comm_compute_s_per_gbyte; 0 elsewhere)
     interference_s: float = 0.0
+    # gradient accumulation (EngineConfig.max_accumulation_steps): forward/backward
+    # micro-steps per iteration, and the samples of the one that all-reduces (global_batch
+    # when 1); the local batches of `groups` are that micro-step's
+    accumulation_steps: int = 1
+    micro_batch: int = 0
 
     @property
     def total_hours(self) -> float | None:
@@ -170,14 +175,16 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             catalog: Catalog | None = None, region: str | None = None,
             precision: str | None = None, iterations: float | None = None,
             config: EngineConfig | None = None, timeline: bool = False,
-            engine: Engine | None = None) -> Prediction:
+            engine: Engine | None = None, max_accumulation_steps: int | None = None) -> Prediction:
     """Predicts one iteration of synchronous data-parallel training of ``profile`` on
     ``cluster`` (text such as ``"2x p3.16xlarge + 4x g4dn.12xlarge:spot"``) at
     ``global_batch`` samples per iteration.
 
     Raises ValueError for bad input (unknown instance type, batch < 1, a global batch smaller
     than the cluster's GPUs); a cluster that does not fit GPU memory returns a Prediction with
-    ``feasible=False`` and ``why_infeasible`` set.
+    ``feasible=False`` and ``why_infeasible`` set. ``max_accumulation_steps`` (default: the
+    config's, 1) lets a global batch that does not fit GPU memory run as up to that many
+    gradient-accumulation micro-steps (``accumulation_steps`` and ``micro_batch`` say how).
     """
     from srift.catalog import Catalog
 
@@ -187,10 +194,12 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     cluster = Cluster.parse(cluster) if not isinstance(cluster, Cluster) else cluster
     catalog = catalog or Catalog.default()
     if engine is None:
-        config = config or EngineConfig()
-        if precision is not None:
-            config = EngineConfig(**{**config.to_dict(), "precision": precision})
+        config = with_overrides(config or EngineConfig(), precision=precision,
+                                max_accumulation_steps=max_accumulation_steps)
         engine = Engine(profile, catalog, config)
+    elif max_accumulation_steps is not None and max_accumulation_steps != engine.config.max_accumulation_steps:
+        raise ValueError(f"max_accumulation_steps={max_accumulation_steps!r} differs from the engine's "
+                         f"({engine.config.max_accumulation_steps}): set it in the engine's EngineConfig")
     for g in cluster.groups:
         catalog.instance(g.instance_type)  # unknown types raise with suggestions
     region = resolve_region(catalog, cluster, region)
@@ -206,7 +215,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         raise ValueError(f"global_batch must be >= the number of workers (GPUs) of {cluster} "
                          f"({workers}), got {global_batch}")
     result, events, why = _core.simulate(engine.workload, core_groups, global_batch,
-                                         engine.config.usable_memory_fraction, timeline)
+                                         engine.config.usable_memory_fraction, timeline,
+                                         engine.config.max_accumulation_steps)
     groups = []
     for g, (spec, _, _, price), source, r in zip(cluster.groups, core_groups, sources,
                                                  result.groups or [None] * len(cluster.groups)):
@@ -267,4 +277,6 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         groups=groups, precision=engine.precision, iterations=iterations,
         buckets=[BucketTiming(e.bytes, e.ready_s, e.start_s, e.end_s) for e in events],
         iteration_p10_s=p10, iteration_p90_s=p90, band_from=band_from,
-        interference_s=result.interference_s if ok else nan)
+        interference_s=result.interference_s if ok else nan,
+        accumulation_steps=result.accumulation_steps if ok else 1,
+        micro_batch=result.micro_batch if ok else global_batch)

@@ -263,6 +263,9 @@ def prediction_text(pred: Any) -> str:
                 if _finite(getattr(pred, "iteration_p10_s", math.nan))
                 and _finite(getattr(pred, "iteration_p90_s", math.nan)) else ""),
              f"  compute        {seconds(pred.compute_s)}  (slowest group: {slowest.instance_type})",
+             *([f"  accumulation   {pred.accumulation_steps} micro-steps of up to {pred.micro_batch} samples "
+                f"(the global batch does not fit GPU memory at once; local batches are per micro-step)"]
+               if getattr(pred, "accumulation_steps", 1) > 1 else []),
              f"  exposed comm   {seconds(pred.exposed_comm_s)} of {seconds(pred.comm_s)} "
              f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
              *([f"  interference   {seconds(pred.interference_s)}  (compute lost to collectives on shared cores)"]

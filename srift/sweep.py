@@ -26,6 +26,7 @@ Spec (every key but ``models`` and ``constraints`` optional)::
     max_types: 2
     max_instances_per_type: 16
     precision: fp32
+    max_accumulation_steps: 4    # optional: gradient accumulation where memory runs out (default 1: none)
     catalog: my_catalog.json     # optional; catalog_overrides: FILE too
     output: results.csv
 
@@ -58,7 +59,7 @@ COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline
 
 _SPEC_KEYS = {"models", "device", "global_batch", "iterations", "constraints", "regions", "markets", "types",
               "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
-              "output", "batch_size", "top"}
+              "output", "batch_size", "top", "max_accumulation_steps"}
 _CONSTRAINT_KEYS = {"deadline", "budget", "max_usd_per_hour", "confidence"}
 _MODEL_KEYS = {"name", "profile", "batch_size", "device"}
 
@@ -96,6 +97,7 @@ class SweepSpec:
     catalog: str | None = None
     catalog_overrides: str | None = None
     output: str | None = None
+    max_accumulation_steps: int = 1
     base_dir: Path = field(default_factory=Path.cwd)
 
 
@@ -231,7 +233,9 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
         max_instances_per_type=_positive_number(data.get("max_instances_per_type", 16), "max_instances_per_type",
                                                 integer=True),
         precision=data.get("precision"), catalog=rel("catalog"), catalog_overrides=rel("catalog_overrides"),
-        output=rel("output"), base_dir=base)
+        output=rel("output"), base_dir=base,
+        max_accumulation_steps=_positive_number(data.get("max_accumulation_steps", 1), "max_accumulation_steps",
+                                                integer=True))
 
 
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
@@ -284,6 +288,8 @@ def tasks(spec: SweepSpec, model_ids: Mapping[str, Any] | None = None) -> list[d
                                  "exclude": spec.exclude, "max_types": spec.max_types,
                                  "max_instances_per_type": spec.max_instances_per_type,
                                  "precision": spec.precision}
+                            if spec.max_accumulation_steps != 1:  # keys of older sweeps stay as they were
+                                t["max_accumulation_steps"] = spec.max_accumulation_steps
                             ident = {**t, "model_id": ids[m.label], "catalog": [spec.catalog, spec.catalog_overrides]}
                             t["key"] = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
                             out.append(t)
@@ -309,7 +315,8 @@ def run_task(task: Mapping[str, Any], profile: Any, catalog: Any, threads: int |
                         regions=task["regions"], markets=task["markets"], instance_types=task["types"],
                         exclude=task["exclude"], max_types=task["max_types"],
                         max_instances_per_type=task["max_instances_per_type"], top_k=1,
-                        precision=task["precision"], threads=threads)
+                        precision=task["precision"], threads=threads,
+                        max_accumulation_steps=task.get("max_accumulation_steps"))
     except (ValueError, IndexError) as exc:
         row.update(found=False, error=str(exc), search_s=round(time.perf_counter() - start, 4))
         return row
