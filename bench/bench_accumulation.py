@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Gradient accumulation in the search (srift::simulate note "accumulation"; csrc/bnb.cpp note
 "bounds"): questions whose global batch fills GPU memory, asked on the bundled catalog (every
-region, on-demand and spot, up to 3 instance types and 64 instances each, one thread), once
-without accumulation and once allowing up to --steps micro-steps, in the same run:
+region, on-demand alone and with spot, up to 3 instance types and 64 instances each, one
+thread), once without accumulation and once allowing up to --steps micro-steps, in the same
+run:
   - the best plan, its cost and hours, and its micro-steps;
   - search time with accumulation as a ratio of the plain question's (the bounds read a
     worker's memory cap as the micro-steps', so they prune less);
@@ -22,10 +23,11 @@ import subprocess
 import sys
 import time
 
-# (zoo model, zoo options, precision, global batch, iterations, deadlines in hours)
+# (zoo model, zoo options, precision, global batch, iterations, deadline in hours)
 QUESTIONS = [
-    ("resnet50", {}, "fp32", 4096, 20_000, [12, 48]),
-    ("bert_large", {"seq_len": 384}, "amp", 1024, 20_000, [24, 96]),
+    ("resnet50", {}, "fp32", 4096, 20_000, 24),
+    ("bert_large", {"seq_len": 384}, "amp", 1024, 20_000, 48),
+    ("gpt2_large", {}, "amp", 512, 20_000, 96),
 ]
 
 
@@ -58,23 +60,23 @@ def main(argv: list[str] | None = None) -> int:
 
     catalog = srift.Catalog.default()
     rows = []
-    for name, options, precision, batch, iterations, deadlines in QUESTIONS:
+    for name, options, precision, batch, iterations, deadline in QUESTIONS:
         model, sample, loss_fn = srift.zoo.build(name, batch_size=4, device="meta", **options)
         prof = srift.profile(model, sample, loss_fn=loss_fn, device="meta", name=name, precision=precision)
-        for deadline in deadlines:
+        for spot in (False, True):
             runs = {}
             for steps in (1, args.steps):
                 times, rec = [], None
                 for _ in range(args.repeat):
                     rec = srift.recommend(prof, global_batch=batch, iterations=iterations, deadline_hours=deadline,
-                                          catalog=catalog, regions="all", spot=True, max_types=3,
+                                          catalog=catalog, regions="all", spot=spot, max_types=3,
                                           max_instances_per_type=64, threads=1, max_accumulation_steps=steps)
                     times.append(rec.search.seconds)
                 runs[steps] = (statistics.median(times), rec)
             (plain_s, plain), (acc_s, acc) = runs[1], runs[args.steps]
             # B&B against exhaustive enumeration on the space the latter finishes, accumulation on
             space = _Space(prof, catalog, global_batch=batch, iterations=iterations, regions="all",
-                           markets=("on-demand", "spot"), instance_types=None, exclude=None,
+                           markets=("on-demand", "spot") if spot else ("on-demand",), instance_types=None, exclude=None,
                            max_instances_per_type=16, config=None, precision=None, max_accumulation_steps=args.steps)
             req = space.request
             req.objective = _core.Objective.min_cost
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             same = (not ex.plans and not bb.plans) or bool(
                 ex.plans and bb.plans and abs(ex.plans[0].total_usd - bb.plans[0].total_usd) <= 1e-9 * ex.plans[0].total_usd)
             row = {"model": name, "precision": precision, "global_batch": batch, "iterations": iterations,
-                   "deadline_hours": deadline, "plain": _best(plain), "accumulating": _best(acc),
+                   "deadline_hours": deadline, "markets": "on-demand,spot" if spot else "on-demand", "plain": _best(plain), "accumulating": _best(acc),
                    "plain_search_s": plain_s, "accumulating_search_s": acc_s, "search_time_ratio": acc_s / plain_s,
                    "plain_simulated": plain.search.evaluated, "accumulating_simulated": acc.search.evaluated,
                    "cost_ratio": (acc.best.total_usd / plain.best.total_usd
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                    "exhaustive_s": exhaustive_s, "exhaustive_equal_optimum": same}
             rows.append(row)
             ratio = f"x{row['cost_ratio']:.3f} the cost" if row["cost_ratio"] is not None else "(no plain plan)"
-            print(f"{name:10s} batch {batch:5d} within {deadline:3d} h: plain {row['plain'].get('best')} "
+            print(f"{name:10s} batch {batch:5d} within {deadline:3d} h, {row['markets']:14s}: plain {row['plain'].get('best')} "
                   f"${row['plain'].get('total_usd')} | accumulating {row['accumulating'].get('best')} "
                   f"${row['accumulating'].get('total_usd')} "
                   f"({row['accumulating'].get('accumulation_steps')} micro-steps), {ratio}; search "
