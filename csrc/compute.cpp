@@ -118,6 +118,13 @@ ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpe
   return m;
 }
 
+double gradient_accumulate_s(double gradient_bytes, const GpuSpec& gpu, const RooflineParams& params) {
+  detail::require_finite_nonneg("gradient_bytes", gradient_bytes);
+  gpu.validate();
+  params.validate();
+  return 3.0 * gradient_bytes / (gpu.memory_bandwidth * params.memory_efficiency);
+}
+
 std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers,
                                             const GpuSpec& gpu, Precision precision,
                                             double batch, const RooflineParams& params) {

@@ -23,7 +23,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // the all-reducing micro-step is a larger one. Every micro-step must give each rank a sample,
 // so B >= k x ranks, or the cluster is infeasible. A group's compute before the all-reducing
 // micro-step is the sum of its slowest rank's compute in each earlier micro-step (ranks of a
-// group differ by at most one sample).
+// group differ by at most one sample). Every micro-step after the first also adds its
+// gradients into those already held (ComputeModel::accumulate_s, k - 1 times), counted before
+// the all-reducing micro-step.
 
 // Splits the global batch into integer local batches so that ranks finish compute together.
 // Continuous optimum first (water-filling over the breakpoints of the piecewise-linear
@@ -187,6 +189,7 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
     };
     add_steps(micro_low, k - micro_high_steps - (micro_high_steps > 0 ? 0 : 1));
     add_steps(micro_low + 1, micro_high_steps - 1);
+    for (int g = 0; g < n; ++g) before[g] += (k - 1) * groups[g].compute.accumulate_s;
   }
 
   split_batch(groups, n, micro_sync, out);

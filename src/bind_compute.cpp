@@ -91,6 +91,11 @@ void bind_compute(py::module_& m) {
       py::arg("params") = RooflineParams{},
       "Roofline ComputeModel from per-layer, per-sample FLOPs and bytes.");
 
+  m.def("gradient_accumulate_s", &gradient_accumulate_s, py::arg("gradient_bytes"), py::arg("gpu"),
+        py::arg("params") = RooflineParams{},
+        "Seconds to add one micro-step's gradients into the accumulated ones: 3 x gradient_bytes at the "
+        "memory-bound efficiency (ComputeModel.accumulate_s).");
+
   m.def(
       "roofline_backward_times",
       [](const IntArray& kind, const DoubleArray& forward_flops, const DoubleArray& backward_flops,

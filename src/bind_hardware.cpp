@@ -45,6 +45,7 @@ void bind_hardware(py::module_& m) {
       .def_readwrite("backward_fixed_s", &ComputeModel::backward_fixed_s)
       .def_readwrite("backward_per_sample_s", &ComputeModel::backward_per_sample_s)
       .def_readwrite("optimizer_s", &ComputeModel::optimizer_s)
+      .def_readwrite("accumulate_s", &ComputeModel::accumulate_s)
       .def("forward_s", &ComputeModel::forward_s, py::arg("batch"))
       .def("backward_s", &ComputeModel::backward_s, py::arg("batch"))
       .def("compute_s", &ComputeModel::compute_s, py::arg("batch"))

@@ -360,6 +360,9 @@ class Engine:
                                            self.gpu_spec(gpu_key), PRECISIONS[self.precision],
                                            self.optimizer_bytes(), self._roofline)
             entry = (prior, "roofline", math.nan, math.nan)
+        # every source's model: a measurement or the learned models never saw accumulation
+        entry[0].accumulate_s = _core.gradient_accumulate_s(float(self.profile.trainable_param_bytes),
+                                                            self.gpu_spec(gpu_key), self._roofline)
         self._compute[gpu_key] = entry
         return entry
 
@@ -520,8 +523,9 @@ class Engine:
         cached = self._instance_compute.get(it.name)
         if cached is None:
             single, _, _, _ = self._compute_entry(it.gpu)
-            cached = self._instance_compute[it.name] = (
-                _core.anchor_to_measurements(single, points), "measured-instance", *self.measured_band()[0])
+            anchored = _core.anchor_to_measurements(single, points)
+            anchored.accumulate_s = single.accumulate_s
+            cached = self._instance_compute[it.name] = (anchored, "measured-instance", *self.measured_band()[0])
         return cached
 
 

@@ -244,6 +244,29 @@ TEST(Simulator, AccumulationDelaysTheAllreduceByTheEarlierMicroSteps) {
   EXPECT_GT(r.iteration_s, run(resnet_like(), {{&big, 2, compute(1e-3), 1.0}}, 61).iteration_s);
 }
 
+TEST(Simulator, AccumulationAddsEachLaterMicroStepsGradients) {
+  // 40 samples in 3 micro-steps on one GPU (AccumulationTakesTheFewestMicroStepsThatFit): the
+  // second and third add their gradients into the held ones, 5 ms each.
+  const InstanceSpec small = instance(1, 25, 4.0);
+  ComputeModel c = compute(1e-3);
+  c.accumulate_s = 5e-3;
+  const IterationResult r = run_accumulating(resnet_like(), {{&small, 1, c, 1.0}}, 40, 8);
+  ASSERT_EQ(r.accumulation_steps, 3);
+  EXPECT_NEAR(r.iteration_s, 0.050 + 2 * 5e-3, 1e-15);
+  // no accumulation, no add
+  EXPECT_DOUBLE_EQ(run(resnet_like(), {{&small, 1, c, 1.0}}, 15).iteration_s,
+                   run(resnet_like(), {{&small, 1, compute(1e-3), 1.0}}, 15).iteration_s);
+  EXPECT_NEAR(srift::gradient_accumulate_s(1e8, [] {
+                srift::GpuSpec g;
+                g.name = "t";
+                g.memory_bytes = 16e9;
+                g.fp32_flops = 1e13;
+                g.memory_bandwidth = 3e11;
+                return g;
+              }()),
+              3e8 / (3e11 * 0.70), 1e-15);
+}
+
 TEST(Simulator, AccumulationNeedsASamplePerRankInEveryMicroStep) {
   // 2.6 GiB GPUs hold one sample each: 8 ranks need 2 micro-steps for 9 samples, and the
   // smaller would leave a rank without one.

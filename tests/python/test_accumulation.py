@@ -24,7 +24,7 @@ def test_off_by_default_and_says_how_to_fit(resnet50_profile):
     assert "needs 3 accumulation micro-steps, more than the 2 allowed" in too_few.why_infeasible
 
 
-def test_the_fewest_micro_steps_that_fit(resnet50_profile):
+def test_the_fewest_micro_steps_that_fit(resnet50_profile, catalog):
     pred = srift.predict(resnet50_profile, CLUSTER, BATCH, max_accumulation_steps=8)
     assert pred.feasible
     assert (pred.accumulation_steps, pred.micro_batch) == (3, 334)  # 334 + 333 + 333
@@ -32,10 +32,13 @@ def test_the_fewest_micro_steps_that_fit(resnet50_profile):
     assert (g.local_batch_low, g.local_batch_high, g.ranks_high) == (167, 167, 0)
     assert g.memory_gib <= g.gpu_memory_gib
     # The micro-steps before the last only compute; the last is an ordinary 334-sample
-    # iteration whose allreduce they delay.
+    # iteration whose allreduce they delay. The two after the first also add their gradients
+    # into the accumulated ones: 3 x the gradient bytes at 70% of the T4's 320 GB/s.
+    add = Engine(resnet50_profile, catalog).instance_compute("g4dn.xlarge")[0].accumulate_s
+    assert add == pytest.approx(3 * resnet50_profile.trainable_param_bytes / (320e9 * 0.7), rel=1e-12)
     last = srift.predict(resnet50_profile, CLUSTER, 334)
     at_333 = srift.predict(resnet50_profile, CLUSTER, 333)
-    before = 2 * (at_333.groups[0].compute_s)
+    before = 2 * (at_333.groups[0].compute_s) + 2 * add
     assert pred.iteration_s == pytest.approx(before + last.iteration_s, rel=1e-12)
     assert pred.compute_s == pytest.approx(before + last.compute_s, rel=1e-12)
     assert pred.exposed_comm_s == pytest.approx(last.exposed_comm_s, rel=1e-9, abs=1e-15)

@@ -69,6 +69,13 @@ ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpe
                               Precision precision, double optimizer_bytes,
                               const RooflineParams& params = RooflineParams{});
 
+/// Seconds to add one micro-step's gradients into the accumulated ones (ComputeModel::
+/// accumulate_s): autograd's in-place add reads both and writes one, 3 x `gradient_bytes`
+/// (bytes of the trainable parameters' gradients) at the memory-bound efficiency. Measured on
+/// real DDP: bench/bench_accumulation.py --ddp.
+double gradient_accumulate_s(double gradient_bytes, const GpuSpec& gpu,
+                             const RooflineParams& params = RooflineParams{});
+
 /// Per-layer backward time (seconds) at the given local batch under the roofline; used to
 /// place DDP bucket ready times inside the backward pass.
 std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers,

@@ -17,6 +17,9 @@ struct ComputeModel {
   double backward_fixed_s = 0;
   double backward_per_sample_s = 0;
   double optimizer_s = 0;  ///< optimizer step, independent of the batch
+  /// Gradient accumulation only: adding one micro-step's gradients into those already held
+  /// (every micro-step after the first), seconds; see gradient_accumulate_s in compute.hpp.
+  double accumulate_s = 0;
 
   double forward_s(double batch) const { return forward_fixed_s + forward_per_sample_s * batch; }
   double backward_s(double batch) const { return backward_fixed_s + backward_per_sample_s * batch; }
