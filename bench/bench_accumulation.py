@@ -28,9 +28,10 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
+
+from bench_recommend import _commit  # the script's directory is on sys.path
 
 # (zoo model, zoo options, precision, global batch, iterations, deadline in hours)
 QUESTIONS = [
@@ -38,14 +39,6 @@ QUESTIONS = [
     ("bert_large", {"seq_len": 384}, "amp", 1024, 20_000, 48),
     ("gpt2_large", {}, "amp", 512, 20_000, 96),
 ]
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.strip()
-    except Exception:  # noqa: BLE001
-        return "unknown"
 
 
 def _best(rec) -> dict:
