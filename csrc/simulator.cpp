@@ -317,17 +317,15 @@ std::string describe_infeasible(const IterationResult& r, const SimOptions& opti
       return s.str();
     case Infeasible::memory: {
       long long capacity = 0;
+      bool weights_fit = true;
       for (int g = 0; g < r.num_groups; ++g) {
         capacity += static_cast<long long>(r.groups[g].workers) * r.groups[g].max_batch;
-      }
-      for (int g = 0; g < r.num_groups; ++g) {
         if (r.groups[g].max_batch < 1) {
+          weights_fit = false;
           s << "the model's weights, gradients and optimizer state do not fit one GPU of group "
             << g << "; ";
         }
       }
-      bool weights_fit = true;
-      for (int g = 0; g < r.num_groups; ++g) weights_fit = weights_fit && r.groups[g].max_batch >= 1;
       if (!weights_fit) {
         s << "use GPUs with more memory";
         return s.str();

@@ -79,20 +79,15 @@ def nodes(obj: Plan | Prediction) -> list[NodeLaunch]:
             node_rank += 1
             rank += g.gpus_per_instance
     total = sum(sum(n.local_batches) for n in out)
-    expected = _micro_batch(pred)
-    if total != expected:  # a broken invariant of the core, not a user mistake
-        raise RuntimeError(f"local batches sum to {total}, not the {'micro-step' if expected != pred.global_batch else 'global'} "
-                           f"batch {expected}")
+    if total != pred.micro_batch:  # a broken invariant of the core, not a user mistake
+        raise RuntimeError(f"local batches sum to {total}, not the batch of one micro-step {pred.micro_batch} "
+                           f"(global batch {pred.global_batch})")
     return out
-
-
-def _micro_batch(pred: Prediction) -> int:
-    return pred.micro_batch if getattr(pred, "accumulation_steps", 1) > 1 else pred.global_batch
 
 
 def _accumulation_env(pred: Prediction) -> str:
     """`` SRIFT_ACCUMULATION_STEPS=k`` under gradient accumulation, else nothing."""
-    steps = getattr(pred, "accumulation_steps", 1)
+    steps = pred.accumulation_steps
     return f" SRIFT_ACCUMULATION_STEPS={steps}" if steps > 1 else ""
 
 
@@ -149,6 +144,7 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
 
     pred = _prediction(obj)
     launch = nodes(pred)
+    accumulation = f"export{_accumulation_env(pred)}\n" if pred.accumulation_steps > 1 else ""
     n = len(launch)
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
         raise ValueError(f"name must be lower-case letters, digits and '-', got {name!r}")
@@ -173,7 +169,7 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
                f"{master}\n"
                f"case \"$SKYPILOT_NODE_RANK\" in\n{cases}\nesac\n"
                f"export SRIFT_GLOBAL_BATCH={pred.global_batch}\n"
-               + (f"export{_accumulation_env(pred)}\n" if _accumulation_env(pred) else "") +
+               + accumulation +
                f"torchrun --nnodes={n} --nproc-per-node={g.gpus_per_instance} --node-rank=$NODE_RANK "
                f"--master-addr=$MASTER_ADDR --master-port={master_port} {_script_words(script, script_args)}\n")
         resources: dict[str, Any] = {"infra": f"aws/{pred.region}", "instance_type": g.instance_type,
