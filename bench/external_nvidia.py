@@ -28,11 +28,16 @@ from the READMEs at the commits it names. Splits, each beside the baselines of t
                            and its bandwidth), beside perfect linear scaling and v0
   multi_node_instance_anchored  each multi-node row given one whole node's row (Srifty's way),
                            the nodes joined by the machine's InfiniBand
+  multi_gpu_accumulation   BERT-large pre-training's 4/8/16-GPU rows, k micro-steps per
+                           optimizer step, given the 1-GPU row as the accumulated run it is;
+                           predicted at the script's micro-batch (max_local_batch) in k
+                           micro-steps, beside linear scaling, v0 and every micro-step taken
+                           as a whole DDP iteration (what srift did before it modelled them)
 
 Error is the absolute percentage error of the per-sample time (throughput's reciprocal); each
 split prints median and p90. BERT pre-training accumulates gradients over many micro-batches.
-Its rows are predicted at the micro-batch, with the optimizer step paid once per accumulated
-batch, and they stay out of the multi-GPU split: srift models one allreduce per step. DGX-2H
+Its 1-GPU rows are predicted at the micro-batch, with the optimizer step paid once per
+accumulated batch; its multi-GPU rows have their own split (multi_gpu_accumulation). DGX-2H
 runs its V100s at 450 W, a variant the catalog lacks, so only its multi-GPU scaling is compared.
 This is a benchmark, not a test: it prints JSON lines (about 30 s).
 
@@ -449,6 +454,59 @@ def multi_node_one_gpu_anchored(rows: list[Row], profiles: Profiles) -> list[dic
     return out
 
 
+def multi_gpu_accumulation(rows: list[Row], profiles: Profiles) -> list[dict]:
+    """BERT-large pre-training's N-GPU rows, which accumulate gradients over k = batch /
+    micro-batch micro-steps and all-reduce once per optimizer step (NVIDIA's scripts fix the
+    per-GPU micro-batch), each given the 1-GPU row of its table at the same micro-batch, entered
+    as what it is: one optimizer step of k micro-steps (Measurement.accumulation_steps, srift.engine
+    note "accumulated measurement"). srift predicts the machine with ``max_local_batch`` = the
+    micro-batch and ``max_accumulation_steps`` = k (srift::simulate note "accumulation"), beside
+    linear scaling of the 1-GPU row, v0 (the same, roofline compute) and ``per_micro_step``: the
+    1-GPU row entered as a plain step of the micro-batch (its time / k) and every micro-step a
+    whole DDP iteration, one allreduce each (k x the iteration): what srift could do before it
+    modelled accumulation."""
+    import srift
+    from srift.engine import EngineConfig
+    tables: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.nodes == 1 and r.micro_batch < r.batch:
+            tables[(r.section, r.workload, r.precision, r.micro_batch)].append(r)
+    out = []
+    for members in tables.values():
+        one = next((r for r in members if r.gpus == 1), None)
+        if one is None:
+            continue
+        for r in members:
+            if r.gpus == 1:
+                continue
+            cat, name = system_catalog(r.system, r.gpu_key, r.gpus)
+            if cat is None:
+                continue
+            steps = -(-r.batch // r.micro_batch)
+            res = {"row": r, "anchor": one, "truth": r.gpus * r.batch / r.throughput,
+                   "linear": r.batch / one.throughput}
+            for label, kw in (("learned", {}), ("v0", V0), ("per_micro_step", {})):
+                prof = profiles.get(r)
+                if label == "per_micro_step":
+                    prof.add_measurement(r.gpu_key, one.micro_batch, one.micro_batch / one.throughput,
+                                         source="the table's 1-GPU row, per micro-step")
+                else:
+                    prof.add_measurement(r.gpu_key, one.micro_batch, one.batch / one.throughput,
+                                         source="the table's 1-GPU row",
+                                         accumulation_steps=round(one.batch / one.micro_batch))
+                config = EngineConfig(**kw, max_local_batch=r.micro_batch,
+                                      max_accumulation_steps=1 if label == "per_micro_step" else steps)
+                batch = r.gpus * (r.micro_batch if label == "per_micro_step" else r.batch)
+                p = srift.predict(prof, f"1x {name}", batch, catalog=cat, config=config)
+                scale = steps if label == "per_micro_step" else 1
+                res[label] = scale * p.iteration_s if p.feasible else math.nan
+                if label == "learned" and p.feasible:
+                    res["band"] = (p.iteration_p10_s, p.iteration_p90_s)
+                    res["steps"] = p.accumulation_steps
+            out.append(res)
+    return out
+
+
 def report(split: str, results: list[dict], cols: tuple[str, ...], show: bool) -> None:
     if not results:
         print(json.dumps({"split": split, "n": 0}))
@@ -537,6 +595,8 @@ def main(argv: list[str] | None = None) -> int:
     report("multi_gpu_one_system", multi_gpu_one_system(rows, profiles), ("learned", "v0", "linear"), args.rows)
     report("multi_node_instance_anchored", multi_node_instance_anchored(rows, profiles), ("learned", "v0", "linear"),
            args.rows)
+    report("multi_gpu_accumulation", multi_gpu_accumulation(rows, profiles),
+           ("learned", "v0", "linear", "per_micro_step"), args.rows)
     return 0
 
 

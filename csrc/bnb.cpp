@@ -6,12 +6,13 @@
 // - price, instances, workers, the optimizer step, the spot rate and the ring (a ring over
 //   more ranks and links is never faster: 2(n-1)/n grows, the bottleneck bandwidth can only
 //   fall and the latency only rise) never decrease when groups or instances are added;
-// - compute: with real local batches in [1, max batch], the slowest worker of X needs at
-//   least the level L at which P's workers plus the best possible additions absorb the global
-//   batch. With gradient accumulation (up to A micro-steps, simulator.cpp note
-//   "accumulation") a worker's samples over the iteration are at most A x its max batch, and
-//   its compute over j micro-steps, j c + s b, is at least c + s b: the same bound holds with
-//   max batch read as A x max batch, and a bucket is still ready no earlier than f_k L.
+// - compute: with real local batches in [1, max batch] (what fits memory, capped at
+//   SearchRequest::max_local_batch when set), the slowest worker of X needs at least the level
+//   L at which P's workers plus the best possible additions absorb the global batch. With
+//   gradient accumulation (up to A micro-steps, simulator.cpp note "accumulation") a worker's
+//   samples over the iteration are at most A x its max batch, and its compute over j
+//   micro-steps, j c + s b, is at least c + s b: the same bound holds with max batch read as
+//   A x max batch, and a bucket is still ready no earlier than f_k L.
 //   A worker of offer o takes at most min((L - c_o)/s_o, m_o) samples at level L; an
 //   added worker takes at most (L - c_r)/s_r (component-wise minima over the offers it may
 //   come from) and, per USD/hour of its price, at most (L - c_r)/e_r with e = price per GPU x
@@ -602,7 +603,7 @@ OfferInfo make_info(const SearchRequest& r, int i, const Context& x) {
   o.offer = i;
   o.gpus = inst.gpus;
   o.cap = std::min({of.max_count, r.max_instances, r.global_batch / inst.gpus});
-  o.m = max_local_batch(r.workload, inst, r.usable_memory_fraction, r.global_batch);
+  o.m = max_local_batch(r.workload, inst, r.sim_options());
   if (o.m >= 1 && r.max_accumulation_steps > 1) {  // note "bounds": samples over every micro-step
     o.m = static_cast<int>(std::min<long long>(r.global_batch, static_cast<long long>(o.m) * r.max_accumulation_steps));
   }

@@ -248,6 +248,7 @@ SimOptions SearchRequest::sim_options() const {
   options.global_batch = global_batch;
   options.usable_memory_fraction = usable_memory_fraction;
   options.max_accumulation_steps = max_accumulation_steps;
+  options.max_local_batch = max_local_batch;
   return options;
 }
 
@@ -268,6 +269,7 @@ void SearchRequest::validate() const {
     detail::fail("usable_memory_fraction", "in (0, 1]", usable_memory_fraction);
   }
   if (max_accumulation_steps < 1) detail::fail("max_accumulation_steps", ">= 1", max_accumulation_steps);
+  if (max_local_batch < 0) detail::fail("max_local_batch", ">= 0 (0: no cap)", max_local_batch);
   if (!(min_gpu_memory_bytes >= 0) || std::isnan(min_gpu_memory_bytes)) {
     detail::fail("min_gpu_memory_bytes", ">= 0", min_gpu_memory_bytes);
   }

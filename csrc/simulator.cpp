@@ -13,7 +13,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Note "accumulation". When the global batch B does not fit the cluster's GPU memory at once
-// (capacity C = sum over ranks of the largest local batch that fits) and the caller allows
+// (capacity C = sum over ranks of the largest local batch that fits, capped at
+// SimOptions::max_local_batch when the caller sets one) and the caller allows
 // gradient accumulation, an iteration runs k = ceil(B / C) forward/backward micro-steps, the
 // fewest that fit (each micro-step costs at least the fixed launch cost again, so fewer is
 // never slower), then one optimizer step, as DDP does with no_sync(): the first k - 1
@@ -112,6 +113,11 @@ int max_local_batch(const Workload& w, const InstanceSpec& inst, double usable_f
   return cap >= global_batch ? global_batch : static_cast<int>(cap);
 }
 
+int max_local_batch(const Workload& w, const InstanceSpec& inst, const SimOptions& options) {
+  const int fits = max_local_batch(w, inst, options.usable_memory_fraction, options.global_batch);
+  return options.max_local_batch > 0 ? std::min(fits, options.max_local_batch) : fits;
+}
+
 double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
   if (ranks <= 1 || bytes <= 0) return 0.0;
   const double n = ranks;
@@ -144,7 +150,7 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
     GroupResult& r = out.groups[g];
     r = GroupResult{};
     r.workers = groups[g].count * inst.gpus;
-    r.max_batch = max_local_batch(w, inst, options.usable_memory_fraction, options.global_batch);
+    r.max_batch = max_local_batch(w, inst, options);
     workers += r.workers;
     instances += groups[g].count;
     memory_capacity += static_cast<long long>(r.workers) * r.max_batch;
@@ -290,6 +296,7 @@ IterationResult simulate(const Workload& workload, const std::vector<GroupSpec>&
   if (options.max_accumulation_steps < 1) {
     detail::fail("max_accumulation_steps", ">= 1", options.max_accumulation_steps);
   }
+  if (options.max_local_batch < 0) detail::fail("max_local_batch", ">= 0 (0: no cap)", options.max_local_batch);
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const std::string f = "groups[" + std::to_string(g) + "].";
     if (groups[g].instance == nullptr) throw std::invalid_argument(f + "instance must be set");
@@ -330,11 +337,19 @@ std::string describe_infeasible(const IterationResult& r, const SimOptions& opti
         s << "use GPUs with more memory";
         return s.str();
       }
-      s << "GPU memory holds at most " << capacity << " samples across the cluster's "
-        << r.workers << " GPUs, but the global batch is " << options.global_batch;
+      bool capped = false;  // does max_local_batch, rather than memory, bind on some group?
+      for (int g = 0; g < r.num_groups; ++g) capped = capped || r.groups[g].max_batch == options.max_local_batch;
+      if (capped) {
+        s << "GPU memory and max_local_batch = " << options.max_local_batch << " allow at most ";
+      } else {
+        s << "GPU memory holds at most ";
+      }
+      s << capacity << " samples across the cluster's " << r.workers
+        << " GPUs, but the global batch is " << options.global_batch;
       const long long steps = (options.global_batch + capacity - 1) / capacity;
       if (options.max_accumulation_steps <= 1) {
-        s << " (use more or larger GPUs, or allow gradient accumulation)";
+        s << (capped ? " (use more GPUs, raise max_local_batch, or allow gradient accumulation)"
+                     : " (use more or larger GPUs, or allow gradient accumulation)");
       } else if (steps > options.max_accumulation_steps) {
         s << ": it needs " << steps << " accumulation micro-steps, more than the "
           << options.max_accumulation_steps << " allowed";

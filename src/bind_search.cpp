@@ -109,6 +109,7 @@ void bind_search(py::module_& m) {
       .def_readwrite("collect_pareto", &SearchRequest::collect_pareto)
       .def_readwrite("usable_memory_fraction", &SearchRequest::usable_memory_fraction)
       .def_readwrite("max_accumulation_steps", &SearchRequest::max_accumulation_steps)
+      .def_readwrite("max_local_batch", &SearchRequest::max_local_batch)
       .def_readwrite("min_gpu_memory_bytes", &SearchRequest::min_gpu_memory_bytes)
       .def_readwrite("held", &SearchRequest::held)
       .def_readwrite("deadline_confidence", &SearchRequest::deadline_confidence)

@@ -69,12 +69,14 @@ void bind_simulator(py::module_& m) {
       "simulate",
       [](const Workload& workload,
          const std::vector<std::tuple<InstanceSpec, int, ComputeModel, double>>& groups,
-         int global_batch, double usable_memory_fraction, bool timeline, int max_accumulation_steps) {
+         int global_batch, double usable_memory_fraction, bool timeline, int max_accumulation_steps,
+         int max_local_batch) {
         const GroupSpecs cluster(groups);
         SimOptions options;
         options.global_batch = global_batch;
         options.usable_memory_fraction = usable_memory_fraction;
         options.max_accumulation_steps = max_accumulation_steps;
+        options.max_local_batch = max_local_batch;
         std::vector<BucketEvent> events;
         IterationResult result;
         std::string why;
@@ -87,10 +89,11 @@ void bind_simulator(py::module_& m) {
       },
       py::arg("workload"), py::arg("groups"), py::arg("global_batch"),
       py::arg("usable_memory_fraction") = 0.95, py::arg("timeline") = false,
-      py::arg("max_accumulation_steps") = 1,
+      py::arg("max_accumulation_steps") = 1, py::arg("max_local_batch") = 0,
       "Simulate one iteration; returns (IterationResult, [BucketEvent], why_infeasible). "
       "max_accumulation_steps > 1 lets a global batch that does not fit memory run as that many "
-      "gradient-accumulation micro-steps at most.");
+      "gradient-accumulation micro-steps at most; max_local_batch > 0 caps the samples one GPU runs "
+      "in a micro-step (0: GPU memory alone).");
 
   m.def("ring_allreduce_s", &ring_allreduce_s, py::arg("bytes"), py::arg("ranks"), py::arg("link"),
         "Ring allreduce seconds: 2(n-1)/n * bytes / bandwidth + 2(n-1) * latency.");

@@ -75,6 +75,16 @@ def _measurement(text: str) -> tuple[str, int, float]:
     return parts[0], _positive_int(parts[1]), _positive_float(parts[2])
 
 
+def _gpu_measurement(text: str) -> tuple[str, int, float, int]:
+    """GPU:LOCAL_BATCH:SECONDS, or GPU:LOCAL_BATCH:SECONDS:MICRO_STEPS for an optimizer step
+    of that many gradient-accumulation micro-steps."""
+    parts = text.split(":")
+    if len(parts) not in (3, 4):
+        raise argparse.ArgumentTypeError("measurement must be GPU:LOCAL_BATCH:SECONDS or GPU:LOCAL_BATCH:SECONDS:"
+                                         f"MICRO_STEPS (e.g. T4:32:0.21 or T4:32:1.7:8), got {text!r}")
+    return parts[0], _positive_int(parts[1]), _positive_float(parts[2]), _positive_int(parts[3]) if len(parts) == 4 else 1
+
+
 # ---- shared options -------------------------------------------------------------------------
 def _add_source(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to train")
@@ -90,8 +100,15 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                    help="when a cluster's GPUs cannot hold the global batch at once, run it as up to N "
                         "gradient-accumulation micro-steps (the fewest that fit; default 1: such a cluster "
                         "does not run)")
-    g.add_argument("--measure", type=_measurement, action="append", default=[], metavar="GPU:BATCH:SECONDS",
-                   help="a single-GPU iteration you timed, e.g. T4:32:0.21 (repeatable)")
+    g.add_argument("--max-local-batch", type=_positive_int, default=None, metavar="N",
+                   help="the most samples one GPU runs in a (micro-)step: the per-GPU batch your script "
+                        "is written for (default: what fits GPU memory); with --accumulate it sets "
+                        "the micro-steps")
+    g.add_argument("--measure", type=_gpu_measurement, action="append", default=[],
+                   metavar="GPU:BATCH:SECONDS[:MICRO_STEPS]",
+                   help="a single-GPU iteration you timed, e.g. T4:32:0.21 (repeatable); with MICRO_STEPS, "
+                        "one optimizer step of that many gradient-accumulation micro-steps of BATCH each, "
+                        "e.g. T4:32:1.7:8")
     g.add_argument("--measure-instance", type=_measurement, action="append", default=[],
                    metavar="INSTANCE:BATCH:SECONDS",
                    help="a DDP iteration you timed on all GPUs of one instance, at a local batch per GPU, "
@@ -190,8 +207,8 @@ def _profile(args: argparse.Namespace) -> Any:
     else:
         prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
                             ddp=_ddp_options(args))
-    for device, batch, secs in args.measure:
-        prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli")
+    for device, batch, secs, steps in args.measure:
+        prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli", accumulation_steps=steps)
     if args.measure_instance:
         catalog = _catalog(args)
         for name, batch, secs in args.measure_instance:
@@ -319,7 +336,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
     prof = _profile(args)
     catalog = _catalog(args)
-    engine = Engine(prof, catalog, EngineConfig(precision=args.precision, max_accumulation_steps=args.accumulate))
+    engine = Engine(prof, catalog, EngineConfig(precision=args.precision, max_accumulation_steps=args.accumulate,
+                                                max_local_batch=args.max_local_batch))
     pred = predict(prof, args.cluster, args.global_batch, catalog=catalog, region=args.region,
                    iterations=args.iterations, engine=engine, timeline=bool(args.plot))
     if args.plot:
@@ -353,7 +371,7 @@ def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 instance_types=_split(args.types), exclude=_split(args.exclude), max_types=args.max_types,
                 max_instances_per_type=args.max_instances_per_type, precision=args.precision,
                 min_gpu_memory_gib=args.min_gpu_memory, threads=args.threads,
-                max_accumulation_steps=args.accumulate,
+                max_accumulation_steps=args.accumulate, max_local_batch=args.max_local_batch,
                 spot_assumptions=SpotAssumptions(write_gbytes_s=args.checkpoint_gbps, read_gbytes_s=args.checkpoint_gbps,
                                                  provisioning_s=args.provisioning * 3600))
 

@@ -54,6 +54,10 @@ class EngineConfig:
     # not fit the cluster's GPU memory at once (srift::simulate note "accumulation": the fewest
     # that fit, the allreduce after the last). 1: none, such a cluster does not run.
     max_accumulation_steps: int = 1
+    # Largest local batch one GPU may run in a micro-step (samples): the per-GPU batch a
+    # training script is written for. None: GPU memory alone limits it. With
+    # max_accumulation_steps > 1 it sets the micro-steps, as a fixed per-GPU micro-batch does.
+    max_local_batch: int | None = None
     roofline: dict[str, float] = field(default_factory=dict)  # RooflineParams overrides
     # Where a GPU type without its own measurement gets its compute from: "learned" (the
     # shipped scikit-learn models, anchored on a measurement of another GPU when the profile
@@ -118,6 +122,9 @@ class Engine:
         steps = self.config.max_accumulation_steps
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"max_accumulation_steps must be an integer >= 1, got {steps!r}")
+        cap = self.config.max_local_batch
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValueError(f"max_local_batch must be None or an integer >= 1, got {cap!r}")
         if self.config.compute_model not in ("learned", "roofline"):
             raise ValueError(f"compute_model must be 'learned' or 'roofline', got {self.config.compute_model!r}")
         if self.config.comm_model not in ("learned", "v0"):
@@ -271,17 +278,48 @@ class Engine:
             out.setdefault(it.name, []).append(_core_point(m))
         return out
 
-    def _measurements_for(self, gpu_key: str) -> list[_core.Measurement]:
+    def _measurements_for(self, gpu_key: str, optimizer_s: float | None = None) -> list[_core.Measurement]:
         points: list[_core.Measurement] = []
         for m in self.profile.measurements:
             if m.gpus == 1 and gpu_key in self._resolve(m.device):
-                points.append(_core_point(m))
+                points.append(self._plain_point(m, gpu_key, optimizer_s))
         t = self.profile.timings
         if t is not None and self.profile.device_gpu == gpu_key:
             for i, b in enumerate(t.batch_sizes):
                 points.append(_core.Measurement(float(b), float(t.iteration_s[i]),
                                                 float(t.forward_s[i]), float(t.backward_s[i])))
         return points
+
+    def _plain_point(self, m: Any, gpu_key: str, optimizer_s: float | None = None) -> _core.Measurement:
+        """Note "accumulated measurement". A one-GPU measurement of k > 1 micro-steps per
+        optimizer step, T = k c(b) + (k - 1) a + o (srift::simulate note "accumulation": c the
+        compute at local batch b, a the gradient add, o the optimizer step), as the plain
+        iteration it implies, c(b) + o = (T - o - (k - 1) a) / k + o, with a as srift estimates
+        it on this GPU (gradient_accumulate_s) and o the roofline's optimizer step, or
+        `optimizer_s`: the measured model's own, which its fit may cap (_compute_entry solves
+        for it, so the model gives back T). Every compute path (measured, anchored, the band)
+        then reads it as it reads any other."""
+        steps = getattr(m, "accumulation_steps", 1)
+        if steps == 1:
+            return _core_point(m)
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1 or m.gpus != 1:
+            raise ValueError(f"measurement on {m.device}: accumulation_steps must be an integer >= 1 on one GPU, "
+                             f"got {steps!r} with gpus={m.gpus!r}")
+        kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
+        spec = self.gpu_spec(gpu_key)
+        if optimizer_s is None:
+            optimizer_s = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes, spec,
+                                                 PRECISIONS[self.precision], self.optimizer_bytes(),
+                                                 self._roofline).optimizer_s
+        add_s = _core.gradient_accumulate_s(float(self.profile.trainable_param_bytes), spec, self._roofline)
+        micro_steps_s = m.iteration_s - optimizer_s - (steps - 1) * add_s
+        if not micro_steps_s > 0:
+            raise ValueError(f"measurement on {m.device}: iteration_s {m.iteration_s!r} is less than the optimizer "
+                             f"step and {steps - 1} gradient adds srift estimates for {steps} micro-steps "
+                             f"({optimizer_s + (steps - 1) * add_s:.4g} s)")
+        return _core.Measurement(float(m.local_batch), micro_steps_s / steps + optimizer_s,
+                                 -1.0 if m.forward_s is None else float(m.forward_s),
+                                 -1.0 if m.backward_s is None else float(m.backward_s))
 
     def _resolve(self, device: str) -> list[str]:
         try:
@@ -336,16 +374,26 @@ class Engine:
             prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
                                            self.gpu_spec(gpu_key), PRECISIONS[self.precision],
                                            self.optimizer_bytes(), self._roofline)
-            if self.config.compute_model == "learned":
-                # One batch measured scales a curve halfway between the roofline's and the
-                # no-measurement model's (srift::LearnedCompute note "measured batch shape");
-                # two or more fit their own line.
-                from srift.learn import default_models
+            def fit(points: list[_core.Measurement]) -> _core.ComputeModel:
+                if self.config.compute_model == "learned":
+                    # One batch measured scales a curve halfway between the roofline's and the
+                    # no-measurement model's (srift::LearnedCompute note "measured batch shape");
+                    # two or more fit their own line.
+                    from srift.learn import default_models
 
-                model = default_models().measured_model(self.profile, gpu_key, self.catalog, self.precision, prior,
-                                                        points, self.memory_max_batch(gpu_key))
-            else:
-                model = _core.anchor_to_measurements(prior, points)
+                    return default_models().measured_model(self.profile, gpu_key, self.catalog, self.precision,
+                                                           prior, points, self.memory_max_batch(gpu_key))
+                return _core.anchor_to_measurements(prior, points)
+
+            model = fit(points)
+            if any(m.accumulation_steps > 1 for m in self.profile.measurements):
+                # note "accumulated measurement": the fit may cap the optimizer step below the
+                # roofline's; read the accumulated runs again with the model's own until it holds
+                for _ in range(8):
+                    used = model.optimizer_s
+                    model = fit(self._measurements_for(gpu_key, used))
+                    if abs(model.optimizer_s - used) <= 1e-12 * max(used, 1e-30):
+                        break
             entry = (model, "measured", *self.measured_band()[0])
         elif self.config.compute_model == "learned":
             from srift.learn import default_models

@@ -199,7 +199,8 @@ class _Space:
                  instance_types: Iterable[str] | None, exclude: Iterable[str] | None,
                  max_instances_per_type: int, config: EngineConfig | None, precision: str | None,
                  min_gpu_memory_gib: float | None = None, spot: SpotAssumptions | None = None,
-                 held: str | Cluster | None = None, max_accumulation_steps: int | None = None):
+                 held: str | Cluster | None = None, max_accumulation_steps: int | None = None,
+                 max_local_batch: int | None = None):
         if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
             raise ValueError(f"global_batch must be an integer >= 1, got {global_batch!r}")
         _positive("iterations", iterations, allow_none=False)
@@ -207,7 +208,8 @@ class _Space:
             raise ValueError(f"max_instances_per_type must be an integer >= 1, got {max_instances_per_type!r}")
         min_memory = _positive("min_gpu_memory_gib", min_gpu_memory_gib)
         config = with_overrides(config or EngineConfig(), precision=precision,
-                                max_accumulation_steps=max_accumulation_steps)
+                                max_accumulation_steps=max_accumulation_steps,
+                                max_local_batch=max_local_batch)
         self.catalog = catalog
         self.engine = Engine(profile, catalog, config)
         self.spot = spot or SpotAssumptions()
@@ -262,6 +264,7 @@ class _Space:
             request.scaling_band = self.engine.scaling_table()
         request.usable_memory_fraction = config.usable_memory_fraction
         request.max_accumulation_steps = self.engine.config.max_accumulation_steps
+        request.max_local_batch = self.engine.config.max_local_batch or 0
         if min_memory is not None:
             request.min_gpu_memory_bytes = min_memory * 1024**3
         params = _core.SpotParams()
@@ -346,7 +349,7 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
               held: str | Cluster | None = None, spot_assumptions: SpotAssumptions | None = None,
               time_limit_s: float | None = None, top_k: int = 5, precision: str | None = None,
               config: EngineConfig | None = None, threads: int | None = None,
-              max_accumulation_steps: int | None = None) -> Recommendation:
+              max_accumulation_steps: int | None = None, max_local_batch: int | None = None) -> Recommendation:
     """The cheapest plan that finishes ``iterations`` within ``deadline_hours``, or — with
     ``budget_usd`` (total) or ``max_usd_per_hour`` (rate) instead — the fastest plan within
     it. A plan is up to ``max_types`` (instance type, market) groups in one region, each of
@@ -359,7 +362,9 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     ``held="2x p3.16xlarge @us-east-1"`` replans around instances already running: every plan
     keeps them. ``time_limit_s`` stops early with the best plan found and the remaining gap.
     ``max_accumulation_steps=4`` (default: the config's, 1) lets a plan whose GPUs cannot hold
-    the global batch at once run it as up to 4 gradient-accumulation micro-steps.
+    the global batch at once run it as up to 4 gradient-accumulation micro-steps;
+    ``max_local_batch=32`` (default: the config's, None) caps the samples one GPU runs in a
+    micro-step at the per-GPU batch your script uses.
 
     Nothing fitting is not an error: the result's ``best`` is None, ``why_none`` says why and
     ``closest`` shows the plan that comes nearest.
@@ -384,7 +389,7 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
                    max_instances_per_type=max_instances_per_type, config=config, precision=precision,
                    min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions, held=held,
-                   max_accumulation_steps=max_accumulation_steps)
+                   max_accumulation_steps=max_accumulation_steps, max_local_batch=max_local_batch)
     request = space.request
     request.objective = _core.Objective.min_cost if deadline is not None else _core.Objective.max_throughput
     request.deadline_s = math.inf if deadline is None else deadline * 3600.0
@@ -426,7 +431,8 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
            exclude: Iterable[str] | None = None, max_types: int = 3, max_instances_per_type: int = 64,
            min_gpu_memory_gib: float | None = None, spot_assumptions: SpotAssumptions | None = None,
            precision: str | None = None, config: EngineConfig | None = None,
-           threads: int | None = None, max_accumulation_steps: int | None = None) -> list[Plan]:
+           threads: int | None = None, max_accumulation_steps: int | None = None,
+           max_local_batch: int | None = None) -> list[Plan]:
     """Every plan not beaten on both total (expected) time and total USD, fastest first."""
     from srift.catalog import Catalog
 
@@ -437,7 +443,7 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
                    max_instances_per_type=max_instances_per_type, config=config, precision=precision,
                    min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions,
-                   max_accumulation_steps=max_accumulation_steps)
+                   max_accumulation_steps=max_accumulation_steps, max_local_batch=max_local_batch)
     request = space.request
     request.objective = _core.Objective.min_cost
     request.max_types = max_types

@@ -35,7 +35,7 @@ class GroupPrediction:
     compute_s: float             # forward + backward of the group's slowest rank
     memory_gib: float            # peak memory of its fullest GPU
     gpu_memory_gib: float
-    max_local_batch: int         # largest local batch that fits one GPU
+    max_local_batch: int         # largest local batch one GPU may run: what fits it, capped by EngineConfig.max_local_batch
     compute_source: str          # "measured", "measured-instance", "learned", "anchored-roofline" or "roofline"
     intra_gbytes_s: float = math.nan  # achieved bandwidth of the links inside one instance, GB/s
 
@@ -104,6 +104,8 @@ class Prediction:
     # when 1); the local batches of `groups` are that micro-step's
     accumulation_steps: int = 1
     micro_batch: int = 0
+    # EngineConfig.max_local_batch: the cap on one GPU's samples per micro-step (None: memory)
+    local_batch_cap: int | None = None
 
     @property
     def total_hours(self) -> float | None:
@@ -175,7 +177,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             catalog: Catalog | None = None, region: str | None = None,
             precision: str | None = None, iterations: float | None = None,
             config: EngineConfig | None = None, timeline: bool = False,
-            engine: Engine | None = None, max_accumulation_steps: int | None = None) -> Prediction:
+            engine: Engine | None = None, max_accumulation_steps: int | None = None,
+            max_local_batch: int | None = None) -> Prediction:
     """Predicts one iteration of synchronous data-parallel training of ``profile`` on
     ``cluster`` (text such as ``"2x p3.16xlarge + 4x g4dn.12xlarge:spot"``) at
     ``global_batch`` samples per iteration.
@@ -185,6 +188,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     ``feasible=False`` and ``why_infeasible`` set. ``max_accumulation_steps`` (default: the
     config's, 1) lets a global batch that does not fit GPU memory run as up to that many
     gradient-accumulation micro-steps (``accumulation_steps`` and ``micro_batch`` say how).
+    ``max_local_batch`` (default: the config's, None: GPU memory alone) caps the samples one
+    GPU runs in a micro-step, e.g. at the per-GPU batch a training script is written for.
     """
     from srift.catalog import Catalog
 
@@ -195,11 +200,14 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     catalog = catalog or Catalog.default()
     if engine is None:
         config = with_overrides(config or EngineConfig(), precision=precision,
-                                max_accumulation_steps=max_accumulation_steps)
+                                max_accumulation_steps=max_accumulation_steps,
+                                max_local_batch=max_local_batch)
         engine = Engine(profile, catalog, config)
-    elif max_accumulation_steps is not None and max_accumulation_steps != engine.config.max_accumulation_steps:
-        raise ValueError(f"max_accumulation_steps={max_accumulation_steps!r} differs from the engine's "
-                         f"({engine.config.max_accumulation_steps}): set it in the engine's EngineConfig")
+    else:
+        for name, value in (("max_accumulation_steps", max_accumulation_steps), ("max_local_batch", max_local_batch)):
+            if value is not None and value != getattr(engine.config, name):
+                raise ValueError(f"{name}={value!r} differs from the engine's "
+                                 f"({getattr(engine.config, name)!r}): set it in the engine's EngineConfig")
     for g in cluster.groups:
         catalog.instance(g.instance_type)  # unknown types raise with suggestions
     region = resolve_region(catalog, cluster, region)
@@ -216,7 +224,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
                          f"({workers}), got {global_batch}")
     result, events, why = _core.simulate(engine.workload, core_groups, global_batch,
                                          engine.config.usable_memory_fraction, timeline,
-                                         engine.config.max_accumulation_steps)
+                                         engine.config.max_accumulation_steps,
+                                         engine.config.max_local_batch or 0)
     groups = []
     for g, (spec, _, _, price), source, r in zip(cluster.groups, core_groups, sources,
                                                  result.groups or [None] * len(cluster.groups)):
@@ -279,4 +288,5 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         iteration_p10_s=p10, iteration_p90_s=p90, band_from=band_from,
         interference_s=result.interference_s if ok else nan,
         accumulation_steps=result.accumulation_steps if ok else 1,
-        micro_batch=result.micro_batch if ok else global_batch)
+        micro_batch=result.micro_batch if ok else global_batch,
+        local_batch_cap=engine.config.max_local_batch)

@@ -211,7 +211,12 @@ class Measurement:
     ``gpus`` = 1: one GPU alone; ``device`` names the GPU ("T4", "A100-40GB").
     ``gpus`` > 1: a data-parallel iteration with that many ranks on one instance, each at
     ``local_batch``; ``device`` names the instance type ("p3.16xlarge"). It carries what a
-    single GPU cannot show: host contention and intra-instance allreduce on that instance."""
+    single GPU cannot show: host contention and intra-instance allreduce on that instance.
+
+    ``accumulation_steps`` = k > 1 (one GPU only): the timed iteration is one optimizer step
+    of k gradient-accumulation micro-steps, each at ``local_batch`` (``forward_s`` and
+    ``backward_s``, when given, are one micro-step's). The engine reads it as the plain
+    iteration it implies (srift.engine note "accumulated measurement")."""
 
     device: str
     local_batch: int
@@ -221,9 +226,13 @@ class Measurement:
     source: str = "user"
     recorded_at: str = field(default_factory=_now)
     gpus: int = 1
+    accumulation_steps: int = 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.accumulation_steps == 1:  # files written before the field stay as they were
+            del d["accumulation_steps"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Measurement:
@@ -315,9 +324,12 @@ class Profile:
         backward_s: float | None = None,
         source: str = "user",
         gpus: int = 1,
+        accumulation_steps: int = 1,
     ) -> Measurement:
         """Validate and append a measurement; ValueError names the bad field and value.
-        gpus > 1: a DDP iteration on all ``gpus`` GPUs of instance type ``device``."""
+        gpus > 1: a DDP iteration on all ``gpus`` GPUs of instance type ``device``.
+        accumulation_steps > 1: one GPU's optimizer step of that many micro-steps at
+        ``local_batch`` each (Measurement)."""
         if not isinstance(device, str) or not device.strip():
             raise ValueError(f"device: expected a non-empty string, got {device!r}")
         _check_positive("local_batch", local_batch, integer=True)
@@ -325,13 +337,18 @@ class Profile:
         _check_positive("forward_s", forward_s, optional=True)
         _check_positive("backward_s", backward_s, optional=True)
         _check_positive("gpus", gpus, integer=True)
+        _check_positive("accumulation_steps", accumulation_steps, integer=True)
+        if accumulation_steps > 1 and gpus > 1:
+            raise ValueError(f"accumulation_steps: {accumulation_steps!r} micro-steps are supported for one GPU's "
+                             f"iteration (gpus=1), got gpus={gpus!r}: time the instance without accumulation")
         if not isinstance(source, str) or not source.strip():
             raise ValueError(f"source: expected a non-empty string, got {source!r}")
         parts = [x for x in (forward_s, backward_s) if x is not None]
-        if parts and sum(parts) > iteration_s * 1.5:
-            # forward + backward cannot much exceed the iteration they are part of
+        if parts and sum(parts) > iteration_s / accumulation_steps * 1.5:
+            # forward + backward (one micro-step's) cannot much exceed the iteration they are part of
             raise ValueError(
                 f"iteration_s: {iteration_s!r} is smaller than forward_s + backward_s = {sum(parts)!r}"
+                + (f" per micro-step x {accumulation_steps} micro-steps" if accumulation_steps > 1 else "")
             )
         m = Measurement(
             device=device.strip(),
@@ -341,6 +358,7 @@ class Profile:
             backward_s=None if backward_s is None else float(backward_s),
             source=source,
             gpus=int(gpus),
+            accumulation_steps=int(accumulation_steps),
         )
         self.measurements.append(m)
         return m

@@ -264,7 +264,10 @@ def prediction_text(pred: Any) -> str:
                 and _finite(getattr(pred, "iteration_p90_s", math.nan)) else ""),
              f"  compute        {seconds(pred.compute_s)}  (slowest group: {slowest.instance_type})",
              *([f"  accumulation   {pred.accumulation_steps} micro-steps of up to {pred.micro_batch} samples "
-                f"(the global batch does not fit GPU memory at once; local batches are per micro-step)"]
+                + (f"(the global batch is more than the GPUs run at once under their memory and "
+                   f"max_local_batch = {pred.local_batch_cap}; local batches are per micro-step)"
+                   if getattr(pred, "local_batch_cap", None) else
+                   "(the global batch does not fit GPU memory at once; local batches are per micro-step)")]
                if getattr(pred, "accumulation_steps", 1) > 1 else []),
              f"  exposed comm   {seconds(pred.exposed_comm_s)} of {seconds(pred.comm_s)} "
              f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
@@ -321,6 +324,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
           if getattr(pred, "band_from", None) else []),
         f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
         f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; local batch up to "
-        f"{tightest.max_local_batch} fits",
+        f"{tightest.max_local_batch} "
+        + ("allowed (max_local_batch)" if tightest.max_local_batch == getattr(pred, "local_batch_cap", None) else "fits"),
     ]
     return text + "\n" + "\n".join(extra)

@@ -27,6 +27,7 @@ Spec (every key but ``models`` and ``constraints`` optional)::
     max_instances_per_type: 16
     precision: fp32
     max_accumulation_steps: 4    # optional: gradient accumulation where memory runs out (default 1: none)
+    max_local_batch: 32          # optional: the most samples one GPU runs per micro-step (default: memory)
     catalog: my_catalog.json     # optional; catalog_overrides: FILE too
     output: results.csv
 
@@ -59,7 +60,7 @@ COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline
 
 _SPEC_KEYS = {"models", "device", "global_batch", "iterations", "constraints", "regions", "markets", "types",
               "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
-              "output", "batch_size", "top", "max_accumulation_steps"}
+              "output", "batch_size", "top", "max_accumulation_steps", "max_local_batch"}
 _CONSTRAINT_KEYS = {"deadline", "budget", "max_usd_per_hour", "confidence"}
 _MODEL_KEYS = {"name", "profile", "batch_size", "device"}
 
@@ -98,6 +99,7 @@ class SweepSpec:
     catalog_overrides: str | None = None
     output: str | None = None
     max_accumulation_steps: int = 1
+    max_local_batch: int | None = None
     base_dir: Path = field(default_factory=Path.cwd)
 
 
@@ -235,7 +237,9 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
         precision=data.get("precision"), catalog=rel("catalog"), catalog_overrides=rel("catalog_overrides"),
         output=rel("output"), base_dir=base,
         max_accumulation_steps=_positive_number(data.get("max_accumulation_steps", 1), "max_accumulation_steps",
-                                                integer=True))
+                                                integer=True),
+        max_local_batch=(None if data.get("max_local_batch") is None
+                         else _positive_number(data["max_local_batch"], "max_local_batch", integer=True)))
 
 
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
@@ -290,6 +294,8 @@ def tasks(spec: SweepSpec, model_ids: Mapping[str, Any] | None = None) -> list[d
                                  "precision": spec.precision}
                             if spec.max_accumulation_steps != 1:  # keys of older sweeps stay as they were
                                 t["max_accumulation_steps"] = spec.max_accumulation_steps
+                            if spec.max_local_batch is not None:
+                                t["max_local_batch"] = spec.max_local_batch
                             ident = {**t, "model_id": ids[m.label], "catalog": [spec.catalog, spec.catalog_overrides]}
                             t["key"] = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
                             out.append(t)
@@ -316,7 +322,8 @@ def run_task(task: Mapping[str, Any], profile: Any, catalog: Any, threads: int |
                         exclude=task["exclude"], max_types=task["max_types"],
                         max_instances_per_type=task["max_instances_per_type"], top_k=1,
                         precision=task["precision"], threads=threads,
-                        max_accumulation_steps=task.get("max_accumulation_steps"))
+                        max_accumulation_steps=task.get("max_accumulation_steps"),
+                        max_local_batch=task.get("max_local_batch"))
     except (ValueError, IndexError) as exc:
         row.update(found=False, error=str(exc), search_s=round(time.perf_counter() - start, 4))
         return row

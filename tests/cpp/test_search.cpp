@@ -235,6 +235,29 @@ TEST(Search, EqualsExhaustiveWithGradientAccumulation) {
   EXPECT_GT(accumulating, 50);
 }
 
+TEST(Search, EqualsExhaustiveWithALocalBatchCap) {
+  // A per-GPU cap (SearchRequest::max_local_batch) binds like memory: with and without
+  // accumulation, branch-and-bound finds the exhaustive optimum.
+  int capped = 0;
+  for (std::uint64_t seed = 9400; seed < 9700; ++seed) {
+    SearchRequest r = random_request(seed);
+    r.max_local_batch = integer_of(seed, 1, 64);
+    r.max_accumulation_steps = seed % 2 == 0 ? 1 : integer_of(seed + 1, 2, 8);
+    bind_constraints(r, seed);
+    const SearchResult ex = srift::search_exhaustive(r);
+    const SearchResult bb = srift::search(r);
+    expect_same(r, ex, bb, seed);
+    if (::testing::Test::HasFailure()) return;
+    for (const Plan& p : bb.plans) {
+      for (int g = 0; g < p.iteration.num_groups; ++g) {
+        EXPECT_LE(p.iteration.groups[g].batch_high, r.max_local_batch) << "seed " << seed;
+        capped += p.iteration.groups[g].max_batch == r.max_local_batch;
+      }
+    }
+  }
+  EXPECT_GT(capped, 50);
+}
+
 TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {
   // Under bands and preemption together every returned plan meets the deadline with the
   // asked probability; asking more never makes the best plan cheaper.

@@ -307,6 +307,46 @@ TEST(Simulator, AccumulationSaysHowManyMicroStepsItWouldNeed) {
   }
 }
 
+TEST(Simulator, MaxLocalBatchCapsWhatOneGpuRuns) {
+  // A GPU whose memory holds 15 samples, capped at 8 (a script's per-GPU batch): 40 samples
+  // run as 5 micro-steps of 8, each an iteration of 8 samples, the last with the allreduce.
+  const InstanceSpec small = instance(1, 25, 4.0);
+  const std::vector<GroupSpec> one = {{&small, 1, compute(1e-3), 1.0}};
+  SimOptions o;
+  o.global_batch = 40;
+  o.max_accumulation_steps = 8;
+  o.max_local_batch = 8;
+  const IterationResult r = srift::simulate(resnet_like(), one, o);
+  ASSERT_TRUE(r.feasible());
+  EXPECT_EQ(r.groups[0].max_batch, 8);
+  EXPECT_EQ(r.accumulation_steps, 5);
+  EXPECT_EQ(r.micro_batch, 8);
+  EXPECT_NEAR(r.compute_s, 5 * (2e-3 + 8e-3), 1e-15);
+  EXPECT_EQ(srift::max_local_batch(resnet_like(), small, o), 8);
+  // A cap above what memory holds changes nothing; 0 is no cap.
+  o.max_local_batch = 1000;
+  EXPECT_EQ(srift::max_local_batch(resnet_like(), small, o), 15);
+  EXPECT_DOUBLE_EQ(srift::simulate(resnet_like(), one, o).iteration_s, run_accumulating(resnet_like(), one, 40, 8).iteration_s);
+  o.max_local_batch = 0;
+  EXPECT_EQ(srift::simulate(resnet_like(), one, o).accumulation_steps, 3);
+  // Without accumulation a batch above the cap does not run, and the message names the cap.
+  o.max_local_batch = 8;
+  o.max_accumulation_steps = 1;
+  o.global_batch = 12;
+  const IterationResult capped = srift::simulate(resnet_like(), one, o);
+  EXPECT_EQ(capped.infeasible, srift::Infeasible::memory);
+  const std::string why = srift::describe_infeasible(capped, o);
+  EXPECT_NE(why.find("max_local_batch = 8 allow at most 8 samples"), std::string::npos) << why;
+  EXPECT_NE(why.find("raise max_local_batch"), std::string::npos) << why;
+  o.max_local_batch = -1;
+  try {
+    srift::simulate(resnet_like(), one, o);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("max_local_batch"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Simulator, BadInputNamesTheField) {
   const InstanceSpec s = instance(1, 25);
   try {

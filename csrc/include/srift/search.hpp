@@ -98,6 +98,9 @@ struct SearchRequest {
   /// Most gradient-accumulation micro-steps a plan may take when the global batch does not
   /// fit its GPUs' memory at once (SimOptions::max_accumulation_steps); 1: none.
   int max_accumulation_steps = 1;
+  /// Largest local batch one GPU may run in a micro-step, samples (SimOptions::max_local_batch);
+  /// 0: GPU memory alone limits it.
+  int max_local_batch = 0;
 
   /// The simulator options every plan of this request is evaluated with.
   SimOptions sim_options() const;

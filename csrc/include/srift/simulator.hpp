@@ -28,13 +28,18 @@ struct SimOptions {
   /// fit the cluster's GPU memory at once (gradient accumulation; note "accumulation" in
   /// simulator.cpp). 1: no accumulation, such a cluster is infeasible.
   int max_accumulation_steps = 1;
+  /// Largest local batch one GPU may run in one micro-step, samples (the per-GPU batch a
+  /// training script is written for, e.g. NVIDIA's BERT scripts); 0: GPU memory alone limits
+  /// it. With max_accumulation_steps > 1 it sets how many micro-steps a global batch takes,
+  /// as a fixed per-GPU micro-batch does in real scripts.
+  int max_local_batch = 0;
 };
 
 /// Why a cluster cannot run the workload.
 enum class Infeasible : int {
   none = 0,
   batch_smaller_than_workers = 1,  ///< fewer samples than ranks: some rank would get none
-  memory = 2,                      ///< even the smallest split does not fit GPU memory
+  memory = 2,                      ///< even the smallest split does not fit GPU memory (or max_local_batch) in the micro-steps allowed
   too_many_groups = 3,
 };
 
@@ -47,7 +52,7 @@ struct GroupResult {
   int batch_low = 0;        ///< local batch of (workers - workers_high) ranks
   int batch_high = 0;       ///< local batch of workers_high ranks (batch_low + 1, or equal)
   int workers_high = 0;
-  int max_batch = 0;        ///< largest local batch that fits one GPU's memory
+  int max_batch = 0;        ///< largest local batch one GPU may run: what fits its memory, capped by SimOptions::max_local_batch
   double compute_s = 0;     ///< forward + backward of the group's slowest rank over every micro-step, seconds
   double memory_bytes = 0;  ///< peak memory of the group's fullest GPU, bytes
 };
@@ -100,6 +105,11 @@ void simulate_unchecked(const Workload& workload, const GroupSpec* groups, int n
 /// searches share this rule.
 int max_local_batch(const Workload& workload, const InstanceSpec& instance,
                     double usable_memory_fraction, int global_batch);
+
+/// The same rule as the simulator applies it under `options`: memory at
+/// options.usable_memory_fraction, capped at options.global_batch and, when set, at
+/// options.max_local_batch.
+int max_local_batch(const Workload& workload, const InstanceSpec& instance, const SimOptions& options);
 
 /// Allreduce time of `bytes` over `ranks` ranks on a ring bounded by `link`, seconds:
 /// 2 (n-1)/n * bytes / bandwidth + 2 (n-1) * latency.
