@@ -89,6 +89,8 @@ struct RestStats {
   double c = kInf, s = kInf, e = kInf;
   int g = 0;      // most GPUs per instance
   int wcap = 0;   // most workers one group can bring
+  double m = 0;   // most samples one worker holds in an iteration (memory, the cap, micro-steps)
+  double scap = 0;  // most samples one group holds in an iteration
   void add(const OfferInfo& o) {
     any = true;
     c = std::min(c, o.c);
@@ -96,6 +98,8 @@ struct RestStats {
     e = std::min(e, o.e);
     g = std::max(g, o.gpus);
     wcap = std::max(wcap, o.cap * o.gpus);
+    m = std::max(m, static_cast<double>(o.m));
+    scap = std::max(scap, static_cast<double>(o.cap) * o.gpus * o.m);
   }
 };
 
@@ -301,6 +305,15 @@ class Searcher {
                        static_cast<double>(groups_left) * rest.wcap});
     }
     const bool adds = Wadd > 0;
+    // Memory: no plan below holds more samples than P's workers at their caps plus the
+    // additions at theirs; a subtree that cannot hold the batch is cut whole (without it a
+    // batch no plan holds walks the entire space).
+    double hold = adds ? std::min(Wadd * rest.m, groups_left * rest.scap) : 0.0;
+    for (int g = 0; g < P.n; ++g) hold += static_cast<double>(P.count[g]) * P.info[g]->gpus * P.info[g]->m;
+    if (hold < B) {
+      b.infeasible = true;
+      return b;
+    }
     double L0 = P.L0;
     if (P.n == 0) {
       if (!adds) {

@@ -84,9 +84,24 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
   if (r.offers.empty()) {
     why << "no offers to choose from (no instance type is priced in the requested regions and markets)";
   } else if (!any_feasible) {
-    why << "no cluster can run the workload: " << infeasible_memory
-        << " do not fit GPU memory and " << infeasible_batch
-        << " have more GPUs than the global batch has samples";
+    why << "no cluster can run the workload: ";
+    if (infeasible_memory + infeasible_batch > 0) {
+      why << infeasible_memory << " evaluated do not fit GPU memory and " << infeasible_batch
+          << " have more GPUs than the global batch has samples; ";
+    }
+    // The search cuts whole subtrees whose GPUs cannot hold the batch (bnb.cpp note "bounds"),
+    // so memory is the reason unless only batch-smaller-than-GPU clusters were met.
+    if (infeasible_memory == 0 && infeasible_batch > 0) return why.str() + "use fewer or smaller instances";
+    why << "no plan within the limits (" << r.max_types << " instance types, their instance caps";
+    if (r.max_instances < (1 << 30)) why << ", " << r.max_instances << " instances";
+    why << ") holds the global batch of " << r.global_batch
+        << " samples in its GPUs' memory";
+    if (r.max_local_batch > 0) why << " at " << r.max_local_batch << " samples per GPU (max_local_batch)";
+    if (r.max_accumulation_steps <= 1) {
+      why << " (allow gradient accumulation, raise the limits, or lower the global batch)";
+    } else {
+      why << " in " << r.max_accumulation_steps << " accumulation micro-steps";
+    }
   } else if (r.objective == Objective::min_cost) {
     why << "no plan meets the deadline of " << hours(r.deadline_s);
     if (r.deadline_confidence > 0) why << " with probability " << r.deadline_confidence;

@@ -258,6 +258,24 @@ TEST(Search, EqualsExhaustiveWithALocalBatchCap) {
   EXPECT_GT(capped, 50);
 }
 
+TEST(Search, ABatchNoPlanHoldsIsCutAtTheRoot) {
+  // No plan's GPUs hold the batch: the memory bound cuts every subtree, so the search
+  // simulates nothing (it walked the whole space before), and the answer says why.
+  int tested = 0;
+  for (std::uint64_t seed = 9700; seed < 9800; ++seed) {
+    SearchRequest r = random_request(seed);
+    if (r.offers.empty()) continue;
+    r.global_batch = 1 << 30;
+    const SearchResult res = srift::search(r);
+    EXPECT_TRUE(res.plans.empty()) << "seed " << seed;
+    EXPECT_EQ(res.stats.evaluated, 0u) << "seed " << seed;
+    EXPECT_NE(res.why_none.find("holds the global batch of 1073741824 samples"), std::string::npos) << res.why_none;
+    if (seed % 10 == 0) EXPECT_TRUE(srift::search_exhaustive(r).plans.empty()) << "seed " << seed;
+    ++tested;
+  }
+  EXPECT_GT(tested, 50);
+}
+
 TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {
   // Under bands and preemption together every returned plan meets the deadline with the
   // asked probability; asking more never makes the best plan cheaper.
