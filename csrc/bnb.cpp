@@ -13,6 +13,9 @@
 //   samples over the iteration are at most A x its max batch, and its compute over j
 //   micro-steps, j c + s b, is at least c + s b: the same bound holds with max batch read as
 //   A x max batch, and a bucket is still ready no earlier than f_k L.
+// - memory: X holds at most P's workers x their max batch plus, for the additions, the fewer
+//   of (workers they may add) x the largest max batch and (groups left) x the most samples one
+//   group holds; below the global batch the whole subtree is infeasible and is cut.
 //   A worker of offer o takes at most min((L - c_o)/s_o, m_o) samples at level L; an
 //   added worker takes at most (L - c_r)/s_r (component-wise minima over the offers it may
 //   come from) and, per USD/hour of its price, at most (L - c_r)/e_r with e = price per GPU x
