@@ -896,6 +896,10 @@ SearchResult search(const SearchRequest& request, const CancelToken* cancel) {
       result.stats.cancelled = true;
       result.optimal = false;
     }
+    if (result.stats.cancelled) {  // what was not searched may hold a plan: say so first
+      result.why_none = "the search stopped (time limit or cancel) before it found a plan that fits"
+                        + std::string(any_feasible ? "; so far: " + result.why_none : "; allow it more time");
+    }
   }
   result.stats.seconds = std::chrono::duration<double>(Clock::now() - started).count();
   return result;

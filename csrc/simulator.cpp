@@ -297,11 +297,17 @@ IterationResult simulate(const Workload& workload, const std::vector<GroupSpec>&
     detail::fail("max_accumulation_steps", ">= 1", options.max_accumulation_steps);
   }
   if (options.max_local_batch < 0) detail::fail("max_local_batch", ">= 0 (0: no cap)", options.max_local_batch);
+  long long workers = 0;  // instances x GPUs, summed in 64 bits: an int overflow divides by 0
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const std::string f = "groups[" + std::to_string(g) + "].";
     if (groups[g].instance == nullptr) throw std::invalid_argument(f + "instance must be set");
     groups[g].instance->validate();
     if (groups[g].count < 1) detail::fail(f + "count", ">= 1", groups[g].count);
+    workers += static_cast<long long>(groups[g].count) * groups[g].instance->gpus;
+    if (workers > std::numeric_limits<int>::max()) {
+      detail::fail(f + "count (workers: instances x GPUs over the groups)", "<= 2147483647",
+                   static_cast<double>(workers));
+    }
     detail::require_finite_nonneg(f + "usd_per_hour", groups[g].usd_per_hour);
     groups[g].compute.validate();
   }

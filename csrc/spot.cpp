@@ -48,16 +48,24 @@ double poisson_cdf(long long k, double mean) { return poisson_cdf_impl(k, mean);
 
 long long poisson_quantile(double mean, double q) {
   if (!(q >= 0 && q < 1)) detail::fail("q", "in [0, 1)", q);
+  if (std::isnan(mean)) detail::fail("mean", "a number", mean);
   if (mean <= 0) return 0;
-  if (!std::isfinite(mean)) return std::numeric_limits<long long>::max();
+  if (!(mean < 4e18)) return std::numeric_limits<long long>::max();  // past what a count holds
   long long k = 0;
   const double log_mean = std::log(mean);
   double sum = 0;
-  // Start the scan a few standard deviations below the mean for large means.
+  // Large means: bisect the CDF within 12 standard deviations of the mean (a scan takes
+  // O(sqrt(mean)) steps, which never ends once ++k stops changing a double).
   if (mean > 1e6) {
-    k = static_cast<long long>(std::max(0.0, mean - 10 * std::sqrt(mean)));
-    while (poisson_cdf_impl(k, mean) < q) ++k;
-    return k;
+    const double sd = std::sqrt(mean);
+    long long lo = static_cast<long long>(std::max(0.0, std::floor(mean - 12 * sd)));
+    long long hi = static_cast<long long>(std::ceil(mean + 12 * sd));
+    if (poisson_cdf_impl(lo, mean) >= q) return lo;
+    while (hi - lo > 1) {  // invariant: cdf(lo) < q <= cdf(hi)
+      const long long mid = lo + (hi - lo) / 2;
+      (poisson_cdf_impl(mid, mean) >= q ? hi : lo) = mid;
+    }
+    return hi;
   }
   for (;; ++k) {
     const double dk = static_cast<double>(k);

@@ -384,6 +384,9 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     if deadline_confidence is not None and not (0.5 <= deadline_confidence < 1):
         raise ValueError(f"deadline_confidence must be in [0.5, 1), got {deadline_confidence!r}")
     limit = _positive("time_limit_s", time_limit_s)
+    if max_instances is not None and (isinstance(max_instances, bool) or not isinstance(max_instances, int)
+                                      or max_instances < 1):
+        raise ValueError(f"max_instances must be None (no limit) or an integer >= 1, got {max_instances!r}")
     catalog = catalog or Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,

@@ -347,6 +347,19 @@ TEST(Simulator, MaxLocalBatchCapsWhatOneGpuRuns) {
   }
 }
 
+TEST(Simulator, WorkersPastAnIntAreRefusedNotDividedByZero) {
+  // 2^30 instances of 4 GPUs: the worker count overflows an int (it crashed with SIGFPE).
+  const InstanceSpec four = instance(4, 25, 16.0);
+  for (int count : {1 << 29, 1 << 30, (1 << 30) + 1}) {
+    try {
+      run(resnet_like(), {{&four, count, compute(1e-3), 1.0}}, 64);
+      FAIL() << "expected invalid_argument for count " << count;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("groups[0].count (workers"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Simulator, BadInputNamesTheField) {
   const InstanceSpec s = instance(1, 25);
   try {

@@ -98,6 +98,20 @@ TEST(Spot, Poisson) {
   // A large mean does not underflow: the median of Poisson(1000) is 1000.
   EXPECT_EQ(srift::poisson_quantile(1000.0, 0.5), 1000);
   EXPECT_THROW(srift::poisson_quantile(1.0, 1.0), std::invalid_argument);
+  EXPECT_THROW(srift::poisson_quantile(std::nan(""), 0.5), std::invalid_argument);
+  // Large means bisect the CDF: the smallest k with CDF(k) >= q, in O(log) steps where the
+  // scan took O(sqrt(mean)) and never ended past 2^53.
+  for (double mean : {2e6, 1e12, 1e17, 1e300}) {
+    for (double q : {0.1, 0.5, 0.9}) {
+      const long long k = srift::poisson_quantile(mean, q);
+      if (mean >= 4e18) {
+        EXPECT_EQ(k, std::numeric_limits<long long>::max());
+        continue;
+      }
+      EXPECT_GE(srift::poisson_cdf(k, mean), q) << mean << " " << q;
+      if (mean < 1e15) EXPECT_LT(srift::poisson_cdf(k - 1, mean), q) << mean << " " << q;  // resolvable there
+    }
+  }
 }
 
 TEST(Spot, InterruptionClasses) {

@@ -114,3 +114,17 @@ def test_recommendation_serialises(resnet50_profile):
     text = json.dumps(rec.to_dict())
     assert '"objective": "min_cost"' in text
     assert rec.search.evaluated > 0 and rec.search.offers == len(TYPES)
+
+
+def test_max_instances_zero_is_refused_not_unlimited(resnet50_profile):
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="max_instances must be None"):
+            srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=12,
+                            regions="us-east-1", max_instances=bad)
+
+
+def test_a_stopped_search_says_so(resnet50_profile):
+    rec = srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=12,
+                          regions="us-east-1", time_limit_s=1e-300)
+    if rec.best is None:  # stopped before its first plan (the machine may be quick enough)
+        assert rec.why_none.startswith("the search stopped (time limit or cancel)")
