@@ -78,11 +78,13 @@ def _measurement(text: str) -> tuple[str, int, float]:
 def _gpu_measurement(text: str) -> tuple[str, int, float, int]:
     """GPU:LOCAL_BATCH:SECONDS, or GPU:LOCAL_BATCH:SECONDS:MICRO_STEPS for an optimizer step
     of that many gradient-accumulation micro-steps."""
-    parts = text.split(":")
-    if len(parts) not in (3, 4):
-        raise argparse.ArgumentTypeError("measurement must be GPU:LOCAL_BATCH:SECONDS or GPU:LOCAL_BATCH:SECONDS:"
-                                         f"MICRO_STEPS (e.g. T4:32:0.21 or T4:32:1.7:8), got {text!r}")
-    return parts[0], _positive_int(parts[1]), _positive_float(parts[2]), _positive_int(parts[3]) if len(parts) == 4 else 1
+    if text.count(":") == 2:
+        return (*_measurement(text), 1)
+    if text.count(":") == 3:
+        head, _, steps = text.rpartition(":")
+        return (*_measurement(head), _positive_int(steps))
+    raise argparse.ArgumentTypeError("measurement must be GPU:LOCAL_BATCH:SECONDS or GPU:LOCAL_BATCH:SECONDS:"
+                                     f"MICRO_STEPS (e.g. T4:32:0.21 or T4:32:1.7:8), got {text!r}")
 
 
 # ---- shared options -------------------------------------------------------------------------

@@ -299,7 +299,7 @@ class Engine:
         `optimizer_s`: the measured model's own, which its fit may cap (_compute_entry solves
         for it, so the model gives back T). Every compute path (measured, anchored, the band)
         then reads it as it reads any other."""
-        steps = getattr(m, "accumulation_steps", 1)
+        steps = m.accumulation_steps
         if steps == 1:
             return _core_point(m)
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1 or m.gpus != 1:
