@@ -15,7 +15,8 @@
 //   A x max batch, and a bucket is still ready no earlier than f_k L.
 // - memory: X holds at most P's workers x their max batch plus, for the additions, the fewer
 //   of (workers they may add) x the largest max batch and (groups left) x the most samples one
-//   group holds; below the global batch the whole subtree is infeasible and is cut.
+//   group holds; below the global batch the whole subtree is infeasible and is cut (a
+//   group's counts too small for any extension to hold the batch are skipped, not visited).
 //   A worker of offer o takes at most min((L - c_o)/s_o, m_o) samples at level L; an
 //   added worker takes at most (L - c_r)/s_r (component-wise minima over the offers it may
 //   come from) and, per USD/hour of its price, at most (L - c_r)/e_r with e = price per GPU x
@@ -524,13 +525,25 @@ class Searcher {
     }
   }
 
+  // The least count of `o` added to P below which no plan holds the global batch: P's
+  // workers, `a` instances of o and `groups_left` more groups of `rest` at their largest.
+  // Those counts are skipped, not iterated (a large batch left thousands of them per node).
+  int first_count(const State& P, const OfferInfo& o, const RestStats& rest, int groups_left) const {
+    double hold = groups_left > 0 && rest.any ? groups_left * rest.scap : 0.0;
+    for (int g = 0; g < P.n; ++g) hold += static_cast<double>(P.count[g]) * P.info[g]->gpus * P.info[g]->m;
+    const double need = x_.B - hold;
+    if (!(need > 0)) return 1;
+    const double a = std::ceil(need / (static_cast<double>(o.gpus) * o.m));
+    return a > static_cast<double>(o.cap) ? o.cap + 1 : std::max(1, static_cast<int>(a));
+  }
+
   // Adds opt[pos] with every count; evaluates the plans when `evaluate_here`, recurses.
   void count_loop(const Region& reg, const State& P, int pos, bool evaluate_here) {
     const OfferInfo& o = reg.opt[pos];
     const RestStats& after = reg.suffix[pos + 1];
     const int hi = std::min({o.cap, r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
     const bool deeper = P.n + 1 < K_ && after.any;
-    for (int a = 1; a <= hi; ++a) {
+    for (int a = first_count(P, o, after, deeper ? K_ - P.n - 1 : 0); a <= hi; ++a) {
       if (stopped()) return;
       State Q = P;
       Q.push(o, a);
@@ -573,7 +586,7 @@ class Searcher {
   void homogeneous(const Region& reg, int pos) {
     const OfferInfo& o = reg.opt[pos];
     const int hi = std::min({o.cap, r_.max_instances, r_.global_batch / o.gpus});
-    for (int a = 1; a <= hi; ++a) {
+    for (int a = first_count(State{}, o, RestStats{}, 0); a <= hi; ++a) {
       if (stopped()) return;
       State Q;
       Q.push(o, a);
@@ -589,7 +602,7 @@ class Searcher {
     const RestStats& after = reg.suffix[pos + 1];
     if (!after.any) return;
     const int hi = std::min({o.cap, r_.max_instances, r_.global_batch / o.gpus});
-    for (int a = 1; a <= hi; ++a) {
+    for (int a = first_count(State{}, o, after, K_ - 1); a <= hi; ++a) {
       if (stopped()) return;
       State Q;
       Q.push(o, a);

@@ -15,8 +15,11 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kHoursPerMonth = 730.0;
 
-// Poisson CDF by summing terms in log space (no underflow for large means); for very large
-// means the normal approximation with continuity correction is exact enough for a report.
+// Poisson CDF by summing terms in log space (no underflow for large means) over the window
+// within 40 standard deviations (+40) of the mean, outside which the terms vanish in a
+// double; for very large means the normal approximation with continuity correction is exact
+// enough for a report. The window keeps the cost O(sqrt(mean)) whatever k is: summing from
+// 0 to k until the sum reached 1 - 1e-15 never ended when rounding left it just below.
 double poisson_cdf_impl(long long k, double mean) {
   if (k < 0) return 0.0;
   if (mean <= 0) return 1.0;
@@ -24,13 +27,16 @@ double poisson_cdf_impl(long long k, double mean) {
     const double z = (static_cast<double>(k) + 0.5 - mean) / std::sqrt(mean);
     return 0.5 * std::erfc(-z / std::sqrt(2.0));
   }
+  const double reach = 40.0 * std::sqrt(mean) + 40.0;
+  const double hi = mean + reach;
+  if (static_cast<double>(k) > hi) return 1.0;
+  const long long first = static_cast<long long>(std::max(0.0, std::floor(mean - reach)));
+  if (k < first) return 0.0;
   const double log_mean = std::log(mean);
   double sum = 0;
-  for (long long i = 0; i <= k; ++i) {
+  for (long long i = first; i <= k; ++i) {
     const double di = static_cast<double>(i);
     sum += std::exp(di * log_mean - mean - std::lgamma(di + 1.0));
-    // Past the mode the terms shrink geometrically: stop once they no longer matter.
-    if (di > mean && sum >= 1.0 - 1e-15) break;
   }
   return std::min(1.0, sum);
 }

@@ -258,6 +258,39 @@ TEST(Search, EqualsExhaustiveWithALocalBatchCap) {
   EXPECT_GT(capped, 50);
 }
 
+TEST(Search, EqualsExhaustiveWhenMemoryBindsTheBatch) {
+  // A global batch near what the space's GPUs can hold: the counts skipped below what holds
+  // the batch (bnb.cpp note "bounds") never cut an optimum.
+  int tested = 0;
+  for (std::uint64_t seed = 12000; seed < 12300; ++seed) {
+    SearchRequest r = random_request(seed);
+    r.max_local_batch = integer_of(seed, 1, 16);
+    r.max_accumulation_steps = seed % 3 == 0 ? integer_of(seed + 1, 2, 4) : 1;
+    double most = 0;  // the most samples one region's offers hold at once
+    for (int region = 0; region < 3; ++region) {
+      std::vector<double> held;
+      for (const Offer& o : r.offers) {
+        if (o.region != region) continue;
+        const int m = srift::max_local_batch(r.workload, r.instances[o.instance], r.sim_options());
+        held.push_back(static_cast<double>(o.max_count) * r.instances[o.instance].gpus * m * r.max_accumulation_steps);
+      }
+      std::sort(held.rbegin(), held.rend());
+      double sum = 0;
+      for (int g = 0; g < r.max_types && g < static_cast<int>(held.size()); ++g) sum += held[g];
+      most = std::max(most, sum);
+    }
+    if (most < 8) continue;
+    r.global_batch = std::max(1, static_cast<int>(most * (0.3 + 0.7 * (seed % 10) / 10.0)));
+    bind_constraints(r, seed);
+    const SearchResult ex = srift::search_exhaustive(r);
+    const SearchResult bb = srift::search(r);
+    expect_same(r, ex, bb, seed);
+    if (::testing::Test::HasFailure()) return;
+    ++tested;
+  }
+  EXPECT_GT(tested, 150);
+}
+
 TEST(Search, ABatchNoPlanHoldsIsCutAtTheRoot) {
   // No plan's GPUs hold the batch: the memory bound cuts every subtree, so the search
   // simulates nothing (it walked the whole space before), and the answer says why.

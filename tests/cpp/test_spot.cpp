@@ -114,6 +114,24 @@ TEST(Spot, Poisson) {
   }
 }
 
+TEST(Spot, PoissonCdfEndsForAnyCount) {
+  // The CDF sums only the window around the mean: past it the answer is 1, below it 0, and
+  // counts up to 9e15 (the cap miss_given applies) return at once. The old sum from 0 ran
+  // to k whenever rounding left it just short of 1 - 1e-15 (a recommend that never ended).
+  for (double mean : {0.3, 7.0, 1234.5, 9.9e5}) {
+    EXPECT_EQ(srift::poisson_cdf(9'000'000'000'000'000LL, mean), 1.0) << mean;
+    double reference = 0;  // the plain sum from 0, where it is short enough to run
+    const long long k = static_cast<long long>(mean);
+    for (long long i = 0; i <= k; ++i) {
+      reference += std::exp(i * std::log(mean) - mean - std::lgamma(i + 1.0));
+    }
+    EXPECT_NEAR(srift::poisson_cdf(k, mean), reference, 1e-12) << mean;
+  }
+  EXPECT_EQ(srift::poisson_cdf(10, 1e5), 0.0);
+  // A far deadline on a spot plan is met surely, and promptly.
+  EXPECT_EQ(srift::spot_miss_probability(3.6e11, 0.05, params(), 3.6e17), 0.0);
+}
+
 TEST(Spot, InterruptionClasses) {
   // "<5%" of instances reclaimed in a month of 730 h: rate = -ln(0.95) / 730.
   EXPECT_NEAR(srift::interruption_rate_from_class("<5%"), 7.026478683226107e-05, 1e-18);
