@@ -278,7 +278,7 @@ void SearchRequest::validate() const {
     detail::fail("max_types", "in [1, " + std::to_string(kMaxGroups) + "]", max_types);
   }
   if (max_instances < 1) detail::fail("max_instances", ">= 1", max_instances);
-  if (top_k < 1) detail::fail("top_k", ">= 1", top_k);
+  if (top_k < 1 || top_k > kMaxTopK) detail::fail("top_k", "in [1, " + std::to_string(kMaxTopK) + "]", top_k);
   if (threads < 0) detail::fail("threads", ">= 0", threads);
   if (!(usable_memory_fraction > 0 && usable_memory_fraction <= 1)) {
     detail::fail("usable_memory_fraction", "in (0, 1]", usable_memory_fraction);

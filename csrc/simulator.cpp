@@ -118,10 +118,21 @@ int max_local_batch(const Workload& w, const InstanceSpec& inst, const SimOption
   return options.max_local_batch > 0 ? std::min(fits, options.max_local_batch) : fits;
 }
 
-double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
+namespace {
+// ring_allreduce_s without the checks: the simulator's inner loop, on validated inputs.
+inline double ring_s(double bytes, int ranks, const LinkSpec& link) {
   if (ranks <= 1 || bytes <= 0) return 0.0;
   const double n = ranks;
   return 2.0 * (n - 1.0) / n * bytes / link.bandwidth + 2.0 * (n - 1.0) * link.latency;
+}
+}  // namespace
+
+double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
+  detail::require_finite_nonneg("bytes", bytes);
+  if (ranks < 1) detail::fail("ranks", ">= 1", ranks);
+  if (!(link.bandwidth > 0)) detail::fail("link.bandwidth", "> 0 (bytes/s; +inf: free)", link.bandwidth);
+  detail::require_finite_nonneg("link.latency", link.latency);
+  return ring_s(bytes, ranks, link);
 }
 
 void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
@@ -250,7 +261,7 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
     const double fraction = w.bucket_ready_fraction[k];
     double ready = forward[0] + fraction * backward[0];
     for (int g = 1; g < n; ++g) ready = std::max(ready, forward[g] + fraction * backward[g]);
-    const double duration = ring_allreduce_s(w.bucket_bytes[k], workers, ring);
+    const double duration = ring_s(w.bucket_bytes[k], workers, ring);
     const double start = std::max(ready, stream_free);
     stream_free = start + duration;
     out.comm_s += duration;

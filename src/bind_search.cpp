@@ -60,6 +60,7 @@ SearchResult run_cancellable(Fn&& fn, CancelToken& token) {
 }  // namespace
 
 void bind_search(py::module_& m) {
+  m.attr("MAX_TOP_K") = kMaxTopK;
   py::enum_<Market>(m, "Market").value("on_demand", Market::on_demand).value("spot", Market::spot);
   py::enum_<Objective>(m, "Objective")
       .value("min_cost", Objective::min_cost)

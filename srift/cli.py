@@ -209,6 +209,11 @@ def _profile(args: argparse.Namespace) -> Any:
     else:
         prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
                             ddp=_ddp_options(args))
+    if args.measure:
+        catalog = _catalog(args)
+        for device, *_ in args.measure:
+            if not catalog.resolve_gpu(device):
+                catalog.gpu(device)  # a GPU the catalog does not know would be ignored: raise, with suggestions
     for device, batch, secs, steps in args.measure:
         prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli", accumulation_steps=steps)
     if args.measure_instance:
@@ -250,9 +255,21 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
                    progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
 
 
+def _json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float as None: JSON has no NaN or Infinity, and
+    strict parsers refuse them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: Callable[[], str]) -> None:
     if args.json:
-        json.dump(payload, sys.stdout, indent=2, default=str)
+        json.dump(_json_safe(payload), sys.stdout, indent=2, default=str, allow_nan=False)
         sys.stdout.write("\n")
     else:
         print(text())
@@ -558,6 +575,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("srift: interrupted" + ("; rerun the same command to resume" if args.command == "sweep" else ""),
               file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader stopped (`srift ... | head`): not an error; keep Python from reporting
+        # the failed flush of what is left at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except (UserError, ValueError, IndexError, OSError) as exc:
         if args.debug:
             raise

@@ -53,6 +53,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         if not gpu_keys:
             raise ValueError(f"--gpu = {args.gpu!r}: matches no GPU in the catalog (known: {', '.join(cat.gpu_keys())})")
     families = set(args.family or [])
+    unknown = sorted(families - {t.family for t in cat.instance_types()})
+    if unknown:
+        raise ValueError(f"--family = {', '.join(map(repr, unknown))}: no instance type in the catalog is of "
+                         f"that family (known: {', '.join(sorted({t.family for t in cat.instance_types()}))})")
     types = [t for t in cat.instance_types(args.region)
              if (not families or t.family in families) and (gpu_keys is None or t.gpu in gpu_keys)
              and (args.all or t.status != "retired")]

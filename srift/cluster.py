@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from srift import checks
+
 __all__ = ["Cluster", "ClusterGroup", "MARKETS"]
 
 MARKETS = ("on-demand", "spot")
@@ -23,8 +25,7 @@ class ClusterGroup:
     market: str = "on-demand"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:
-            raise ValueError(f"count must be an integer >= 1, got {self.count!r} for {self.instance_type!r}")
+        checks.integer(f"count of {self.instance_type!r}", self.count)
         if self.market not in MARKETS:
             raise ValueError(f"market must be one of {', '.join(MARKETS)}, got {self.market!r}")
 

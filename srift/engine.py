@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from srift import _core
+from srift import _core, checks
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog, InstanceType
@@ -119,12 +119,8 @@ class Engine:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self.precision = precision
         self._roofline = _roofline_params(self.config.roofline)
-        steps = self.config.max_accumulation_steps
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise ValueError(f"max_accumulation_steps must be an integer >= 1, got {steps!r}")
-        cap = self.config.max_local_batch
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
-            raise ValueError(f"max_local_batch must be None or an integer >= 1, got {cap!r}")
+        checks.integer("max_accumulation_steps", self.config.max_accumulation_steps)
+        checks.optional_integer("max_local_batch", self.config.max_local_batch)
         if self.config.compute_model not in ("learned", "roofline"):
             raise ValueError(f"compute_model must be 'learned' or 'roofline', got {self.config.compute_model!r}")
         if self.config.comm_model not in ("learned", "v0"):

@@ -92,6 +92,8 @@ def _accumulation_env(pred: Prediction) -> str:
 
 
 def _script_words(script: str, script_args: Sequence[str]) -> str:
+    if not isinstance(script, str) or not script.strip():
+        raise ValueError(f"script must name the training script (e.g. 'train.py'), got {script!r}")
     return " ".join(shlex.quote(w) for w in [script, *script_args])
 
 

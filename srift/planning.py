@@ -11,7 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from srift import _core
+from srift import _core, checks
 from srift.cluster import MARKETS, Cluster, ClusterGroup
 from srift.engine import Engine, EngineConfig, with_overrides
 from srift.prediction import Prediction, predict
@@ -104,7 +104,8 @@ class SearchSummary:
     space: float = 0.0         # plans in the space (pruned = space - evaluated)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # JSON has no Infinity: a search stopped before any plan has an unknown gap (null)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()}
 
 
 @dataclass
@@ -143,11 +144,7 @@ class Recommendation:
 
 
 def _positive(name: str, value: Any, allow_none: bool = True) -> float | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    return float(value)
+    return checks.optional_positive(name, value) if allow_none else checks.positive(name, value)
 
 
 def _regions(catalog: Catalog, regions: str | Sequence[str] | None) -> list[str]:
@@ -156,7 +153,10 @@ def _regions(catalog: Catalog, regions: str | Sequence[str] | None) -> list[str]
     elif isinstance(regions, str):
         chosen = list(catalog.regions) if regions == "all" else [r.strip() for r in regions.split(",") if r.strip()]
     else:
-        chosen = list(regions)
+        chosen = list(regions) if isinstance(regions, Iterable) else [regions]
+    if not all(isinstance(r, str) for r in chosen):
+        raise ValueError(f"regions must be a region name, a comma-separated list of them, 'all' or a "
+                         f"list of names, got {regions!r}")
     unknown = [r for r in chosen if r not in catalog.regions]
     if unknown:
         raise ValueError(f"regions {unknown} are not in the catalog; known: {', '.join(catalog.regions)}")
@@ -166,7 +166,7 @@ def _regions(catalog: Catalog, regions: str | Sequence[str] | None) -> list[str]
 
 
 def _markets(markets: str | Iterable[str]) -> list[str]:
-    chosen = [markets] if isinstance(markets, str) else list(markets)
+    chosen = [markets] if isinstance(markets, str) else list(markets) if isinstance(markets, Iterable) else [markets]
     bad = [m for m in chosen if m not in MARKETS]
     if bad or not chosen:
         raise ValueError(f"markets must be a non-empty subset of {MARKETS}, got {chosen!r}")
@@ -201,11 +201,9 @@ class _Space:
                  min_gpu_memory_gib: float | None = None, spot: SpotAssumptions | None = None,
                  held: str | Cluster | None = None, max_accumulation_steps: int | None = None,
                  max_local_batch: int | None = None):
-        if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
-            raise ValueError(f"global_batch must be an integer >= 1, got {global_batch!r}")
+        checks.integer("global_batch", global_batch)
         _positive("iterations", iterations, allow_none=False)
-        if not isinstance(max_instances_per_type, int) or max_instances_per_type < 1:
-            raise ValueError(f"max_instances_per_type must be an integer >= 1, got {max_instances_per_type!r}")
+        checks.integer("max_instances_per_type", max_instances_per_type)
         min_memory = _positive("min_gpu_memory_gib", min_gpu_memory_gib)
         config = with_overrides(config or EngineConfig(), precision=precision,
                                 max_accumulation_steps=max_accumulation_steps,
@@ -214,13 +212,25 @@ class _Space:
         self.engine = Engine(profile, catalog, config)
         self.spot = spot or SpotAssumptions()
         held_cluster = None if held is None else Cluster.parse(held)
-        if held_cluster is not None and regions is None and held_cluster.region:
+        if held_cluster is not None and held_cluster.region:
+            # A plan is one region and keeps the held instances, so it runs where they run;
+            # regions that leave theirs out would move running instances.
+            asked = _regions(catalog, regions) if regions is not None else None
+            if asked is not None and held_cluster.region not in asked:
+                raise ValueError(f"held instances run in {held_cluster.region}, but regions is "
+                                 f"{', '.join(asked)}: every plan keeps them there, so include "
+                                 f"{held_cluster.region} or leave regions out")
             regions = [held_cluster.region]
         self.regions = _regions(catalog, regions)
         self.markets = _markets(markets)
         if held_cluster is not None:
             self.markets = sorted(set(self.markets) | {g.market for g in held_cluster.groups}, key=MARKETS.index)
+        if isinstance(instance_types, str):  # one name, not its letters
+            instance_types = [instance_types]
         allowed = None if instance_types is None else set(instance_types)
+        if allowed is not None and not allowed:
+            raise ValueError("instance_types must name at least one instance type, got none "
+                             "(leave it out for every type)")
         for name in (allowed or set()) | set(exclude or ()) | set(self.spot.interruptions_per_hour):
             catalog.instance(name)  # unknown names raise with suggestions
         excluded = set(exclude or ())
@@ -327,14 +337,14 @@ class _Space:
 def _threads(threads: int | None) -> int:
     if threads is None:
         return min(2, os.cpu_count() or 1)
-    if not isinstance(threads, int) or threads < 0:
-        raise ValueError(f"threads must be an integer >= 0, got {threads!r}")
-    return threads
+    return checks.integer("threads", threads, low=0)
 
 
 def _markets_arg(markets: str | Iterable[str] | None, spot: bool) -> tuple[str, ...]:
+    if not isinstance(spot, bool):  # a string such as 'no' would read as true
+        raise ValueError(f"spot must be True or False, got {spot!r}")
     if markets is not None:
-        return tuple([markets] if isinstance(markets, str) else markets)
+        return tuple(_markets(markets))
     return ("on-demand", "spot") if spot else ("on-demand",)
 
 
@@ -377,16 +387,14 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     if deadline is None and budget is None and rate is None:
         raise ValueError("give deadline_hours (cheapest plan that meets it) or budget_usd / "
                          "max_usd_per_hour (fastest plan within it); got none of them")
-    if not isinstance(max_types, int) or not 1 <= max_types <= _core.MAX_GROUPS:
-        raise ValueError(f"max_types must be an integer in 1..{_core.MAX_GROUPS}, got {max_types!r}")
-    if not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
-    if deadline_confidence is not None and not (0.5 <= deadline_confidence < 1):
-        raise ValueError(f"deadline_confidence must be in [0.5, 1), got {deadline_confidence!r}")
+    checks.integer("max_types", max_types, high=_core.MAX_GROUPS)
+    checks.integer("top_k", top_k, high=_core.MAX_TOP_K)
+    if deadline_confidence is not None and (isinstance(deadline_confidence, bool)
+                                            or not isinstance(deadline_confidence, (int, float))
+                                            or not 0.5 <= deadline_confidence < 1):
+        raise ValueError(f"deadline_confidence must be a number in [0.5, 1), got {deadline_confidence!r}")
     limit = _positive("time_limit_s", time_limit_s)
-    if max_instances is not None and (isinstance(max_instances, bool) or not isinstance(max_instances, int)
-                                      or max_instances < 1):
-        raise ValueError(f"max_instances must be None (no limit) or an integer >= 1, got {max_instances!r}")
+    checks.optional_integer("max_instances", max_instances)
     catalog = catalog or Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
@@ -439,8 +447,7 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     """Every plan not beaten on both total (expected) time and total USD, fastest first."""
     from srift.catalog import Catalog
 
-    if not isinstance(max_types, int) or not 1 <= max_types <= _core.MAX_GROUPS:
-        raise ValueError(f"max_types must be an integer in 1..{_core.MAX_GROUPS}, got {max_types!r}")
+    checks.integer("max_types", max_types, high=_core.MAX_GROUPS)
     catalog = catalog or Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,

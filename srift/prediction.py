@@ -5,7 +5,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from srift import _core
+from srift import _core, checks
 from srift.cluster import Cluster
 from srift.engine import GIB, INSIDE_MEASUREMENT_BYTES_S, Engine, EngineConfig, scaling_description, with_overrides
 
@@ -167,12 +167,6 @@ def resolve_region(catalog: Catalog, cluster: Cluster, region: str | None) -> st
     return best
 
 
-def _validate_batch(global_batch: Any) -> int:
-    if isinstance(global_batch, bool) or not isinstance(global_batch, int) or global_batch < 1:
-        raise ValueError(f"global_batch must be an integer >= 1, got {global_batch!r}")
-    return global_batch
-
-
 def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             catalog: Catalog | None = None, region: str | None = None,
             precision: str | None = None, iterations: float | None = None,
@@ -193,9 +187,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     """
     from srift.catalog import Catalog
 
-    global_batch = _validate_batch(global_batch)
-    if iterations is not None and not (iterations > 0):
-        raise ValueError(f"iterations must be > 0, got {iterations!r}")
+    global_batch = checks.integer("global_batch", global_batch)
+    iterations = checks.optional_positive("iterations", iterations)
     cluster = Cluster.parse(cluster) if not isinstance(cluster, Cluster) else cluster
     catalog = catalog or Catalog.default()
     if engine is None:

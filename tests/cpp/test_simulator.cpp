@@ -71,6 +71,22 @@ TEST(Simulator, RingAllreduceFormula) {
   // 2 (n-1)/n * S / B + 2 (n-1) * alpha with n = 4, S = 100 MB
   EXPECT_NEAR(srift::ring_allreduce_s(100e6, 4, link), 1.5 * 100e6 / 10e9 + 6 * 20e-6, 1e-15);
   EXPECT_DOUBLE_EQ(srift::ring_allreduce_s(100e6, 1, link), 0.0);
+  EXPECT_DOUBLE_EQ(srift::ring_allreduce_s(0, 4, link), 0.0);  // no bytes: no collective
+  // Out of range: an error naming the field, not 0 or NaN.
+  const auto names = [&](double bytes, int ranks, LinkSpec l, const char* field) {
+    try {
+      srift::ring_allreduce_s(bytes, ranks, l);
+      ADD_FAILURE() << "expected std::invalid_argument for " << field;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  names(100e6, 0, link, "ranks");
+  names(100e6, -3, link, "ranks");
+  names(std::nan(""), 4, link, "bytes");
+  names(-1, 4, link, "bytes");
+  names(100e6, 4, LinkSpec{0, 20e-6}, "link.bandwidth");
+  names(100e6, 4, LinkSpec{10e9, std::nan("")}, "link.latency");
 }
 
 TEST(Simulator, IterationBoundsHoldOnRandomClusters) {

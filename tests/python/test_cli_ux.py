@@ -82,11 +82,20 @@ def test_pareto_plot(capsys, prof, tmp_path):
 @pytest.mark.parametrize("argv, needle", [
     (["pareto", "--plot", "front.jpg"], ".png"),
     (["predict", "--emit-to", "x.sh"], "--emit-to needs --emit"),
+    # a GPU the catalog does not know was silently ignored
+    (["predict", "--measure", "A10GG:32:0.2"], "gpu = 'A10GG': unknown GPU key in the catalog; did you mean 'A10G'"),
+    (["predict", "--emit", "torchrun", "--script", ""], "script must name the training script"),
+    (["recommend", "--types", ""], "instance_types must name at least one instance type"),
+    (["recommend", "--top", "5000"], "top_k must be an integer in 1..1000, got 5000"),
+    (["replan", "--held", "1x g5.xlarge @eu-west-1", "--regions", "us-east-1"],
+     "held instances run in eu-west-1, but regions is us-east-1"),
 ])
 def test_user_errors_one_line(capsys, prof, argv, needle):
     cmd, *rest = argv
+    question = ["--global-batch", "256", "--iterations", "1000", "--deadline", "12h"]
     base = {"pareto": ["--global-batch", "256", "--iterations", "1000", "--types", "g5.xlarge"],
-            "predict": ["--cluster", "1x g5.xlarge", "--global-batch", "8"]}[cmd]
+            "predict": ["--cluster", "1x g5.xlarge", "--global-batch", "8"],
+            "recommend": question, "replan": question}[cmd]
     assert main([cmd, "--profile", prof, *base, *rest]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and err[0].startswith("srift: error: ") and needle in err[0]
@@ -127,3 +136,35 @@ def test_recommend_cautions_when_the_p90_time_is_past_the_deadline(capsys, prof)
     assert main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "100000",
                  "--deadline", deadline, "--types", TYPES]) == 0
     assert "caution:" not in capsys.readouterr().out
+
+
+def test_catalog_show_of_an_unknown_family_is_an_error(capsys):
+    assert main(["catalog", "show", "--family", "zzz"]) == 2
+    err = capsys.readouterr().err
+    assert "--family = 'zzz': no instance type in the catalog is of that family" in err and "p4d" in err
+
+
+def test_json_output_is_strict_json(capsys, prof):
+    """A search stopped before any plan has an unknown gap: null, not Infinity (which strict
+    parsers refuse)."""
+    assert main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "1000",
+                 "--deadline", "12h", "--time-limit", "1e-9", "--json"]) in (0, 3)
+    text = capsys.readouterr().out
+
+    def refuse(token):
+        raise ValueError(f"non-JSON number {token}")
+
+    doc = json.loads(text, parse_constant=refuse)
+    assert doc["search"]["optimal"] is False
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path, prof):
+    import subprocess
+    import sys
+
+    # `srift catalog show ... | head -1`: the reader leaves before the output (over a pipe's
+    # 64 KiB) is written; srift exits quietly with 141, as a SIGPIPE'd tool does
+    cmd = f"{shlex.quote(sys.executable)} -m srift.cli catalog show --all --json | head -1"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert done.stdout.count("\n") == 1
+    assert done.stderr == "" and done.returncode == 141

@@ -75,6 +75,25 @@ def test_held_group_in_several_regions_needs_one(resnet50_profile):
                         regions=["us-east-1", "us-west-2"], held="1x p3.16xlarge")
 
 
+def test_held_instances_are_not_moved_to_another_region(resnet50_profile):
+    # regions that leave the held instances' region out used to move them there
+    with pytest.raises(ValueError, match="held instances run in eu-west-1, but regions is us-east-1"):
+        srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=6,
+                        regions=["us-east-1"], held="1x g5.xlarge @eu-west-1")
+    rec = srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=6,
+                          regions=["us-east-1", "eu-west-1"], held="1x g5.xlarge @eu-west-1")
+    assert rec.best.cluster.region == "eu-west-1" and rec.search.regions == ["eu-west-1"]
+
+
+def test_a_far_deadline_with_a_confidence_returns(resnet50_profile):
+    # The Poisson CDF of a spot plan's interruptions summed toward a count of 9e15 and never
+    # returned (csrc/spot.cpp); now the deadline is simply met.
+    rec = srift.recommend(resnet50_profile, global_batch=256, iterations=1e8, deadline_hours=99999999999,
+                          regions=["us-east-1"], spot=True, deadline_confidence=0.9,
+                          instance_types=["g5.xlarge", "p3.2xlarge"])
+    assert rec.best is not None and rec.best.deadline_probability == pytest.approx(1.0)
+
+
 def test_min_gpu_memory_filters_gpus(resnet50_profile, catalog):
     rec = _rec(resnet50_profile, deadline_hours=48, min_gpu_memory_gib=30)
     for p in [rec.best, *rec.alternatives]:
@@ -87,7 +106,7 @@ def test_search_is_exact_and_reports_it(resnet50_profile):
     assert rec.search.optimal and rec.search.gap == 0
     assert rec.search.space >= rec.search.evaluated
     for bad in (1.5, 0.3, 0.0):
-        with pytest.raises(ValueError, match=r"deadline_confidence must be in \[0.5, 1\)"):
+        with pytest.raises(ValueError, match=r"deadline_confidence must be a number in \[0.5, 1\)"):
             _rec(resnet50_profile, deadline_hours=24, deadline_confidence=bad)
     with pytest.raises(ValueError, match="max_types must be an integer in 1..16"):
         _rec(resnet50_profile, deadline_hours=24, max_types=0)

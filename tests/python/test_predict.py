@@ -75,13 +75,24 @@ def test_whole_run_totals(resnet50_profile):
 
 @pytest.mark.parametrize("cluster, batch, error, fragment", [
     ("2x p3.16xlarg", 256, ValueError, "did you mean"),
-    ("2x p3.16xlarge", 0, ValueError, "global_batch must be an integer >= 1, got 0"),
-    ("2x p3.16xlarge", -8, ValueError, "global_batch must be an integer >= 1, got -8"),
+    ("2x p3.16xlarge", 0, ValueError, r"global_batch must be an integer in 1\.\.2147483647, got 0"),
+    ("2x p3.16xlarge", -8, ValueError, r"global_batch must be an integer in 1\.\.2147483647, got -8"),
+    # past the core's int: refused by name, not a bare TypeError from the bindings
+    ("2x p3.16xlarge", 2**31, ValueError, "global_batch must be an integer in 1..2147483647, got 2147483648"),
+    ("2x p3.16xlarge", 256.0, ValueError, "global_batch must be an integer"),
+    ("3000000000x p3.16xlarge", 256, ValueError, "count of 'p3.16xlarge' must be an integer in 1..2147483647"),
     ("2x p3.16xlarge", 8, ValueError, "global_batch must be >= the number of workers"),
 ])
 def test_bad_input_names_field_and_value(resnet50_profile, cluster, batch, error, fragment):
     with pytest.raises(error, match=fragment):
         srift.predict(resnet50_profile, cluster, global_batch=batch)
+
+
+@pytest.mark.parametrize("iterations", [math.inf, math.nan, 0, -5, "10", True, 10**400])
+def test_iterations_must_be_a_finite_positive_number(resnet50_profile, iterations):
+    # inf used to give inf totals, "10" a TypeError
+    with pytest.raises(ValueError, match=r"iterations must be a finite number > 0, got"):
+        srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=32, iterations=iterations)
 
 
 def test_unpriced_region_is_explained(resnet50_profile):

@@ -97,14 +97,47 @@ def test_impossible_deadline_says_why_and_shows_the_fastest(resnet50_profile):
 def test_question_is_required_and_validated(resnet50_profile):
     with pytest.raises(ValueError, match="give deadline_hours"):
         srift.recommend(resnet50_profile, global_batch=64, iterations=10)
-    with pytest.raises(ValueError, match="deadline_hours must be a number > 0, got -1"):
+    with pytest.raises(ValueError, match="deadline_hours must be a finite number > 0, got -1"):
         srift.recommend(resnet50_profile, global_batch=64, iterations=10, deadline_hours=-1)
-    with pytest.raises(ValueError, match="global_batch must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"global_batch must be an integer in 1\.\.2147483647, got 0"):
         srift.recommend(resnet50_profile, global_batch=0, iterations=10, deadline_hours=1)
     with pytest.raises(ValueError, match="regions .* are not in the catalog"):
         srift.recommend(resnet50_profile, global_batch=64, iterations=10, deadline_hours=1, regions=["nowhere-1"])
     with pytest.raises(ValueError, match="did you mean"):
         srift.recommend(resnet50_profile, global_batch=64, iterations=10, deadline_hours=1, instance_types=["p3.2xlarg"])
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    # values past the core's int: refused by name, not a bare TypeError from the bindings
+    ({"global_batch": 2**31}, "global_batch must be an integer in 1..2147483647"),
+    ({"max_instances": 2**31}, "max_instances must be an integer in 1..2147483647"),
+    ({"max_instances_per_type": 2**40}, "max_instances_per_type must be an integer in 1..2147483647"),
+    ({"max_accumulation_steps": 2**31}, "max_accumulation_steps must be an integer in 1..2147483647"),
+    ({"max_local_batch": 2**31}, "max_local_batch must be an integer in 1..2147483647"),
+    # the bounds prune only once the top k are full: a huge k walked the whole space
+    ({"top_k": 1001}, r"top_k must be an integer in 1\.\.1000, got 1001"),
+    ({"top_k": 2**31 - 1}, "top_k must be an integer in 1..1000"),
+    ({"max_types": True}, "max_types must be an integer in 1..16, got True"),
+    ({"threads": -1}, "threads must be an integer in 0.."),
+    # wrong types: a named ValueError, not a TypeError from a comparison
+    ({"iterations": "10"}, "iterations must be a finite number > 0, got '10'"),
+    ({"iterations": math.inf}, "iterations must be a finite number > 0, got inf"),
+    ({"deadline_confidence": "0.9"}, r"deadline_confidence must be a number in \[0.5, 1\), got '0.9'"),
+    ({"regions": 123}, "regions must be a region name, .* got 123"),
+    ({"spot": "no"}, "spot must be True or False, got 'no'"),
+    ({"markets": 5}, "markets must be a non-empty subset"),
+    ({"instance_types": []}, "instance_types must name at least one instance type"),
+])
+def test_bad_arguments_name_the_field(resnet50_profile, kwargs, fragment):
+    args = {"global_batch": 64, "iterations": 1000, "deadline_hours": 12, "regions": "us-east-1", **kwargs}
+    with pytest.raises(ValueError, match=fragment):
+        srift.recommend(resnet50_profile, **args)
+
+
+def test_one_instance_type_as_a_string_is_one_name(resnet50_profile):
+    rec = srift.recommend(resnet50_profile, global_batch=64, iterations=1000, deadline_hours=12,
+                          regions="us-east-1", instance_types="g5.xlarge")
+    assert {g.instance_type for g in rec.best.cluster.groups} == {"g5.xlarge"}
 
 
 def test_recommendation_serialises(resnet50_profile):
@@ -118,7 +151,7 @@ def test_recommendation_serialises(resnet50_profile):
 
 def test_max_instances_zero_is_refused_not_unlimited(resnet50_profile):
     for bad in (0, -1, 2.5, True):
-        with pytest.raises(ValueError, match="max_instances must be None"):
+        with pytest.raises(ValueError, match="max_instances must be an integer in 1.."):
             srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=12,
                             regions="us-east-1", max_instances=bad)
 

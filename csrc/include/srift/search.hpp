@@ -23,6 +23,10 @@
 
 namespace srift {
 
+/// Most plans one search returns (SearchRequest::top_k): the bounds prune only once the
+/// top k are full, so a huge k walks the whole space.
+constexpr int kMaxTopK = 1000;
+
 enum class Market : int { on_demand = 0, spot = 1 };
 
 /// Something that can be rented: an instance type in a region and market at a price.
@@ -91,7 +95,7 @@ struct SearchRequest {
   /// search() stops after this many seconds (wall clock) and returns the best plans found
   /// with the remaining optimality gap; +inf: no limit. Ignored by search_exhaustive.
   double time_limit_s = std::numeric_limits<double>::infinity();
-  int top_k = 5;                 ///< plans returned, best first
+  int top_k = 5;                 ///< plans returned, best first; at most kMaxTopK
   int threads = 1;               ///< worker threads (0: hardware concurrency)
   bool collect_pareto = false;   ///< also return the (total time, total USD) Pareto front
   double usable_memory_fraction = 0.95;

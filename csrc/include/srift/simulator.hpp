@@ -112,7 +112,9 @@ int max_local_batch(const Workload& workload, const InstanceSpec& instance,
 int max_local_batch(const Workload& workload, const InstanceSpec& instance, const SimOptions& options);
 
 /// Allreduce time of `bytes` over `ranks` ranks on a ring bounded by `link`, seconds:
-/// 2 (n-1)/n * bytes / bandwidth + 2 (n-1) * latency.
+/// 2 (n-1)/n * bytes / bandwidth + 2 (n-1) * latency; 0 on one rank or for 0 bytes. Throws
+/// std::invalid_argument naming the field for bytes < 0 or non-finite, ranks < 1, a
+/// bandwidth not > 0 or a latency < 0 or non-finite.
 double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link);
 
 /// A sentence that says why a cluster is infeasible ("" when feasible).

@@ -1,0 +1,37 @@
+"""Argument checks shared by the Python API: a bad value raises ValueError naming the
+argument and the value, before it reaches the C++ core (whose int fields stop at 2^31 - 1
+and whose bindings would raise a bare TypeError)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+INT_MAX = 2**31 - 1  # the core's counts and batches are C++ ints
+
+
+def integer(name: str, value: Any, *, low: int = 1, high: int = INT_MAX) -> int:
+    """``value`` as an int in [low, high]; bools and floats are refused."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+    return int(value)
+
+
+def optional_integer(name: str, value: Any, *, low: int = 1, high: int = INT_MAX) -> int | None:
+    return None if value is None else integer(name, value, low=low, high=high)
+
+
+def positive(name: str, value: Any) -> float:
+    """``value`` as a finite float > 0; bools, strings and non-finite numbers are refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    try:
+        number = float(value)
+    except OverflowError:  # an int past a double
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return number
+
+
+def optional_positive(name: str, value: Any) -> float | None:
+    return None if value is None else positive(name, value)
