@@ -163,6 +163,14 @@ def _pct(a: float, b: float) -> float:
     return (b - a) / b if b else 0.0
 
 
+def _share(fraction: float) -> str:
+    """A fraction as a percentage that never reads 0% for a difference that decided: "12%",
+    "0.3%", "0.04%"."""
+    if fraction == 0 or abs(fraction) >= 0.00995:
+        return f"{fraction:.0%}"
+    return f"{fraction * 100:.1g}%"
+
+
 def _cluster_text(plan: Any) -> str:
     return " + ".join(str(g) for g in plan.cluster.groups)
 
@@ -212,7 +220,7 @@ def _versus(best: Any, runner_up: Any, objective: str) -> str:
         if _same_instances(best, runner_up):
             if abs(saving) < 5e-4:
                 return f"ties with the same instances in {runner_up.region} ({usd(best.total_usd)} each)"
-            return (f"{saving:.0%} cheaper than the same instances in {runner_up.region} because "
+            return (f"{_share(saving)} cheaper than the same instances in {runner_up.region} because "
                     f"{best.region} prices them at {usd(best.usd_per_hour)}/h vs {usd(runner_up.usd_per_hour)}/h")
         if abs(saving) < 5e-4:
             return f"ties on cost with {other} ({usd(best.total_usd)}) and finishes no later"
@@ -221,12 +229,12 @@ def _versus(best: Any, runner_up: Any, objective: str) -> str:
         head = (f"{saving:.1%} cheaper than {other} ({usd(best.total_usd)} vs {usd(runner_up.total_usd)}) "
                 f"because ")
         if rate_saving >= 0 and time_saving >= 0:
-            return head + (f"it is both {time_saving:.0%} faster and {rate_saving:.0%} cheaper per hour "
+            return head + (f"it is both {_share(time_saving)} faster and {_share(rate_saving)} cheaper per hour "
                            f"({_speed_reason(best, runner_up)})")
         if rate_saving >= 0:
-            return head + (f"its hourly rate is {rate_saving:.0%} lower ({usd(best.usd_per_hour)}/h vs "
-                           f"{usd(runner_up.usd_per_hour)}/h), which outweighs running {-time_saving:.0%} longer")
-        return head + (f"it finishes {time_saving:.0%} sooner, which outweighs a {-rate_saving:.0%} higher "
+            return head + (f"its hourly rate is {_share(rate_saving)} lower ({usd(best.usd_per_hour)}/h vs "
+                           f"{usd(runner_up.usd_per_hour)}/h), which outweighs running {_share(-time_saving)} longer")
+        return head + (f"it finishes {_share(time_saving)} sooner, which outweighs a {_share(-rate_saving)} higher "
                        f"hourly rate ({_speed_reason(best, runner_up)})")
     gain = best.samples_per_s / runner_up.samples_per_s - 1 if runner_up.samples_per_s else 0.0
     if abs(gain) < 5e-4:

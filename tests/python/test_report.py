@@ -94,3 +94,12 @@ def test_rich_tables_only_when_asked():
     finally:
         report.use_rich(False)
     assert report.table(rows, headers, right=[0]) == plain
+
+
+def test_small_differences_do_not_read_zero_percent():
+    # a 1e6-sample plan beat its runner-up by finishing 0.14% sooner: "0%" hid why
+    assert report._share(0.0014) == "0.1%"
+    assert report._share(-0.0004) == "-0.04%"
+    assert report._share(0.0) == "0%"
+    assert report._share(0.27) == "27%"
+    assert report._share(0.00996) == "1%"
