@@ -282,6 +282,10 @@ class Catalog:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{p}: $: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+        except RecursionError:
+            raise ValueError(f"{p}: $: nested too deeply to be a catalog") from None
+        except ValueError as exc:  # e.g. an integer past Python's digit limit
+            raise ValueError(f"{p}: $: {exc}") from None
         return cls(data, origin=str(p))
 
     @classmethod

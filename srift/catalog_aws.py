@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures as _futures
 import datetime as _dt
 import json
+import math
 import os
 import re
 import sys
@@ -310,6 +311,9 @@ def fetch_spot_prices(
                 price = float(h["SpotPrice"])
             except (KeyError, TypeError, ValueError):
                 warn(f"skipped spot price {h.get('SpotPrice')!r} for {name} in {zone}: not a number")
+                continue
+            if not 0 < price < math.inf:  # the catalog schema refuses it: one bad row would sink the refresh
+                warn(f"skipped spot price {h.get('SpotPrice')!r} for {name} in {zone}: not a price > 0")
                 continue
             if not name or not zone:
                 continue

@@ -45,10 +45,11 @@ import math
 import os
 import re
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from srift.catalog import INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, format_json_path
+from srift.catalog import INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, SCHEMA_PATH, format_json_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from srift.catalog import Catalog
@@ -58,10 +59,17 @@ __all__ = ["OVERRIDES_SCHEMA_ID", "load_overrides", "validate_overrides", "apply
 OVERRIDES_SCHEMA_ID = "srift.catalog-overrides/1"
 _TOP_LEVEL = {"schema", "gpus", "instances", "prices", "quotas", "interruption", "note"}
 _REGION_RE = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-\d+$")
+# An overrides file nests a few levels; thousands ([[[[...]]]]) exhaust Python's recursion limit.
+_TOO_DEEP = "arrays or tables nested too deeply to be catalog overrides"
 
 
 def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer past a double (TOML and JSON read any number of digits)
+        return False
 
 
 def _pos(v: Any) -> bool:
@@ -70,6 +78,10 @@ def _pos(v: Any) -> bool:
 
 def _pos_or_none(v: Any) -> bool:
     return v is None or _pos(v)
+
+
+def _nonneg_or_none(v: Any) -> bool:
+    return v is None or (_is_num(v) and v >= 0)
 
 
 def _nonneg_int(v: Any) -> bool:
@@ -120,10 +132,11 @@ _INSTANCE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "intra_node_gbytes_s": (_pos_or_none, "a number > 0 (GB/s) or null"),
     "network_gbps": (_pos, "a number > 0 (Gbit/s)"),
     "measured_network_gbytes_s": (_pos_or_none, "a number > 0 (GB/s, achieved allreduce bus bandwidth) or null"),
-    "measured_network_latency_us": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0), "a number >= 0 (microseconds per ring step) or null"),
+    "measured_network_latency_us": (_nonneg_or_none, "a number >= 0 (microseconds per ring step) or null"),
     "measured_intra_gbytes_s": (_pos_or_none, "a number > 0 (GB/s, achieved allreduce bus bandwidth) or null"),
-    "measured_intra_latency_us": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0), "a number >= 0 (microseconds per ring step) or null"),
-    "measured_comm_compute_s_per_gbyte": (lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")), "a number >= 0 (seconds of compute lost per GB of allreduce traffic) or null"),
+    "measured_intra_latency_us": (_nonneg_or_none, "a number >= 0 (microseconds per ring step) or null"),
+    "measured_comm_compute_s_per_gbyte": (_nonneg_or_none, "a number >= 0 (seconds of compute lost per GB of "
+                                                           "allreduce traffic) or null"),
     "network_baseline_gbps": (_pos_or_none, "a number > 0 (Gbit/s)"),
     "network_peak_gbps": (_pos_or_none, "a number > 0 (Gbit/s)"),
     "network_performance": (_str_or_none, "a string"),
@@ -138,10 +151,24 @@ _INSTANCE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 _INSTANCE_REQUIRED = ("gpu", "gpu_count", "vcpus", "memory_gib", "interconnect", "network_gbps", "efa", "network_cards")
 
 
+@lru_cache(maxsize=None)
+def _limits(kind: str, key: str) -> tuple[float | None, float | None]:
+    """The catalog schema's (minimum, maximum) of field ``key`` of a ``$defs`` entry (gpu,
+    instance, price), so overrides and catalog files share one set of limits; None: unbounded."""
+    defs = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))["$defs"]
+    prop = defs[kind]["properties"].get(key, {})
+    if "$ref" in prop:
+        prop = defs[prop["$ref"].rpartition("/")[2]]
+    return prop.get("minimum"), prop.get("maximum")
+
+
 def load_overrides(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[dict[str, Any], str]:
     """Read an overrides mapping or file (.json / .toml); returns (data, origin label)."""
     if isinstance(source, Mapping):
-        return copy.deepcopy(dict(source)), "catalog overrides"
+        try:
+            return copy.deepcopy(dict(source)), "catalog overrides"
+        except RecursionError:
+            raise ValueError(f"catalog overrides: {_TOO_DEEP}") from None
     path = Path(source)
     try:
         raw = path.read_bytes()
@@ -160,17 +187,23 @@ def load_overrides(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[
 
         try:
             data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, an integer of too many digits
             raise ValueError(f"{origin}: not valid TOML ({exc})") from exc
+        except RecursionError:  # the parser recurses once per level of nesting
+            raise ValueError(f"{origin}: {_TOO_DEEP}") from None
     else:
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of too many digits
             raise ValueError(f"{origin}: not valid JSON ({exc})") from exc
+        except RecursionError:  # the parser recurses once per level of nesting
+            raise ValueError(f"{origin}: {_TOO_DEEP}") from None
     return data, origin
 
 
-def _check_fields(origin: str, where: list[Any], entry: Any, fields: Mapping[str, tuple[Callable[[Any], bool], str]]) -> None:
+def _check_fields(origin: str, where: list[Any], entry: Any, fields: Mapping[str, tuple[Callable[[Any], bool], str]],
+                  kind: str | None = None) -> None:
+    """``kind``: the catalog schema's ``$defs`` entry whose maximums bound the numbers."""
     if not isinstance(entry, Mapping):
         raise ValueError(f"{origin}: {format_json_path(where)} = {entry!r}: must be a table/object of fields")
     for key, value in entry.items():
@@ -182,6 +215,13 @@ def _check_fields(origin: str, where: list[Any], entry: Any, fields: Mapping[str
         check, what = fields[key]
         if not check(value):
             raise ValueError(f"{origin}: {format_json_path([*where, key])} = {value!r}: must be {what}")
+        low, high = _limits(kind, key) if kind is not None and _is_num(value) else (None, None)
+        if high is not None and value > high:
+            raise ValueError(f"{origin}: {format_json_path([*where, key])} = {value!r}: "
+                             f"must be {what}, at most {high:g}")
+        if low is not None and value < low:
+            raise ValueError(f"{origin}: {format_json_path([*where, key])} = {value!r}: "
+                             f"must be {what}, at least {low:g}")
 
 
 def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overrides") -> None:
@@ -197,7 +237,7 @@ def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overr
     base = catalog.to_dict()
     gpu_keys = set(base["gpus"])
     for key, entry in (data.get("gpus") or {}).items():
-        _check_fields(origin, ["gpus", key], entry, _GPU_FIELDS)
+        _check_fields(origin, ["gpus", key], entry, _GPU_FIELDS, "gpu")
         if key not in base["gpus"]:
             missing = [f for f in _GPU_REQUIRED if f not in entry]
             if missing:
@@ -205,7 +245,7 @@ def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overr
         gpu_keys.add(key)
     names = set(base["instances"])
     for name, entry in (data.get("instances") or {}).items():
-        _check_fields(origin, ["instances", name], entry, _INSTANCE_FIELDS)
+        _check_fields(origin, ["instances", name], entry, _INSTANCE_FIELDS, "instance")
         if name not in base["instances"]:
             missing = [f for f in _INSTANCE_REQUIRED if f not in entry]
             if missing:
@@ -220,13 +260,14 @@ def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overr
         "instance": (lambda v: v in names, "an instance type of the catalog or of these overrides"),
         "region": (lambda v: isinstance(v, str) and bool(_REGION_RE.match(v)), "a region code such as 'us-east-1'"),
         "market": (lambda v: v in MARKETS, "one of " + ", ".join(MARKETS)),
-        "usd_per_hour": (lambda v: _is_num(v) and v >= 0, "a number >= 0 (USD per hour)"),
+        # > 0: recommend's search refuses a free offer; refuse it here, not after predict priced it at $0
+        "usd_per_hour": (_pos, "a number > 0 (USD per hour)"),
         "zone": (_str_or_none, "a string"),
         "as_of": (_str_or_none, "an ISO 8601 date or time"),
         "source": (_str, "a non-empty string"),
     }
     for i, entry in enumerate(prices):
-        _check_fields(origin, ["prices", i], entry, price_fields)
+        _check_fields(origin, ["prices", i], entry, price_fields, "price")
         missing = [f for f in ("instance", "region", "market", "usd_per_hour") if f not in entry]
         if missing:
             raise ValueError(f"{origin}: {format_json_path(['prices', i])}: missing fields {missing}")
@@ -258,7 +299,10 @@ def apply_overrides(catalog: Catalog, source: Mapping[str, Any] | str | os.PathL
     from srift.catalog import Catalog
 
     data, origin = load_overrides(source)
-    validate_overrides(data, catalog, origin)
+    try:
+        validate_overrides(data, catalog, origin)
+    except RecursionError:  # a deeply nested value, e.g. in the repr of an error message
+        raise ValueError(f"{origin}: {_TOO_DEEP}") from None
     out = catalog.to_dict()
     label = f"override ({origin})"
     today = _dt.datetime.now(_dt.timezone.utc).date().isoformat()

@@ -242,11 +242,12 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
     import torch
 
     from srift import zoo
-    from srift.profiler import profile
+    from srift.profiler import check_device, profile
 
     batch_size = batch_size or int(zoo.info(name).get("default_batch_size", 8))
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    check_device(device)  # before building a model that may take minutes
     if not quiet:
         print(f"profiling {name} at local batch {batch_size} on {device} ...", file=sys.stderr)
     model, batch, loss_fn = zoo.build(name, batch_size=batch_size, device="meta" if device == "meta" else "cpu")

@@ -74,9 +74,9 @@ def register(subparsers: Any) -> None:
         "sweep", help="many models x constraints x regions -> one table (CSV/Parquet), resumable",
         description="Runs `srift recommend` for every combination in a YAML spec and writes one row per "
                     "combination. Rows already in the output are skipped, so rerunning resumes.",
-        epilog="spec keys: models, global_batch, iterations, constraints (required); device, regions, markets, "
-               "types, exclude, max_types, max_instances_per_type, precision, catalog, catalog_overrides, "
-               "output. See docs/tutorial.md.")
+        epilog="spec keys: models, global_batch, iterations, constraints (required); schema (srift.sweep/1), "
+               "device, regions, markets, types, exclude, max_types, max_instances_per_type, precision, catalog, "
+               "catalog_overrides, output. See docs/tutorial.md.")
     p.add_argument("spec", help="sweep spec (YAML or JSON)")
     p.add_argument("-o", "--output", default=None, help="results .csv (or .parquet with pyarrow); "
                    "default: the spec's `output`")

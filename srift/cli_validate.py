@@ -41,6 +41,8 @@ def _option(text: str) -> tuple[str, Any]:
         parsed: Any = json.loads(value)
     except json.JSONDecodeError:
         parsed = value
+    except RecursionError:  # json recurses once per level of [[[[...]]]]
+        raise argparse.ArgumentTypeError(f"{key.strip()}: value nested too deeply") from None
     return key.strip(), parsed
 
 

@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from srift.checks import INT_MAX
+
 __all__ = [
     "SCHEMA",
     "SUPPORTED_SCHEMAS",
@@ -41,6 +43,10 @@ def check_allreduce_dtype(value: Any) -> None:
     """ValueError naming the field unless ``value`` is None or a key of ALLREDUCE_DTYPE_BYTES."""
     if value is not None and value not in ALLREDUCE_DTYPE_BYTES:
         raise ValueError(f"allreduce_dtype: expected one of {', '.join(ALLREDUCE_DTYPE_BYTES)} or None, got {value!r}")
+
+
+# A profile nests a few levels; thousands (``[[[[...]]]]``) exhaust Python's recursion limit.
+_TOO_DEEP = "arrays or objects nested too deeply to be a profile"
 
 
 def _now() -> str:
@@ -99,7 +105,7 @@ def _validate_schema(data: Any) -> None:
     for k, b in enumerate(data["buckets"]):
         if b["index"] != k:
             raise ValueError(f"$.buckets[{k}].index: invalid value {b['index']}: expected {k}")
-        if b["last_layer"] is not None and b["last_layer"] >= n_layers:
+        if b["last_layer"] >= n_layers:
             raise ValueError(
                 f"$.buckets[{k}].last_layer: invalid value {b['last_layer']}: only {n_layers} layers"
             )
@@ -111,6 +117,11 @@ def _validate_schema(data: Any) -> None:
                 raise ValueError(
                     f"$.timings.{key}: invalid value {_short(val)}: expected {n} entries, one per batch size"
                 )
+    for i, m in enumerate(data["measurements"]):
+        try:
+            Measurement.from_dict(m)  # the checks of Profile.add_measurement, so a file cannot skip them
+        except ValueError as e:
+            raise ValueError(f"$.measurements[{i}].{e}") from None
 
 
 @dataclass
@@ -147,7 +158,7 @@ class BucketProfile:
     index: int
     bytes: int
     param_names: list[str]
-    last_layer: int | None
+    last_layer: int
     ready_fraction: float
 
     def to_dict(self) -> dict[str, Any]:
@@ -236,7 +247,8 @@ class Measurement:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Measurement:
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+        """Build from a dict with the checks of Profile.add_measurement (ValueError naming the field)."""
+        return _checked_measurement(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
 def _check_positive(name: str, value: Any, *, integer: bool = False, optional: bool = False) -> None:
@@ -248,6 +260,72 @@ def _check_positive(name: str, value: Any, *, integer: bool = False, optional: b
         raise ValueError(f"{name}: expected a positive integer, got {value!r}")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name}: expected a {'positive integer' if integer else 'positive finite number'}, got {value!r}")
+
+
+MIN_TIMED_S, MAX_TIMED_S = 1e-6, 1e7  # a microsecond (under one kernel launch) to 16 weeks
+
+
+def _check_timestamp(name: str, value: Any) -> None:
+    try:
+        # "Z" spelled out: Python 3.10's fromisoformat does not read it
+        datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (AttributeError, ValueError):
+        raise ValueError(f"{name}: expected an ISO 8601 time such as '2026-01-21T10:00:00Z', got {value!r}") from None
+
+
+def _checked_measurement(
+    device: Any,
+    local_batch: Any,
+    iteration_s: Any,
+    forward_s: Any = None,
+    backward_s: Any = None,
+    source: Any = "user",
+    recorded_at: Any = None,
+    gpus: Any = 1,
+    accumulation_steps: Any = 1,
+) -> Measurement:
+    """A Measurement after the checks every one passes, whether added by hand
+    (Profile.add_measurement) or read from a file; ValueError names the bad field and value.
+    ``recorded_at`` None: now."""
+    if not isinstance(device, str) or not device.strip():
+        raise ValueError(f"device: expected a non-empty string, got {device!r}")
+    _check_positive("local_batch", local_batch, integer=True)
+    _check_positive("iteration_s", iteration_s)
+    _check_positive("forward_s", forward_s, optional=True)
+    _check_positive("backward_s", backward_s, optional=True)
+    _check_positive("gpus", gpus, integer=True)
+    _check_positive("accumulation_steps", accumulation_steps, integer=True)
+    if accumulation_steps > 1 and gpus > 1:
+        raise ValueError(f"accumulation_steps: {accumulation_steps!r} micro-steps are supported for one GPU's "
+                         f"iteration (gpus=1), got gpus={gpus!r}: time the instance without accumulation")
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError(f"source: expected a non-empty string, got {source!r}")
+    # Past these a value is a typo, and the engine's fit would divide by ~0 or overflow.
+    if local_batch > INT_MAX:
+        raise ValueError(f"local_batch: expected at most {INT_MAX}, got {local_batch!r}")
+    for name, value in (("iteration_s", iteration_s), ("forward_s", forward_s), ("backward_s", backward_s)):
+        if value is not None and not MIN_TIMED_S <= value <= MAX_TIMED_S:
+            raise ValueError(f"{name}: expected seconds in [{MIN_TIMED_S:g}, {MAX_TIMED_S:g}], got {value!r}")
+    if recorded_at is not None:
+        _check_timestamp("recorded_at", recorded_at)
+    parts = [x for x in (forward_s, backward_s) if x is not None]
+    if parts and sum(parts) > iteration_s / accumulation_steps * 1.5:
+        # forward + backward (one micro-step's) cannot much exceed the iteration they are part of
+        raise ValueError(
+            f"iteration_s: {iteration_s!r} is smaller than forward_s + backward_s = {sum(parts)!r}"
+            + (f" per micro-step x {accumulation_steps} micro-steps" if accumulation_steps > 1 else "")
+        )
+    return Measurement(
+        device=device.strip(),
+        local_batch=int(local_batch),
+        iteration_s=float(iteration_s),
+        forward_s=None if forward_s is None else float(forward_s),
+        backward_s=None if backward_s is None else float(backward_s),
+        source=source,
+        recorded_at=_now() if recorded_at is None else recorded_at,
+        gpus=int(gpus),
+        accumulation_steps=int(accumulation_steps),
+    )
 
 
 @dataclass
@@ -330,36 +408,8 @@ class Profile:
         gpus > 1: a DDP iteration on all ``gpus`` GPUs of instance type ``device``.
         accumulation_steps > 1: one GPU's optimizer step of that many micro-steps at
         ``local_batch`` each (Measurement)."""
-        if not isinstance(device, str) or not device.strip():
-            raise ValueError(f"device: expected a non-empty string, got {device!r}")
-        _check_positive("local_batch", local_batch, integer=True)
-        _check_positive("iteration_s", iteration_s)
-        _check_positive("forward_s", forward_s, optional=True)
-        _check_positive("backward_s", backward_s, optional=True)
-        _check_positive("gpus", gpus, integer=True)
-        _check_positive("accumulation_steps", accumulation_steps, integer=True)
-        if accumulation_steps > 1 and gpus > 1:
-            raise ValueError(f"accumulation_steps: {accumulation_steps!r} micro-steps are supported for one GPU's "
-                             f"iteration (gpus=1), got gpus={gpus!r}: time the instance without accumulation")
-        if not isinstance(source, str) or not source.strip():
-            raise ValueError(f"source: expected a non-empty string, got {source!r}")
-        parts = [x for x in (forward_s, backward_s) if x is not None]
-        if parts and sum(parts) > iteration_s / accumulation_steps * 1.5:
-            # forward + backward (one micro-step's) cannot much exceed the iteration they are part of
-            raise ValueError(
-                f"iteration_s: {iteration_s!r} is smaller than forward_s + backward_s = {sum(parts)!r}"
-                + (f" per micro-step x {accumulation_steps} micro-steps" if accumulation_steps > 1 else "")
-            )
-        m = Measurement(
-            device=device.strip(),
-            local_batch=int(local_batch),
-            iteration_s=float(iteration_s),
-            forward_s=None if forward_s is None else float(forward_s),
-            backward_s=None if backward_s is None else float(backward_s),
-            source=source,
-            gpus=int(gpus),
-            accumulation_steps=int(accumulation_steps),
-        )
+        m = _checked_measurement(device, local_batch, iteration_s, forward_s, backward_s, source=source, gpus=gpus,
+                                 accumulation_steps=accumulation_steps)
         self.measurements.append(m)
         return m
 
@@ -393,7 +443,10 @@ class Profile:
     @classmethod
     def from_dict(cls, data: Any) -> Profile:
         """Build from a dict, validating it first (ValueError naming the JSON path)."""
-        _validate_schema(data)
+        try:
+            _validate_schema(data)
+        except RecursionError:  # the validator recurses once per level of nesting
+            raise ValueError(f"$: {_TOO_DEEP}") from None
         return cls(
             schema=data["schema"],
             model=data["model"],
@@ -427,12 +480,16 @@ class Profile:
     @classmethod
     def from_json(cls, text: str, source: str = "<string>") -> Profile:
         def _reject(name: str) -> Any:
-            raise ValueError(f"{source}: non-finite number {name} is not allowed in a profile")
+            raise ValueError(f"non-finite number {name} is not allowed in a profile")
 
         try:
             data = json.loads(text, parse_constant=_reject)
         except json.JSONDecodeError as e:
             raise ValueError(f"{source}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        except ValueError as e:  # _reject's, or an integer of more digits than Python converts
+            raise ValueError(f"{source}: {e}") from None
+        except RecursionError:  # json recurses once per level of nesting
+            raise ValueError(f"{source}: {_TOO_DEEP}") from None
         try:
             return cls.from_dict(data)
         except ValueError as e:

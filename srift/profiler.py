@@ -428,6 +428,35 @@ def _check_args(
     check_allreduce_dtype(allreduce_dtype)
 
 
+def _available_devices() -> list[str]:
+    out = ["cpu", "meta"]
+    if torch.cuda.is_available():
+        out.append("cuda")
+        count = torch.cuda.device_count()
+        if count > 1:
+            out += [f"cuda:{i}" for i in range(count)]
+    return out
+
+
+def check_device(device: Any) -> torch.device:
+    """``device`` as a torch.device srift can profile on, else ValueError listing those here.
+    Checked up front: torch's own errors (a RuntimeError for an unknown type, an AssertionError
+    for CUDA on a CPU-only build) do not say what would work."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        dev = None
+    ok = dev is not None and (
+        dev.type in ("cpu", "meta")
+        # the profiler times CUDA with events; other accelerators would need their own clock
+        or (dev.type == "cuda" and torch.cuda.is_available()
+            and (dev.index is None or dev.index < torch.cuda.device_count()))
+    )
+    if not ok:
+        raise ValueError(f"device: {str(device)!r} is not available here; available: {', '.join(_available_devices())}")
+    return dev
+
+
 @contextmanager
 def _precision(device: torch.device, precision: str) -> Iterator[None]:
     """TF32 switches for the duration of profiling (CUDA only), restored afterwards: PyTorch's
@@ -528,7 +557,7 @@ def profile(
     _check_args(model, batch, precision, optimizer, warmup, repeats, batch_sizes, bucket_cap_mb, first_bucket_mb,
                 allreduce_dtype)
     model_dev = _model_device(model)
-    dev = torch.device(device) if device is not None else model_dev
+    dev = check_device(device) if device is not None else model_dev
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
     is_meta = dev.type == "meta"
@@ -735,9 +764,11 @@ def _profile_impl(
         else:
             frac = (b.index + 1) / len(buckets)
         running = max(running, min(1.0, max(0.0, frac)))  # buckets are ready in order
+        # No layer owns the bucket's last parameter (one used outside every module's forward):
+        # layer 0, whose backward runs last, so the bucket is ready only at the end of the backward.
         bucket_profiles.append(
             BucketProfile(index=b.index, bytes=b.bytes, param_names=b.param_names,
-                          last_layer=index_of.get(key) if key is not None else None,
+                          last_layer=index_of[key] if key is not None else 0,
                           ready_fraction=running)
         )
 

@@ -6,8 +6,9 @@ of everything that determines them, written as they finish, and skipped when the
 already holds them, so an interrupted sweep resumes where it stopped. Rows that failed are
 retried on the next run.
 
-Spec (every key but ``models`` and ``constraints`` optional)::
+Spec (every key but ``models``, ``global_batch``, ``iterations`` and ``constraints`` optional)::
 
+    schema: srift.sweep/1        # optional: the format's version (specs without it are read as /1)
     models:                      # zoo names, or mappings
       - resnet50
       - {name: gpt2, batch_size: 4}
@@ -19,7 +20,7 @@ Spec (every key but ``models`` and ``constraints`` optional)::
       - {deadline: 12h}
       - {deadline: 12h, confidence: 0.9}  # met with probability 0.9 (band and preemption)
       - {budget: 500}
-    regions: [us-east-1, "us-west-2,eu-west-1", all]   # each entry is one search's regions
+    regions: [us-east-1, "us-west-2,eu-west-1", all]   # each entry is one search's regions (or a list)
     markets: [on-demand, "on-demand,spot"]
     types: [g4dn.xlarge, p3.2xlarge]     # optional: only these instance types
     exclude: []
@@ -49,8 +50,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 __all__ = ["SweepSpec", "SweepResult", "load_spec", "parse_spec", "tasks", "run_sweep", "run_task", "COLUMNS",
-           "ENGINES"]
+           "ENGINES", "SPEC_SCHEMA"]
 
+SPEC_SCHEMA = "srift.sweep/1"
+SUPPORTED_SPEC_SCHEMAS = (SPEC_SCHEMA,)
 ENGINES = ("processes", "ray")
 COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline_hours", "budget_usd",
            "max_usd_per_hour", "regions", "markets", "found", "plan", "region", "instances", "gpus",
@@ -58,9 +61,11 @@ COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline
            "samples_per_s", "usd_per_hour", "usd_per_1k_samples", "iteration_s", "evaluated", "search_s", "why_none",
            "error"]
 
-_SPEC_KEYS = {"models", "device", "global_batch", "iterations", "constraints", "regions", "markets", "types",
-              "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
+_SPEC_KEYS = {"schema", "models", "device", "global_batch", "iterations", "constraints", "regions", "markets",
+              "types", "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
               "output", "batch_size", "top", "max_accumulation_steps", "max_local_batch"}
+# A spec nests a few levels; thousands ([[[[...]]]]) exhaust Python's recursion limit.
+_TOO_DEEP = "lists or mappings nested too deeply to be a sweep spec"
 _CONSTRAINT_KEYS = {"deadline", "budget", "max_usd_per_hour", "confidence"}
 _MODEL_KEYS = {"name", "profile", "batch_size", "device"}
 
@@ -133,6 +138,16 @@ def _positive_number(value: Any, where: str, integer: bool = False) -> Any:
     return float(value)
 
 
+def _non_empty_list(data: Mapping[str, Any], key: str, default: Any) -> list[Any]:
+    """``data[key]`` as a list (``default`` when absent or null); an empty list is refused: the
+    sweep is the product of its axes, so it would run nothing and say nothing."""
+    value = data.get(key)
+    items = _as_list(default if value is None else value)
+    if not items:
+        raise ValueError(f"{key} must have at least one entry (leave it out for the default), got {value!r}")
+    return items
+
+
 def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> SweepSpec:
     """Validates a spec mapping (see the module docstring); ValueError names the key."""
     base = Path(base_dir) if base_dir is not None else Path.cwd()
@@ -141,6 +156,11 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
     unknown = sorted(set(data) - _SPEC_KEYS)
     if unknown:
         raise ValueError(f"sweep spec key {unknown[0]!r} is unknown; known keys: {', '.join(sorted(_SPEC_KEYS))}")
+    # optional, so specs written before the key existed still read as the first version
+    version = data.get("schema", SPEC_SCHEMA)
+    if version not in SUPPORTED_SPEC_SCHEMAS:
+        raise ValueError(f"schema: {version!r} is not a sweep spec version this srift reads; "
+                         f"supported: {', '.join(SUPPORTED_SPEC_SCHEMAS)}")
     for required in ("models", "constraints", "global_batch", "iterations"):
         if required not in data or data[required] in (None, [], ""):
             raise ValueError(f"sweep spec needs {required!r} (see `srift sweep --help`)")
@@ -164,6 +184,9 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
             path = path if path.is_absolute() else base / path
             if not path.exists():
                 raise FileNotFoundError(f"{where}.profile: {path} does not exist")
+            if not path.is_file():  # a directory (or a pipe, which reading would block on)
+                raise ValueError(f"{where}.profile: {path} is {'a directory' if path.is_dir() else 'not a file'}, "
+                                 "not a saved profile")
             models.append(ModelSpec(label=str(m.get("name") or path.stem), profile=str(path)))
         else:
             from srift import zoo
@@ -204,20 +227,29 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
             out["deadline_confidence"] = float(q)
         constraints.append(out)
     markets = []
-    for i, m in enumerate(_as_list(data.get("markets", "on-demand"))):
+    for i, m in enumerate(_non_empty_list(data, "markets", "on-demand")):
         chosen = [x.strip() for x in str(m).split(",") if x.strip()]
         bad = [x for x in chosen if x not in ("on-demand", "spot")]
         if bad or not chosen:
             raise ValueError(f"markets[{i}] must be on-demand, spot or both (comma-separated), got {m!r}")
         markets.append(chosen)
-    regions = [None if r is None else str(r) for r in _as_list(data.get("regions", [None]))]
+    regions: list[str | None] = []
+    for i, r in enumerate(_non_empty_list(data, "regions", [None])):
+        if isinstance(r, (list, tuple)):  # [us-east-1, us-west-2]: one search over both
+            r = ",".join(str(x) for x in r)
+        if r is not None and not str(r).strip(" ,"):
+            raise ValueError(f"regions[{i}] must name a region, several (comma-separated) or all, got {r!r}")
+        regions.append(None if r is None else str(r))
 
     def names(key: str) -> list[str] | None:
         value = data.get(key)
         if value is None:
             return None
         items = value.split(",") if isinstance(value, str) else [str(v) for v in _as_list(value)]
-        return [x.strip() for x in items if x.strip()] or None
+        chosen = [x.strip() for x in items if x.strip()]
+        if not chosen and key == "types":  # no types would mean no plan; leaving the key out means all
+            raise ValueError(f"types must name at least one instance type (leave it out for all), got {value!r}")
+        return chosen or None
 
     def rel(key: str) -> str | None:
         value = data.get(key)
@@ -251,16 +283,24 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"sweep spec {str(path)!r} does not exist") from None
+    except OSError as exc:  # a directory, no permission
+        raise ValueError(f"sweep spec {str(path)!r}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"sweep spec {str(path)!r}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         raise ValueError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    except RecursionError:  # the YAML composer recurses once per level of nesting
+        raise ValueError(f"{path}: {_TOO_DEEP}") from None
     try:
         return parse_spec(data, base_dir=path.parent)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+    except RecursionError:  # e.g. the repr of a deeply nested value in an error message
+        raise ValueError(f"{path}: {_TOO_DEEP}") from None
 
 
 # ---- tasks ----------------------------------------------------------------------------------

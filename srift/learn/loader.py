@@ -48,6 +48,8 @@ def read_json(path: str | Path) -> Any:
         return json.loads(p.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{p}: not valid JSON: {exc}") from None
+    except RecursionError:  # json recurses once per level of [[[[...]]]]
+        raise ValueError(f"{p}: arrays or objects nested too deeply") from None
 
 
 def load_model(path: str | Path):  # -> (_core.LearnedModel, dict)

@@ -57,9 +57,9 @@ def test_a_batch_that_fits_is_unchanged(resnet50_profile):
 
 
 def test_bad_values_name_the_field(resnet50_profile, catalog):
-    with pytest.raises(ValueError, match="max_accumulation_steps must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"max_accumulation_steps must be an integer in 1\.\.2147483647, got 0"):
         srift.predict(resnet50_profile, CLUSTER, BATCH, max_accumulation_steps=0)
-    with pytest.raises(ValueError, match="max_accumulation_steps must be an integer >= 1, got 2.5"):
+    with pytest.raises(ValueError, match=r"max_accumulation_steps must be an integer in 1\.\.2147483647, got 2.5"):
         Engine(resnet50_profile, catalog, EngineConfig(max_accumulation_steps=2.5))
     engine = Engine(resnet50_profile, catalog, EngineConfig(max_accumulation_steps=4))
     with pytest.raises(ValueError, match="differs from the engine's"):
@@ -163,7 +163,7 @@ def test_max_local_batch_without_accumulation_says_why(resnet50_profile):
     assert "raise max_local_batch" in pred.why_infeasible
     assert srift.predict(resnet50_profile, CLUSTER, 200, max_local_batch=100).feasible
     for bad in (0, -1, 2.5, True, "8"):
-        with pytest.raises(ValueError, match="max_local_batch must be None or an integer >= 1"):
+        with pytest.raises(ValueError, match="max_local_batch must be an integer in 1.."):
             srift.predict(resnet50_profile, CLUSTER, 256, max_local_batch=bad)
 
 

@@ -351,6 +351,66 @@ def test_overrides_bad_toml(cat: Catalog, tmp_path: Path) -> None:
         cat.with_overrides(path)
 
 
+_P3 = r"\$\.instances\['p3\.2xlarge'\]"
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        # 1e300 GiB is an infinite number of bytes: the engine's batch arithmetic overflowed
+        ('[gpus."V100-16GB"]\nmemory_gib = 1e300', r"\$\.gpus\['V100-16GB'\]\.memory_gib = 1e\+300: .*at most"),
+        ('[instances."p3.2xlarge"]\nmemory_gib = 1e300', _P3 + r"\.memory_gib = 1e\+300"),
+        ('[instances."p3.2xlarge"]\nnetwork_gbps = ' + "9" * 400, _P3 + r"\.network_gbps = 9999"),  # past a double
+        ('[instances."p3.2xlarge"]\ngpu_count = 1000000', _P3 + r"\.gpu_count = 1000000: .*at most 10000"),
+        ('[instances."p3.2xlarge"]\nmeasured_network_latency_us = inf', _P3 + r"\.measured_network_latency_us = inf"),
+        ('[instances."p3.2xlarge"]\nmeasured_intra_latency_us = nan', _P3 + r"\.measured_intra_latency_us = nan"),
+        # a free offer: predict would cost it at $0, recommend's search refuses it
+        ('[[prices]]\ninstance = "p3.2xlarge"\nregion = "us-east-1"\nmarket = "on-demand"\nusd_per_hour = 0',
+         r"\$\.prices\[0\]\.usd_per_hour = 0: must be a number > 0"),
+        ('[[prices]]\ninstance = "p3.2xlarge"\nregion = "us-east-1"\nmarket = "spot"\nusd_per_hour = 1e300',
+         r"\$\.prices\[0\]\.usd_per_hour = 1e\+300: .*at most"),
+        # rates near 0 made every time infinite ("seconds[0] must be finite and > 0, got inf")
+        ('[gpus.A10G]\nmemory_bandwidth_gbytes_s = 1e-300',
+         r"\$\.gpus\.A10G\.memory_bandwidth_gbytes_s = 1e-300: .*at least 0\.1"),
+        ('[gpus.A10G]\nfp32_tflops = 1e-300', r"\$\.gpus\.A10G\.fp32_tflops = 1e-300: .*at least 0\.001"),
+    ],
+    ids=["gpu-memory", "instance-memory", "past-a-double", "gpu-count", "inf", "nan", "free", "price",
+         "bandwidth-near-0", "tflops-near-0"],
+)
+def test_overrides_refuse_absurd_numbers(cat: Catalog, tmp_path: Path, section: str, message: str) -> None:
+    path = tmp_path / "ov.toml"
+    path.write_text(f'schema = "srift.catalog-overrides/1"\n{section}\n')
+    with pytest.raises(ValueError, match=r"catalog overrides .*ov\.toml: " + message):
+        cat.with_overrides(path)
+
+
+def test_catalog_file_refuses_absurd_numbers_and_free_prices(tmp_path: Path, raw: dict) -> None:
+    """The overrides take their limits from the catalog schema: a whole catalog file meets the same."""
+    raw["gpus"]["T4"]["memory_gib"] = 1e300
+    with pytest.raises(ValueError, match=r"\$\.gpus\.T4\.memory_gib: 1e\+300 is greater than the maximum"):
+        Catalog.load(_write(tmp_path, raw))
+    raw["gpus"]["T4"]["memory_gib"] = 16
+    raw["on_demand"]["p3.2xlarge"]["us-east-1"]["usd_per_hour"] = 0
+    with pytest.raises(ValueError, match=r"\$\.on_demand\['p3\.2xlarge'\]\['us-east-1'\]\.usd_per_hour: 0"):
+        Catalog.load(_write(tmp_path, raw))
+
+
+@pytest.mark.parametrize(("suffix", "text"), [
+    (".json", '{"schema": "srift.catalog-overrides/1", "note": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    (".toml", 'schema = "srift.catalog-overrides/1"\nnote = ' + "[" * 100_000 + "]" * 100_000 + "\n"),
+])
+def test_overrides_nested_too_deeply(cat: Catalog, tmp_path: Path, suffix: str, text: str) -> None:
+    path = tmp_path / f"deep{suffix}"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=rf"catalog overrides .*deep\{suffix}: .*nested too deeply"):
+        cat.with_overrides(path)
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested too deeply"):
+        cat.with_overrides({"schema": "srift.catalog-overrides/1", "note": deep})
+
+
 # ----------------------------------------------------------------------------- generator
 
 def _load_builder():
@@ -377,3 +437,10 @@ def test_curated_csvs_cite_sources() -> None:
         assert rows
         for row in rows:
             assert row["source_url"].startswith("https://"), (name, row)
+
+
+def test_a_catalog_nested_too_deeply_is_a_value_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply to be a catalog"):
+        Catalog.load(path)

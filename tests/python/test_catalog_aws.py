@@ -31,6 +31,7 @@ from srift.catalog_aws import (  # noqa: E402
     cache_dir,
     fetch_instance_types,
     fetch_offerings,
+    fetch_spot_prices,
     parse_price_document,
     pricing_filters,
     refresh,
@@ -314,6 +315,18 @@ def test_malformed_price_document_is_skipped_with_warning() -> None:
                               cache=False, progress=False, now=NOW, workers=1, instance_types=["g4dn.xlarge"])
     assert cat.price("g4dn.xlarge", "us-east-1") == pytest.approx(0.526)
     assert any("MALFORMEDSKU" in w for w in report.warnings)
+
+
+def test_spot_price_that_is_no_price_is_skipped_with_warning() -> None:
+    """The catalog schema refuses a price that is not > 0: one such row must not sink the refresh."""
+    client, stub = stubbed("ec2")
+    expect_spot(stub, ["g4dn.xlarge"], [spot_entry("g4dn.xlarge", "us-east-1a", "0.000000"),
+                                        spot_entry("g4dn.xlarge", "us-east-1b", "nan"),
+                                        spot_entry("g4dn.xlarge", "us-east-1c", "0.2")])
+    warnings: list[str] = []
+    prices = fetch_spot_prices(client, ["g4dn.xlarge"], NOW, warn=warnings.append)
+    assert [z["zone"] for z in prices["g4dn.xlarge"]] == ["us-east-1c"]
+    assert len(warnings) == 2 and all("not a price > 0" in w for w in warnings)
 
 
 def test_access_denied_names_iam_action() -> None:

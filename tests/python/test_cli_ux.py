@@ -168,3 +168,14 @@ def test_a_closed_pipe_is_not_an_error(tmp_path, prof):
     done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert done.stdout.count("\n") == 1
     assert done.stderr == "" and done.returncode == 141
+
+
+def test_an_unavailable_device_fails_before_the_model_is_built(capsys, monkeypatch):
+    from srift import zoo
+
+    def never(*args, **kwargs):
+        raise AssertionError("built the model before checking the device")
+
+    monkeypatch.setattr(zoo, "build", never)
+    assert main(["profile", "--model", "resnet50", "--device", "tpu"]) == 2
+    assert "device: 'tpu' is not available here; available: cpu, meta" in capsys.readouterr().err

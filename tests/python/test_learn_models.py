@@ -36,6 +36,13 @@ def test_unvalidated_file_is_rejected(tmp_path: Path) -> None:
         validate_model_dict({"schema": "pickle"})
 
 
+def test_deeply_nested_file_is_a_value_error_naming_it(tmp_path: Path) -> None:
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=r"deep\.json: .*nested too deeply"):
+        load_model(p)
+
+
 def test_fit_alpha_beta_recovers_a_ring() -> None:
     from srift.cli_learn import fit_alpha_beta
 

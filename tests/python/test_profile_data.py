@@ -186,3 +186,78 @@ def test_save_refuses_an_invalid_profile(tmp_path):
     with pytest.raises(ValueError, match=r"\$\.layers\[0\]\.kind"):
         p.save(tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
+
+
+def test_bucket_last_layer_null_is_refused_naming_the_bucket(tmp_path):
+    """last_layer indexes layers (the engine reads it as a number): null is no index."""
+    data = _profile().to_dict()
+    data["buckets"][1]["last_layer"] = None
+    with pytest.raises(ValueError, match=r"bad\.json: \$\.buckets\[1\]\.last_layer: invalid value null"):
+        Profile.load(_write(tmp_path, data))
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        # forward + backward far above the iteration they are part of (add_measurement's rule)
+        (lambda m: m.update(iteration_s=0.1, forward_s=0.2, backward_s=0.3),
+         r"\$\.measurements\[1\]\.iteration_s: 0\.1 is smaller than forward_s \+ backward_s"),
+        (lambda m: m.update(recorded_at="yesterday"), r"\$\.measurements\[1\]\.recorded_at: .*'yesterday'"),
+        (lambda m: m.update(recorded_at="2026-13-01T00:00:00Z"), r"\$\.measurements\[1\]\.recorded_at"),
+        (lambda m: m.update(gpus=8, accumulation_steps=4), r"\$\.measurements\[1\]\.accumulation_steps: 4"),
+        (lambda m: m.update(source=" "), r"\$\.measurements\[1\]\.source: .*' '"),
+        (lambda m: m.update(device=" "), r"\$\.measurements\[1\]\.device: .*' '"),
+        # absurd values the engine's fit would divide by ~0 or overflow on
+        (lambda m: m.update(iteration_s=1e-308), r"\$\.measurements\[1\]\.iteration_s: expected seconds in"),
+        (lambda m: m.update(local_batch=2**31), r"\$\.measurements\[1\]\.local_batch: expected at most 2147483647"),
+    ],
+)
+def test_loaded_measurements_pass_the_checks_of_add_measurement(tmp_path, mutate, message):
+    p = _profile()
+    p.add_measurement("T4", 16, 0.5)
+    p.add_measurement("V100", 32, 0.25, forward_s=0.08, backward_s=0.15)
+    data = p.to_dict()
+    mutate(data["measurements"][1])
+    with pytest.raises(ValueError, match=r"bad\.json: " + message):
+        Profile.load(_write(tmp_path, data))
+    # and a profile holding such a measurement is not written either
+    p.measurements[1] = Measurement(**data["measurements"][1])
+    with pytest.raises(ValueError, match=message):
+        p.save(tmp_path / "out.json")
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_loaded_measurement_keeps_its_recorded_at(tmp_path):
+    p = _profile()
+    p.add_measurement("V100", 32, 0.25)
+    data = p.to_dict()
+    data["measurements"][0]["recorded_at"] = "2024-05-01T12:30:00+02:00"
+    assert Profile.load(_write(tmp_path, data)).measurements[0].recorded_at == "2024-05-01T12:30:00+02:00"
+
+
+@pytest.mark.parametrize("depth", [100_000, 5_000])
+def test_deeply_nested_json_is_a_value_error_naming_the_file(tmp_path, depth):
+    path = tmp_path / "deep.json"
+    path.write_text('{"schema": "srift.profile/1", "model": ' + "[" * depth + "]" * depth + "}")
+    with pytest.raises(ValueError, match=r"deep\.json: .*nested too deeply"):
+        Profile.load(path)
+
+
+def test_deeply_nested_dict_is_a_value_error():
+    data = _profile().to_dict()
+    inner: list = []
+    data["layers"][0]["name"] = inner
+    for _ in range(50_000):  # past the recursion limit of the schema validator
+        inner.append([])
+        inner = inner[0]
+    with pytest.raises(ValueError, match=r"^\$: .*nested too deeply"):
+        Profile.from_dict(data)
+
+
+@pytest.mark.parametrize("key, value", [("forward_bytes", 1e308), ("forward_flops", 1e308), ("param_bytes", 10**20)])
+def test_absurd_layer_sizes_are_refused_naming_the_field(key, value):
+    # they reached the core as infinities ("log time of A10G must be finite, got -nan")
+    data = _profile().to_dict()
+    data["layers"][0][key] = value
+    with pytest.raises(ValueError, match=rf"\$\.layers\[0\]\.{key}: invalid value .* greater than the maximum"):
+        Profile.from_dict(data)

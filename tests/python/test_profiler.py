@@ -297,6 +297,17 @@ def test_bad_batches():
         profile(nn.Linear(4, 4), (torch.randn(2, 4), torch.zeros(3)), device="meta")
 
 
+@pytest.mark.parametrize("device", ["tpu", "mps", "cuda:99", 3.5] + ([] if torch.cuda.is_available() else ["cuda"]))
+def test_unavailable_device_says_which_are_available(device):
+    """torch's own errors (RuntimeError for "tpu", AssertionError for CUDA on a CPU-only
+    build) name nothing that would work; the check lists the devices there are."""
+    batch = (torch.randn(2, 4), torch.zeros(2))
+    with pytest.raises(ValueError, match=r"^device: .* is not available here; available: cpu, meta") as err:
+        profile(nn.Linear(4, 4), batch, lambda o, t: o.sum(), device=device)
+    assert str(device) in str(err.value)
+    assert ("cuda" in str(err.value).split("available:")[1]) == torch.cuda.is_available()
+
+
 def test_batch_sizes_slice_and_repeat_and_activation_slope():
     model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
     x, y = torch.randn(4, 16), torch.zeros(4)

@@ -176,3 +176,46 @@ def test_json_spec_is_accepted(tmp_path, resnet50_profile):
                                 "constraints": [{"max_usd_per_hour": 5}], "types": TYPES}))
     spec = load_spec(path)
     assert spec.models[0].label == "p" and spec.constraints == [{"max_usd_per_hour": 5.0}]
+
+
+_BASE = {"models": ["resnet50"], "global_batch": 8, "iterations": 10, "constraints": [{"budget": 5}]}
+
+
+@pytest.mark.parametrize("extra, message", [
+    # an empty axis makes the product empty: the sweep would write no row and say nothing
+    ({"regions": []}, r"^regions must have at least one entry"),
+    ({"markets": []}, r"^markets must have at least one entry"),
+    ({"regions": ["us-east-1", ""]}, r"^regions\[1\] must name a region"),
+    ({"types": []}, r"^types must name at least one instance type"),
+    ({"schema": "srift.sweep/2"}, r"^schema: 'srift\.sweep/2' is not a sweep spec version .*srift\.sweep/1"),
+])
+def test_spec_refuses_empty_axes_and_unknown_versions(extra, message):
+    with pytest.raises(ValueError, match=message):
+        parse_spec({**_BASE, **extra})
+
+
+def test_spec_schema_key_is_optional_and_keeps_task_keys():
+    plain = parse_spec({**_BASE, "regions": ["us-east-1", ["us-west-2", "eu-west-1"]]})
+    versioned = parse_spec({**_BASE, "schema": "srift.sweep/1", "regions": ["us-east-1", "us-west-2,eu-west-1"]})
+    assert versioned.regions == plain.regions == ["us-east-1", "us-west-2,eu-west-1"]
+    ids = {"resnet50": {"zoo": "resnet50"}}  # no profiling: keys hash what the spec says
+    assert [t["key"] for t in tasks(plain, ids)] == [t["key"] for t in tasks(versioned, ids)]
+
+
+def test_spec_profile_that_is_a_directory(tmp_path):
+    (tmp_path / "profiles").mkdir()
+    with pytest.raises(ValueError, match=r"^models\[0\]\.profile: .*profiles is a directory, not a saved profile"):
+        parse_spec({**_BASE, "models": [{"profile": "profiles"}]}, base_dir=tmp_path)
+
+
+def test_spec_file_errors_name_the_file(tmp_path):
+    with pytest.raises(ValueError, match=r"sweep spec .*'.*specs': cannot read"):
+        load_spec(tmp_path.joinpath("specs").mkdir() or tmp_path / "specs")
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("models: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(ValueError, match=r"deep\.yaml: .*nested too deeply"):
+        load_spec(deep)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"models: [r\xe9snet50]\n")
+    with pytest.raises(ValueError, match=r"latin\.yaml'?: not UTF-8"):
+        load_spec(latin)

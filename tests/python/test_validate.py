@@ -227,6 +227,10 @@ def test_cli_registers_validate() -> None:
     assert args.nic_gbps == [1.0, 2.0] and args.cpu_quota == [None, 0.5] and args.func is cli_validate.cmd_validate
     with pytest.raises(SystemExit):
         parser.parse_args(["validate", "--nic-gbps", "fast"])
+    args = parser.parse_args(["validate", "--option", 'layers=[1, 2]', "--option", "name=plain"])
+    assert args.option == [("layers", [1, 2]), ("name", "plain")]
+    with pytest.raises(SystemExit):  # argparse's usage error, not a RecursionError traceback
+        parser.parse_args(["validate", "--option", "layers=" + "[" * 100_000 + "]" * 100_000])
 
 
 def test_worker_usage_error() -> None:
