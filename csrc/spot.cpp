@@ -50,7 +50,10 @@ void SpotParams::validate() const {
   detail::require_finite_nonneg("spot.provisioning_s", provisioning_s);
 }
 
-double poisson_cdf(long long k, double mean) { return poisson_cdf_impl(k, mean); }
+double poisson_cdf(long long k, double mean) {
+  if (!std::isfinite(mean)) detail::fail("mean", "finite", mean);  // NaN escaped the window
+  return poisson_cdf_impl(k, mean);
+}
 
 long long poisson_quantile(double mean, double q) {
   if (!(q >= 0 && q < 1)) detail::fail("q", "in [0, 1)", q);

@@ -4,14 +4,15 @@ and whose bindings would raise a bare TypeError)."""
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 INT_MAX = 2**31 - 1  # the core's counts and batches are C++ ints
 
 
 def integer(name: str, value: Any, *, low: int = 1, high: int = INT_MAX) -> int:
-    """``value`` as an int in [low, high]; bools and floats are refused."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    """``value`` as an int in [low, high]; bools and floats are refused, numpy integers taken."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
         raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
     return int(value)
 
@@ -21,8 +22,9 @@ def optional_integer(name: str, value: Any, *, low: int = 1, high: int = INT_MAX
 
 
 def positive(name: str, value: Any) -> float:
-    """``value`` as a finite float > 0; bools, strings and non-finite numbers are refused."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """``value`` as a finite float > 0; bools, strings and non-finite numbers are refused, numpy
+    scalars taken."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     try:
         number = float(value)

@@ -213,6 +213,7 @@ class _Space:
         self.spot = spot or SpotAssumptions()
         held_cluster = None if held is None else Cluster.parse(held)
         if held_cluster is not None and held_cluster.region:
+            _regions(catalog, [held_cluster.region])  # an unknown held region is named as such first
             # A plan is one region and keeps the held instances, so it runs where they run;
             # regions that leave theirs out would move running instances.
             asked = _regions(catalog, regions) if regions is not None else None
@@ -227,6 +228,8 @@ class _Space:
             self.markets = sorted(set(self.markets) | {g.market for g in held_cluster.groups}, key=MARKETS.index)
         if isinstance(instance_types, str):  # one name, not its letters
             instance_types = [instance_types]
+        if isinstance(exclude, str):
+            exclude = [exclude]
         allowed = None if instance_types is None else set(instance_types)
         if allowed is not None and not allowed:
             raise ValueError("instance_types must name at least one instance type, got none "

@@ -443,6 +443,12 @@ class Profile:
     @classmethod
     def from_dict(cls, data: Any) -> Profile:
         """Build from a dict, validating it first (ValueError naming the JSON path)."""
+        if isinstance(data, dict) and isinstance(data.get("buckets"), list):
+            # Older profilers wrote null for a bucket no layer owns; it is ready at the end of
+            # the backward, as layer 0's (what the profiler writes now).
+            buckets = [dict(b, last_layer=0) if isinstance(b, dict) and b.get("last_layer", 0) is None else b
+                       for b in data["buckets"]]
+            data = {**data, "buckets": buckets}
         try:
             _validate_schema(data)
         except RecursionError:  # the validator recurses once per level of nesting

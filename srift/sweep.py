@@ -274,6 +274,21 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
                          else _positive_number(data["max_local_batch"], "max_local_batch", integer=True)))
 
 
+def _no_alias_loader(yaml: Any) -> Any:
+    """A SafeLoader that refuses YAML aliases: a spec has no need of them, and nested ones
+    ("billion laughs") expand a few lines into more lists than memory holds."""
+
+    class NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc, name-defined]
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.YAMLError(f"line {mark.line + 1} column {mark.column + 1}: YAML aliases (*name) are "
+                                     "not allowed in a sweep spec; write the values out")
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
+
+
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Reads a YAML (or JSON) spec file."""
     import yaml
@@ -288,7 +303,7 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     except UnicodeDecodeError as exc:
         raise ValueError(f"sweep spec {str(path)!r}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_no_alias_loader(yaml))  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

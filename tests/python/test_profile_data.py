@@ -188,11 +188,15 @@ def test_save_refuses_an_invalid_profile(tmp_path):
     assert not (tmp_path / "x.json").exists()
 
 
-def test_bucket_last_layer_null_is_refused_naming_the_bucket(tmp_path):
-    """last_layer indexes layers (the engine reads it as a number): null is no index."""
+def test_bucket_last_layer_null_reads_as_layer_0(tmp_path):
+    """Older profilers wrote null for a bucket no layer owns; the engine reads last_layer as
+    a number, so null is read as layer 0 (ready at the end of the backward), what the
+    profiler writes now. Other non-integers are refused naming the bucket."""
     data = _profile().to_dict()
     data["buckets"][1]["last_layer"] = None
-    with pytest.raises(ValueError, match=r"bad\.json: \$\.buckets\[1\]\.last_layer: invalid value null"):
+    assert Profile.load(_write(tmp_path, data)).buckets[1].last_layer == 0
+    data["buckets"][1]["last_layer"] = "head"
+    with pytest.raises(ValueError, match=r"bad\.json: \$\.buckets\[1\]\.last_layer: invalid value"):
         Profile.load(_write(tmp_path, data))
 
 

@@ -138,6 +138,20 @@ def test_one_instance_type_as_a_string_is_one_name(resnet50_profile):
     rec = srift.recommend(resnet50_profile, global_batch=64, iterations=1000, deadline_hours=12,
                           regions="us-east-1", instance_types="g5.xlarge")
     assert {g.instance_type for g in rec.best.cluster.groups} == {"g5.xlarge"}
+    rec = srift.recommend(resnet50_profile, global_batch=64, iterations=1000, deadline_hours=12,
+                          regions="us-east-1", instance_types=["g5.xlarge", "g4dn.xlarge"], exclude="g5.xlarge")
+    assert {g.instance_type for g in rec.best.cluster.groups} == {"g4dn.xlarge"}
+
+
+def test_numpy_scalars_are_numbers(resnet50_profile):
+    import numpy as np
+
+    # sweeps driven from numpy or pandas pass numpy scalars; only bools and strings are refused
+    pred = srift.predict(resnet50_profile, "1x g5.xlarge", np.int64(32), iterations=np.float32(1000))
+    assert pred.total_hours == pytest.approx(1000 * pred.iteration_s / 3600)
+    rec = srift.recommend(resnet50_profile, global_batch=np.int64(64), iterations=np.int64(1000),
+                          deadline_hours=np.float64(12), regions="us-east-1", instance_types="g5.xlarge")
+    assert rec.best is not None
 
 
 def test_recommendation_serialises(resnet50_profile):

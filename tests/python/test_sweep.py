@@ -215,6 +215,13 @@ def test_spec_file_errors_name_the_file(tmp_path):
     deep.write_text("models: " + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(ValueError, match=r"deep\.yaml: .*nested too deeply"):
         load_spec(deep)
+    # nested aliases ("billion laughs") expanded a few lines past memory
+    bomb = tmp_path / "bomb.yaml"
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    bomb.write_text("\n".join(lines) + "\nmodels: [resnet50]\ntypes: *a9\n")
+    with pytest.raises(ValueError, match=r"bomb\.yaml: not valid YAML.*aliases \(\*name\) are not allowed"):
+        load_spec(bomb)
     latin = tmp_path / "latin.yaml"
     latin.write_bytes(b"models: [r\xe9snet50]\n")
     with pytest.raises(ValueError, match=r"latin\.yaml'?: not UTF-8"):

@@ -72,7 +72,8 @@ double spot_miss_probability(double nominal_s, double interruptions_per_hour, co
 /// Wall time at quantile q in [0, 1) of an estimate (q = 0.9 gives p90_s), seconds.
 double spot_time_quantile(const SpotEstimate& estimate, double q);
 
-/// P(N <= k) for N ~ Poisson(mean); k < 0 gives 0.
+/// P(N <= k) for N ~ Poisson(mean); k < 0 gives 0. Throws std::invalid_argument for a
+/// non-finite mean. Costs O(sqrt(mean)) whatever k is.
 double poisson_cdf(long long k, double mean);
 
 /// Smallest k with P(N <= k) >= q for N ~ Poisson(mean), q in [0, 1).
