@@ -7,6 +7,7 @@ are then re-predicted in full for their details.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -393,7 +394,7 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     checks.integer("max_types", max_types, high=_core.MAX_GROUPS)
     checks.integer("top_k", top_k, high=_core.MAX_TOP_K)
     if deadline_confidence is not None and (isinstance(deadline_confidence, bool)
-                                            or not isinstance(deadline_confidence, (int, float))
+                                            or not isinstance(deadline_confidence, numbers.Real)
                                             or not 0.5 <= deadline_confidence < 1):
         raise ValueError(f"deadline_confidence must be a number in [0.5, 1), got {deadline_confidence!r}")
     limit = _positive("time_limit_s", time_limit_s)
