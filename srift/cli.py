@@ -209,18 +209,16 @@ def _profile(args: argparse.Namespace) -> Any:
     else:
         prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
                             ddp=_ddp_options(args))
-    if args.measure:
-        catalog = _catalog(args)
-        for device, *_ in args.measure:
-            if not catalog.resolve_gpu(device):
-                catalog.gpu(device)  # a GPU the catalog does not know would be ignored: raise, with suggestions
+    if not (args.measure or args.measure_instance):
+        return prof
+    catalog = _catalog(args)  # once for both flags (overrides are a file read)
     for device, batch, secs, steps in args.measure:
+        if not catalog.resolve_gpu(device):
+            catalog.gpu(device)  # a GPU the catalog does not know would be ignored: raise, with suggestions
         prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli", accumulation_steps=steps)
-    if args.measure_instance:
-        catalog = _catalog(args)
-        for name, batch, secs in args.measure_instance:
-            it = catalog.instance(name)
-            prof.add_measurement(it.name, local_batch=batch, iteration_s=secs, source="cli", gpus=int(it.gpu_count))
+    for name, batch, secs in args.measure_instance:
+        it = catalog.instance(name)
+        prof.add_measurement(it.name, local_batch=batch, iteration_s=secs, source="cli", gpus=int(it.gpu_count))
     return prof
 
 
