@@ -78,10 +78,54 @@ void describe_held(std::ostringstream& why, const SearchRequest& r, const Plan* 
 }
 }  // namespace
 
+// Note "held conflicts". Every plan keeps the held groups, so a held group the request's own
+// limits exclude (a count past its offer's cap, a GPU below min_gpu_memory_bytes or too small
+// for the model) leaves nothing to search. bnb's build() then drops the region and the search
+// reports the batch as the reason; name the held group and the limit instead. Empty: none.
+std::string held_conflict(const SearchRequest& r) {
+  if (r.held.empty()) return "";
+  std::ostringstream why;
+  long long instances = 0, gpus = 0;
+  for (const PlanGroup& h : r.held) {
+    const Offer& o = r.offers[h.offer];
+    const InstanceSpec& inst = r.instances[o.instance];
+    const std::string group = std::to_string(h.count) + "x " + inst.name;
+    instances += h.count;
+    gpus += static_cast<long long>(h.count) * inst.gpus;
+    if (h.count > o.max_count) {
+      why << "every plan keeps the held " << group << ", more than that offer's cap of " << o.max_count
+          << " instances (max_instances_per_type or its quota): raise the cap";
+      return why.str();
+    }
+    if (inst.gpu_memory_bytes < r.min_gpu_memory_bytes) {
+      why.precision(4);
+      why << "every plan keeps the held " << group << ", whose GPUs have " << inst.gpu_memory_bytes / (1u << 30)
+          << " GiB, below min_gpu_memory (" << r.min_gpu_memory_bytes / (1u << 30) << " GiB)";
+      return why.str();
+    }
+    if (max_local_batch(r.workload, inst, r.sim_options()) < 1) {
+      why << "every plan keeps the held " << group << ", whose GPUs cannot hold the model and one sample"
+          << (r.max_local_batch > 0 ? "" : " in memory");
+      return why.str();
+    }
+  }
+  if (instances > r.max_instances) {
+    why << "every plan keeps the held groups' " << instances << " instances, more than max_instances ("
+        << r.max_instances << ")";
+  } else if (gpus > r.global_batch) {
+    why << "every plan keeps the held groups' " << gpus << " GPUs, more than the global batch of "
+        << r.global_batch << " samples (each GPU takes at least one)";
+  }
+  return why.str();
+}
+
 std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t infeasible_memory,
                      std::uint64_t infeasible_batch, const Plan* closest) {
   std::ostringstream why;
-  if (r.offers.empty()) {
+  const std::string conflict = any_feasible || r.offers.empty() ? "" : held_conflict(r);
+  if (!conflict.empty()) {
+    why << "no cluster can run the workload: " << conflict;
+  } else if (r.offers.empty()) {
     why << "no offers to choose from (no instance type is priced in the requested regions and markets)";
   } else if (!any_feasible) {
     why << "no cluster can run the workload: ";

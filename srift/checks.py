@@ -37,3 +37,19 @@ def positive(name: str, value: Any) -> float:
 
 def optional_positive(name: str, value: Any) -> float | None:
     return None if value is None else positive(name, value)
+
+
+def instance(name: str, value: Any, cls: type, how: str) -> Any:
+    """``value`` when it is a ``cls``; else ValueError naming the argument, what it got and
+    ``how`` to make one (a path or a dict where an object belongs used to raise a bare
+    AttributeError deep inside)."""
+    if not isinstance(value, cls):
+        shown = repr(value)
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
+        raise ValueError(f"{name} must be {article} {cls.__name__} ({how}), got {type(value).__name__} {shown}")
+    return value
+
+
+def optional_instance(name: str, value: Any, cls: type, how: str) -> Any:
+    return None if value is None else instance(name, value, cls, how)

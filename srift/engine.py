@@ -140,6 +140,7 @@ class Engine:
         self._instances: dict[str, _core.InstanceSpec] = {}
         self._group_bands: dict[tuple[str, bool], _core.GroupBand] = {}
         self._instance_points = self._instance_measurements()
+        self._check_gpu_measurements()
         self._layers = self._layer_columns()
         self.workload = self._workload()
 
@@ -273,6 +274,19 @@ class Engine:
                                  f"instances, so a whole-instance measurement uses all of them; got gpus={m.gpus}")
             out.setdefault(it.name, []).append(_core_point(m))
         return out
+
+    def _check_gpu_measurements(self) -> None:
+        """ValueError for a one-GPU measurement on a GPU the catalog does not know: nothing
+        could read it (no specs to anchor on), and dropping it would plan as if it were not
+        there."""
+        keys = set(self.catalog.gpu_keys())
+        for j, m in enumerate(self.profile.measurements):
+            if m.gpus == 1 and not any(k in keys for k in self._resolve(m.device)):
+                try:
+                    self.catalog.gpu(m.device)
+                except ValueError as e:
+                    raise ValueError(f"measurements[{j}].device: {e} (a measurement must name a GPU the catalog "
+                                     f"knows; srift catalog show lists each instance type's GPU)") from None
 
     def _measurements_for(self, gpu_key: str, optimizer_s: float | None = None) -> list[_core.Measurement]:
         points: list[_core.Measurement] = []

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from srift import _core, checks
 from srift.cluster import MARKETS, Cluster, ClusterGroup
 from srift.engine import Engine, EngineConfig, with_overrides
-from srift.prediction import Prediction, predict
+from srift.prediction import Prediction, check_objects, predict
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -203,6 +203,7 @@ class _Space:
                  held: str | Cluster | None = None, max_accumulation_steps: int | None = None,
                  max_local_batch: int | None = None):
         checks.integer("global_batch", global_batch)
+        checks.optional_instance("spot_assumptions", spot, SpotAssumptions, "srift.planning.SpotAssumptions(...)")
         _positive("iterations", iterations, allow_none=False)
         checks.integer("max_instances_per_type", max_instances_per_type)
         min_memory = _positive("min_gpu_memory_gib", min_gpu_memory_gib)
@@ -399,7 +400,8 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
         raise ValueError(f"deadline_confidence must be a number in [0.5, 1), got {deadline_confidence!r}")
     limit = _positive("time_limit_s", time_limit_s)
     checks.optional_integer("max_instances", max_instances)
-    catalog = catalog or Catalog.default()
+    check_objects(profile, catalog, config)
+    catalog = catalog if catalog is not None else Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
                    max_instances_per_type=max_instances_per_type, config=config, precision=precision,
@@ -452,7 +454,8 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     from srift.catalog import Catalog
 
     checks.integer("max_types", max_types, high=_core.MAX_GROUPS)
-    catalog = catalog or Catalog.default()
+    check_objects(profile, catalog, config)
+    catalog = catalog if catalog is not None else Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
                    max_instances_per_type=max_instances_per_type, config=config, precision=precision,

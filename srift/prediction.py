@@ -167,6 +167,16 @@ def resolve_region(catalog: Catalog, cluster: Cluster, region: str | None) -> st
     return best
 
 
+def check_objects(profile: Any, catalog: Any, config: Any) -> None:
+    """ValueError when the profile, catalog or config is not the object it must be."""
+    from srift.catalog import Catalog
+    from srift.profile_data import Profile
+
+    checks.instance("profile", profile, Profile, "srift.profile(model, ...) or srift.Profile.load(path)")
+    checks.optional_instance("catalog", catalog, Catalog, "srift.Catalog.load(path), or None for the bundled one")
+    checks.optional_instance("config", config, EngineConfig, "srift.engine.EngineConfig(...)")
+
+
 def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             catalog: Catalog | None = None, region: str | None = None,
             precision: str | None = None, iterations: float | None = None,
@@ -190,7 +200,11 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     global_batch = checks.integer("global_batch", global_batch)
     iterations = checks.optional_positive("iterations", iterations)
     cluster = Cluster.parse(cluster) if not isinstance(cluster, Cluster) else cluster
-    catalog = catalog or Catalog.default()
+    if engine is None:
+        check_objects(profile, catalog, config)
+    else:
+        checks.instance("engine", engine, Engine, "None, or the Engine of an earlier call")
+    catalog = catalog if catalog is not None else Catalog.default()
     if engine is None:
         config = with_overrides(config or EngineConfig(), precision=precision,
                                 max_accumulation_steps=max_accumulation_steps,

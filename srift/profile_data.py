@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -248,6 +249,11 @@ class Measurement:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Measurement:
         """Build from a dict with the checks of Profile.add_measurement (ValueError naming the field)."""
+        if not isinstance(d, Mapping):
+            raise ValueError(f"measurement: expected an object with device, local_batch and iteration_s, got {d!r}")
+        missing = [name for name in ("device", "local_batch", "iteration_s") if name not in d]
+        if missing:
+            raise ValueError(f"measurement: missing {', '.join(missing)} (has {', '.join(map(str, d)) or 'nothing'})")
         return _checked_measurement(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 

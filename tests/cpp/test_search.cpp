@@ -386,6 +386,58 @@ TEST(Search, WhyNoneNamesTheHeldGroupThatBoundsEveryPlan) {
   EXPECT_EQ(srift::search(r).why_none.find("held"), std::string::npos);
 }
 
+TEST(Search, WhyNoneNamesAHeldGroupTheLimitsExclude) {
+  // Every plan keeps the held group, so a held group past the request's own limits leaves
+  // nothing to search: the answer names the group and the limit, not the batch.
+  SearchRequest r;
+  r.workload.bucket_bytes = {5e7};
+  r.workload.bucket_ready_fraction = {1.0};
+  r.workload.fixed_memory_bytes = 2e9;
+  r.workload.activation_bytes_per_sample = 1e8;
+  srift::InstanceSpec s;
+  s.name = "quad";
+  s.gpus = 4;
+  s.gpu_memory_bytes = 24.0 * (1u << 30);
+  s.intra = {1e11, 5e-6};
+  s.network = {1.2e10, 3e-5};
+  r.instances.push_back(s);
+  Offer o;
+  o.instance = 0;
+  o.usd_per_hour = 1.0;
+  o.max_count = 4;
+  o.compute.forward_per_sample_s = 1e-2;
+  o.compute.backward_per_sample_s = 2e-2;
+  r.offers.push_back(o);
+  r.global_batch = 64;
+  r.iterations = 1e4;
+  r.max_types = 2;
+  r.deadline_s = 1e12;
+  auto why = [&]() {
+    const SearchResult bb = srift::search(r);
+    const SearchResult ex = srift::search_exhaustive(r);
+    EXPECT_TRUE(bb.plans.empty());
+    EXPECT_EQ(bb.why_none, ex.why_none);
+    return bb.why_none;
+  };
+  r.held = {{0, 2}};
+  ASSERT_FALSE(srift::search(r).plans.empty());  // the limits hold it: plans exist
+
+  r.held = {{0, 5}};
+  EXPECT_NE(why().find("held 5x quad, more than that offer's cap of 4 instances"), std::string::npos);
+  r.held = {{0, 2}};
+  r.min_gpu_memory_bytes = 40.0 * (1u << 30);
+  EXPECT_NE(why().find("held 2x quad, whose GPUs have 24 GiB, below min_gpu_memory (40 GiB)"), std::string::npos);
+  r.min_gpu_memory_bytes = 0;
+  r.workload.fixed_memory_bytes = 30e9;
+  EXPECT_NE(why().find("held 2x quad, whose GPUs cannot hold the model and one sample"), std::string::npos);
+  r.workload.fixed_memory_bytes = 2e9;
+  r.max_instances = 1;
+  EXPECT_NE(why().find("held groups' 2 instances, more than max_instances (1)"), std::string::npos);
+  r.max_instances = 1 << 30;
+  r.global_batch = 6;
+  EXPECT_NE(why().find("held groups' 8 GPUs, more than the global batch of 6 samples"), std::string::npos);
+}
+
 TEST(Search, EqualsExhaustiveWithHeldGroups) {
   int tested = 0;
   for (std::uint64_t seed = 1000; seed < 1200; ++seed) {

@@ -88,6 +88,23 @@ def test_held_instances_are_not_moved_to_another_region(resnet50_profile):
     assert rec.best.cluster.region == "eu-west-1" and rec.search.regions == ["eu-west-1"]
 
 
+def test_why_none_names_a_held_group_the_limits_exclude(resnet50_profile):
+    # It used to read "no plan within the limits ... holds the global batch".
+    def why(**kw):
+        kw = {"global_batch": 256, "iterations": 1000, "deadline_hours": 12, **kw}
+        rec = srift.recommend(resnet50_profile, **kw)
+        assert rec.best is None
+        return rec.why_none
+
+    assert "held 30x g5.xlarge, more than that offer's cap of 4 instances" in why(
+        held="30x g5.xlarge @us-east-1", max_instances_per_type=4)
+    assert "below min_gpu_memory (40 GiB)" in why(held="2x g5.xlarge @us-east-1", min_gpu_memory_gib=40)
+    assert "held groups' 5 instances, more than max_instances (3)" in why(
+        held="5x g5.xlarge @us-east-1", max_instances=3)
+    assert "held groups' 8 GPUs, more than the global batch of 4 samples" in why(
+        held="1x p4d.24xlarge @us-east-1", global_batch=4)
+
+
 def test_a_far_deadline_with_a_confidence_returns(resnet50_profile):
     # The Poisson CDF of a spot plan's interruptions summed toward a count of 9e15 and never
     # returned (csrc/spot.cpp); now the deadline is simply met.

@@ -215,6 +215,15 @@ def test_whole_instance_measurement_must_name_a_whole_instance(fresh_profile, de
         srift.predict(fresh_profile, "1x p3.16xlarge", global_batch=256)
 
 
+def test_measurement_on_a_gpu_the_catalog_does_not_know_is_refused(fresh_profile):
+    # It used to be dropped without a word, planning as if it were not there.
+    fresh_profile.add_measurement("A10GG", local_batch=32, iteration_s=0.2)
+    with pytest.raises(ValueError, match=r"measurements\[0\]\.device: gpu = 'A10GG'.*did you mean 'A10G'"):
+        srift.predict(fresh_profile, "1x g5.xlarge", global_batch=32)
+    with pytest.raises(ValueError, match=r"measurements\[0\]\.device"):
+        srift.recommend(fresh_profile, global_batch=32, iterations=1000, deadline_hours=12)
+
+
 def test_measurement_gpus_must_be_a_positive_integer(fresh_profile):
     with pytest.raises(ValueError, match="gpus"):
         fresh_profile.add_measurement("p3.16xlarge", local_batch=32, iteration_s=0.2, gpus=0)

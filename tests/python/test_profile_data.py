@@ -265,3 +265,14 @@ def test_absurd_layer_sizes_are_refused_naming_the_field(key, value):
     data["layers"][0][key] = value
     with pytest.raises(ValueError, match=rf"\$\.layers\[0\]\.{key}: invalid value .* greater than the maximum"):
         Profile.from_dict(data)
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"device": "A10G", "local_batch": 32}, r"measurement: missing iteration_s \(has device, local_batch\)"),
+    ({}, "measurement: missing device, local_batch, iteration_s .has nothing."),
+    (["A10G", 32, 0.2], "measurement: expected an object with device, local_batch and iteration_s"),
+])
+def test_measurement_from_dict_names_what_is_missing(data, message):
+    # a bare TypeError (or KeyError) from the constructor used to come out
+    with pytest.raises(ValueError, match=message):
+        Measurement.from_dict(data)

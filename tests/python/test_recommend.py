@@ -127,6 +127,10 @@ def test_question_is_required_and_validated(resnet50_profile):
     ({"spot": "no"}, "spot must be True or False, got 'no'"),
     ({"markets": 5}, "markets must be a non-empty subset"),
     ({"instance_types": []}, "instance_types must name at least one instance type"),
+    # objects where a path or a dict came: a named ValueError, not an AttributeError deep inside
+    ({"catalog": "catalog.json"}, r"catalog must be a Catalog \(srift.Catalog.load\(path\).*got str 'catalog.json'"),
+    ({"config": {"precision": "amp"}}, r"config must be an EngineConfig .*got dict"),
+    ({"spot_assumptions": {"provisioning_s": 60}}, r"spot_assumptions must be a SpotAssumptions .*got dict"),
 ])
 def test_bad_arguments_name_the_field(resnet50_profile, kwargs, fragment):
     args = {"global_batch": 64, "iterations": 1000, "deadline_hours": 12, "regions": "us-east-1", **kwargs}
@@ -175,3 +179,17 @@ def test_a_stopped_search_says_so(resnet50_profile):
                           regions="us-east-1", time_limit_s=1e-300)
     if rec.best is None:  # stopped before its first plan (the machine may be quick enough)
         assert rec.why_none.startswith("the search stopped (time limit or cancel)")
+
+
+@pytest.mark.parametrize("call", [
+    lambda p: srift.predict(p, "1x g5.xlarge", global_batch=32),
+    lambda p: srift.recommend(p, global_batch=32, iterations=10, deadline_hours=1),
+    lambda p: srift.pareto(p, global_batch=32, iterations=10),
+])
+def test_a_profile_must_be_a_profile(call, tmp_path, resnet50_profile):
+    path = tmp_path / "p.json"
+    resnet50_profile.save(path)
+    for wrong, shown in ((str(path), "str"), (resnet50_profile.to_dict(), "dict")):
+        with pytest.raises(ValueError, match=rf"profile must be a Profile \(srift.profile\(model, ...\) or "
+                                             rf"srift.Profile.load\(path\)\), got {shown}"):
+            call(wrong)
