@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from srift.files import read_input_text
+
 if TYPE_CHECKING:  # pragma: no cover
     import boto3
 
@@ -275,9 +277,11 @@ class Catalog:
     def load(cls, path: str | os.PathLike[str]) -> Catalog:
         p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
+            text = read_input_text(p)
         except OSError as exc:
             raise ValueError(f"catalog path {str(p)!r}: cannot read ({exc.strerror or exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"catalog path {str(p)!r}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

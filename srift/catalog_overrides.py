@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from srift.catalog import INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, SCHEMA_PATH, format_json_path
+from srift.files import decode_text, read_input_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from srift.catalog import Catalog
@@ -171,14 +172,14 @@ def load_overrides(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[
             raise ValueError(f"catalog overrides: {_TOO_DEEP}") from None
     path = Path(source)
     try:
-        raw = path.read_bytes()
+        raw = read_input_bytes(path)
     except OSError as exc:
         raise ValueError(f"catalog overrides path {str(path)!r}: cannot read ({exc.strerror or exc})") from exc
     origin = f"catalog overrides {path}"
     is_toml = path.suffix.lower() == ".toml"
     if not is_toml and path.suffix.lower() != ".json":
         # No telling suffix: JSON documents start with "{".
-        is_toml = not raw.lstrip().startswith(b"{")
+        is_toml = not raw.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{")
     if is_toml:
         if sys.version_info >= (3, 11):
             import tomllib
@@ -186,14 +187,14 @@ def load_overrides(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[
             import tomli as tomllib
 
         try:
-            data = tomllib.loads(raw.decode("utf-8"))
+            data = tomllib.loads(decode_text(raw))
         except ValueError as exc:  # TOMLDecodeError, UnicodeDecodeError, an integer of too many digits
             raise ValueError(f"{origin}: not valid TOML ({exc})") from exc
         except RecursionError:  # the parser recurses once per level of nesting
             raise ValueError(f"{origin}: {_TOO_DEEP}") from None
     else:
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = json.loads(decode_text(raw))
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of too many digits
             raise ValueError(f"{origin}: not valid JSON ({exc})") from exc
         except RecursionError:  # the parser recurses once per level of nesting

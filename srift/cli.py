@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import math
 import os
 import re
 import sys
 from typing import Any, Callable, Sequence
 
-from srift import report
+from srift import jsonout, report
 
 __all__ = ["main", "build_parser", "parse_duration_hours"]
 
 # Modules that add their own subcommands through `register(subparsers)`.
 _COMMAND_MODULES = ("srift.cli_catalog", "srift.cli_validate", "srift.cli_learn", "srift.cli_sweep")
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hr|d|day|days|w)?\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"^\s*((?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(s|sec|m|min|h|hr|d|day|days|w)?\s*$",
+                       re.IGNORECASE)
 _UNIT_HOURS = {"s": 1 / 3600, "sec": 1 / 3600, "m": 1 / 60, "min": 1 / 60, "h": 1, "hr": 1,
                "d": 24, "day": 24, "days": 24, "w": 168}
 
@@ -43,8 +43,8 @@ def parse_duration_hours(text: str) -> float:
     if match is None:
         raise argparse.ArgumentTypeError(f"duration must look like 12h, 90m, 2d or 3600s, got {text!r}")
     value = float(match[1]) * _UNIT_HOURS[(match[2] or "h").lower()]
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"duration must be > 0, got {text!r}")
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"duration must be finite and > 0, got {text!r}")
     return value
 
 
@@ -254,22 +254,9 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
                    progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
 
 
-def _json_safe(value: Any) -> Any:
-    """``value`` with every non-finite float as None: JSON has no NaN or Infinity, and
-    strict parsers refuse them."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: Callable[[], str]) -> None:
     if args.json:
-        json.dump(_json_safe(payload), sys.stdout, indent=2, default=str, allow_nan=False)
-        sys.stdout.write("\n")
+        print(jsonout.dumps(payload))
     else:
         print(text())
 
@@ -395,6 +382,9 @@ def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _recommend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    if args.confidence is not None and args.deadline is None:
+        raise UserError("--confidence is the probability of meeting --deadline: give --deadline too "
+                        "(--budget alone asks for the fastest plan, which has no deadline to meet)")
     return dict(max_instances=args.max_instances, deadline_confidence=args.confidence,
                 time_limit_s=args.time_limit, held=getattr(args, "held", None))
 

@@ -6,11 +6,11 @@ Also exports ``add_catalog_arguments`` / ``catalog_from_args`` so other subcomma
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from typing import Any
 
+from srift import jsonout
 from srift.catalog import Catalog, diff_catalogs
 
 __all__ = ["register", "add_catalog_arguments", "catalog_from_args", "cmd_show", "cmd_refresh", "cmd_diff"]
@@ -71,7 +71,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                 d["spot"] = cat.price_info(t.name, args.region, "spot")
                 d["interruption"] = cat.interruption_class(t.name, args.region)
             out["instances"].append(d)
-        print(json.dumps(out, indent=1))
+        print(jsonout.dumps(out, indent=1))
         return 0
     headers = ["instance", "GPUs", "GiB/GPU", "vCPU", "RAM GiB", "link", "GB/s", "net Gbps", "EFA", "status"]
     headers += ["on-demand $/h", "spot $/h", "interrupt"] if args.region else ["regions"]
@@ -120,7 +120,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
         catalog.save(args.out)
         report.cache_path = report.cache_path or None
     if args.json:
-        print(json.dumps(report.to_dict(), indent=1))
+        print(jsonout.dumps(report.to_dict(), indent=1))
     else:
         if report.fallback:
             print(f"used an older catalog: {report.fallback}")
@@ -144,7 +144,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     old, new = Catalog.load(args.old), Catalog.load(args.new)
     d = diff_catalogs(old, new)
     if args.json:
-        print(json.dumps(d.to_dict(), indent=1))
+        print(jsonout.dumps(d.to_dict(), indent=1))
         return 0
     if d.empty:
         print("no differences")

@@ -10,9 +10,10 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
+
+from srift import jsonout
 
 __all__ = ["register", "cmd_sweep"]
 
@@ -35,7 +36,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     result = run_sweep(spec, args.output, engine=args.engine, jobs=args.jobs, ray_address=args.ray_address,
                        progress=not args.json and not args.quiet, limit=args.limit)
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, indent=2)
+        print(jsonout.dumps(result.to_dict()))
         sys.stdout.write("\n")
     else:
         print(f"{result.output}: {result.rows} rows ({result.computed} computed now, {result.skipped} already "

@@ -13,6 +13,8 @@ import json
 import sys
 from typing import Any
 
+from srift import jsonout
+
 __all__ = ["register", "cmd_validate"]
 
 
@@ -78,7 +80,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         from srift.validate.launcher import cleanup_cgroups
 
         removed += cleanup_cgroups()
-        print(json.dumps({"removed": removed}) if args.json else f"removed {len(removed)} leftover(s): {removed}")
+        print(jsonout.dumps({"removed": removed}, indent=None) if args.json else f"removed {len(removed)} leftover(s): {removed}")
         return 0
     if not args.model or not args.global_batch:
         raise ValueError("--model and --global-batch are required (or --cleanup)")
@@ -106,7 +108,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.profile and profile is not None:
         profile.save(args.profile)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=1))
+        print(jsonout.dumps(report.to_dict(), indent=1))
     else:
         print(report.format_table())
     return 1 if report.failures else 0

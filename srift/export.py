@@ -21,11 +21,12 @@ up to k - 1 samples more per iteration.
 """
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Sequence
+
+from srift import jsonout
 
 if TYPE_CHECKING:
     from srift.prediction import Prediction
@@ -229,6 +230,5 @@ def emit(obj: Plan | Prediction, fmt: str, **kwargs: Any) -> str:
         return skypilot(obj, **{k: v for k, v in kwargs.items() if k in ("script", "script_args", "name",
                                                                         "workdir", "setup", "master_port")})
     if fmt == "json":
-        return json.dumps(to_json(obj, **{k: v for k, v in kwargs.items() if k in ("script", "script_args")}),
-                          indent=2, default=str)
+        return jsonout.dumps(to_json(obj, **{k: v for k, v in kwargs.items() if k in ("script", "script_args")}))
     raise ValueError(f"emit format must be one of {', '.join(EMIT_FORMATS)}, got {fmt!r}")

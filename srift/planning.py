@@ -398,6 +398,10 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
                                             or not isinstance(deadline_confidence, numbers.Real)
                                             or not 0.5 <= deadline_confidence < 1):
         raise ValueError(f"deadline_confidence must be a number in [0.5, 1), got {deadline_confidence!r}")
+    if deadline_confidence is not None and deadline is None:
+        raise ValueError(f"deadline_confidence={deadline_confidence!r} is the probability of meeting deadline_hours, "
+                         "and none was given: a budget question asks for the fastest plan, whose time has no "
+                         "deadline to meet")
     limit = _positive("time_limit_s", time_limit_s)
     checks.optional_integer("max_instances", max_instances)
     check_objects(profile, catalog, config)

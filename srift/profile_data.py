@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from srift.checks import INT_MAX
+from srift.files import read_input_text
 
 __all__ = [
     "SCHEMA",
@@ -518,7 +519,7 @@ class Profile:
         """Read and validate a profile JSON file (ValueError on any problem; never unpickles)."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_input_text(path)
         except OSError as e:
             raise ValueError(f"{path}: cannot read profile: {e.strerror or e}") from None
         except UnicodeDecodeError as e:

@@ -49,10 +49,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from srift import _core
+from srift.checks import INT_MAX
+from srift.engine import PRECISIONS
+from srift.files import read_input_bytes, read_input_text
+
 __all__ = ["SweepSpec", "SweepResult", "load_spec", "parse_spec", "tasks", "run_sweep", "run_task", "COLUMNS",
            "ENGINES", "SPEC_SCHEMA"]
 
 SPEC_SCHEMA = "srift.sweep/1"
+MAX_TYPES = _core.MAX_GROUPS  # instance types one plan may mix
+PRECISION_NAMES = tuple(PRECISIONS)
 SUPPORTED_SPEC_SCHEMAS = (SPEC_SCHEMA,)
 ENGINES = ("processes", "ray")
 COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline_hours", "budget_usd",
@@ -82,7 +89,10 @@ class ModelSpec:
     def identity(self) -> dict[str, Any]:
         """What determines the profile: for a file, its content hash."""
         if self.profile is not None:
-            digest = hashlib.sha1(Path(self.profile).read_bytes()).hexdigest()[:16]
+            try:
+                digest = hashlib.sha1(read_input_bytes(self.profile)).hexdigest()[:16]
+            except OSError as exc:
+                raise ValueError(f"profile {self.profile!r}: cannot read ({exc.strerror or exc})") from None
             return {"profile_sha1": digest}
         return {"zoo": self.name, "batch_size": self.batch_size, "device": self.device}
 
@@ -123,7 +133,7 @@ def _hours(text: Any, where: str) -> float:
         raise ValueError(f"{where}: {exc}") from None
 
 
-def _positive_number(value: Any, where: str, integer: bool = False) -> Any:
+def _positive_number(value: Any, where: str, integer: bool = False, high: int = INT_MAX) -> Any:
     if isinstance(value, str):
         try:
             value = float(value.replace("_", "")) if not integer else int(value.replace("_", ""))
@@ -134,6 +144,8 @@ def _positive_number(value: Any, where: str, integer: bool = False) -> Any:
     if integer:
         if int(value) != value:
             raise ValueError(f"{where} must be a whole number, got {value!r}")
+        if value > high:  # the core's counts are C++ ints; caught here, not row by row
+            raise ValueError(f"{where} must be at most {high}, got {value!r}")
         return int(value)
     return float(value)
 
@@ -157,7 +169,7 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
     if unknown:
         raise ValueError(f"sweep spec key {unknown[0]!r} is unknown; known keys: {', '.join(sorted(_SPEC_KEYS))}")
     # optional, so specs written before the key existed still read as the first version
-    version = data.get("schema", SPEC_SCHEMA)
+    version = SPEC_SCHEMA if data.get("schema") is None else data["schema"]
     if version not in SUPPORTED_SPEC_SCHEMAS:
         raise ValueError(f"schema: {version!r} is not a sweep spec version this srift reads; "
                          f"supported: {', '.join(SUPPORTED_SPEC_SCHEMAS)}")
@@ -235,10 +247,12 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
         markets.append(chosen)
     regions: list[str | None] = []
     for i, r in enumerate(_non_empty_list(data, "regions", [None])):
+        given = r
         if isinstance(r, (list, tuple)):  # [us-east-1, us-west-2]: one search over both
             r = ",".join(str(x) for x in r)
         if r is not None and not str(r).strip(" ,"):
-            raise ValueError(f"regions[{i}] must name a region, several (comma-separated) or all, got {r!r}")
+            raise ValueError(f"regions[{i}] must name a region, several (a list or comma-separated) or all, "
+                             f"got {given!r}")
         regions.append(None if r is None else str(r))
 
     def names(key: str) -> list[str] | None:
@@ -250,6 +264,11 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
         if not chosen and key == "types":  # no types would mean no plan; leaving the key out means all
             raise ValueError(f"types must name at least one instance type (leave it out for all), got {value!r}")
         return chosen or None
+
+    precision = data.get("precision")
+    if precision is not None and precision not in PRECISION_NAMES:
+        raise ValueError(f"precision must be one of {', '.join(PRECISION_NAMES)} (or left out: each profile's), "
+                         f"got {precision!r}")
 
     def rel(key: str) -> str | None:
         value = data.get(key)
@@ -263,10 +282,10 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
         global_batch=[_positive_number(b, "global_batch", integer=True) for b in _as_list(data["global_batch"])],
         iterations=[_positive_number(x, "iterations") for x in _as_list(data["iterations"])],
         constraints=constraints, regions=regions, markets=markets, types=names("types"), exclude=names("exclude"),
-        max_types=_positive_number(data.get("max_types", 2), "max_types", integer=True),
+        max_types=_positive_number(data.get("max_types", 2), "max_types", integer=True, high=MAX_TYPES),
         max_instances_per_type=_positive_number(data.get("max_instances_per_type", 16), "max_instances_per_type",
                                                 integer=True),
-        precision=data.get("precision"), catalog=rel("catalog"), catalog_overrides=rel("catalog_overrides"),
+        precision=precision, catalog=rel("catalog"), catalog_overrides=rel("catalog_overrides"),
         output=rel("output"), base_dir=base,
         max_accumulation_steps=_positive_number(data.get("max_accumulation_steps", 1), "max_accumulation_steps",
                                                 integer=True),
@@ -295,7 +314,7 @@ def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_text(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"sweep spec {str(path)!r} does not exist") from None
     except OSError as exc:  # a directory, no permission
@@ -554,6 +573,27 @@ def _catalog_dict(spec: SweepSpec) -> dict[str, Any] | None:
     return catalog.to_dict()
 
 
+def _check_names(spec: SweepSpec, catalog_dict: dict[str, Any] | None) -> None:
+    """ValueError for a region or instance type the catalog does not know, before any model is
+    profiled: every row naming it would fail the same way."""
+    from srift.catalog import Catalog
+    from srift.planning import _regions
+
+    catalog = Catalog.from_dict(catalog_dict) if catalog_dict is not None else Catalog.default()
+    for i, regions in enumerate(spec.regions):
+        if regions is not None:
+            try:
+                _regions(catalog, regions)
+            except ValueError as exc:
+                raise ValueError(f"regions[{i}]: {exc}") from None
+    for key, names in (("types", spec.types), ("exclude", spec.exclude)):
+        for name in names or ():
+            try:
+                catalog.instance(name)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+
+
 def run_sweep(spec: SweepSpec, output: str | os.PathLike[str] | None = None, *, engine: str = "processes",
               jobs: int | None = None, ray_address: str | None = None, progress: bool = True,
               on_row: Callable[[dict[str, Any]], None] | None = None, limit: int | None = None) -> SweepResult:
@@ -574,6 +614,8 @@ def run_sweep(spec: SweepSpec, output: str | os.PathLike[str] | None = None, *, 
             raise ValueError("--engine ray needs Ray installed here (pip install ray) and a running Ray "
                              "cluster; or use --engine processes") from None
     start = time.perf_counter()
+    catalog = _catalog_dict(spec)
+    _check_names(spec, catalog)
     all_tasks = tasks(spec)
     existing = out.existing()
     keep = [r for r in existing if r.get("key") and not r.get("error")]
@@ -588,7 +630,6 @@ def run_sweep(spec: SweepSpec, output: str | os.PathLike[str] | None = None, *, 
             needed = {t["model"] for t in todo}
             profiles = _profile_models(SweepSpec(**{**spec.__dict__, "models": [m for m in spec.models
                                                                                 if m.label in needed]}), progress)
-            catalog = _catalog_dict(spec)
             bar = _bar(len(todo), "sweep", progress)
             try:
                 for row in _execute(todo, profiles, catalog, engine, jobs, ray_address):

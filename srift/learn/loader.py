@@ -7,6 +7,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from srift.files import read_input_text
+
 __all__ = ["validate_model_dict", "load_model", "model_from_dict", "model_schema", "read_json"]
 
 
@@ -45,7 +47,11 @@ def read_json(path: str | Path) -> Any:
     """The parsed JSON document at `path` (ValueError naming the file when it is not JSON)."""
     p = Path(path)
     try:
-        return json.loads(p.read_text())
+        return json.loads(read_input_text(p))
+    except OSError as exc:
+        raise ValueError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{p}: not valid JSON: {exc}") from None
     except RecursionError:  # json recurses once per level of [[[[...]]]]

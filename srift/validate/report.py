@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from srift.files import read_input_text
+
 MEASUREMENT_SCHEMA = "srift.measurements/1"
 REPORT_SCHEMA = "srift.validate-report/1"
 
@@ -141,16 +143,15 @@ def append_measurements(path: str | os.PathLike[str], records: Iterable[dict[str
 def load_measurements(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a measurements file; ValueError names the line of a malformed or unknown record."""
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for i, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{i}: not valid JSON ({exc})") from exc
-            if not isinstance(rec, dict) or rec.get("schema") != MEASUREMENT_SCHEMA:
-                raise ValueError(f"{path}:{i}: schema must be {MEASUREMENT_SCHEMA!r}, got "
-                                 f"{rec.get('schema') if isinstance(rec, dict) else rec!r}")
-            out.append(rec)
+    for i, line in enumerate(read_input_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{i}: not valid JSON ({exc})") from exc
+        if not isinstance(rec, dict) or rec.get("schema") != MEASUREMENT_SCHEMA:
+            raise ValueError(f"{path}:{i}: schema must be {MEASUREMENT_SCHEMA!r}, got "
+                             f"{rec.get('schema') if isinstance(rec, dict) else rec!r}")
+        out.append(rec)
     return out

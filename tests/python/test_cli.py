@@ -1,6 +1,7 @@
 """The command line: readable tables, --json, one-line errors."""
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -14,6 +15,14 @@ def test_durations():
     assert parse_duration_hours("2d") == 48
     assert parse_duration_hours("7200s") == 2
     assert parse_duration_hours("3") == 3
+    # numbers as Python writes them: exponents, a bare point
+    assert parse_duration_hours("1e-300h") == 1e-300
+    assert parse_duration_hours("1.5E3s") == pytest.approx(1500 / 3600)
+    assert parse_duration_hours(".5d") == 12
+    for text, message in (("0h", "finite and > 0"), ("1e999h", "finite and > 0"), ("12 hours", "must look like"),
+                          ("-1h", "must look like")):
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            parse_duration_hours(text)
 
 
 def test_recommend_json(capsys, tmp_path, resnet50_profile):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import struct
 
@@ -158,6 +159,24 @@ def test_json_output_is_strict_json(capsys, prof):
     assert doc["search"]["optimal"] is False
 
 
+def test_every_json_output_is_strict_json(capsys, prof):
+    """--emit json, catalog --json, sweep --json and validate --json go through one writer
+    (srift.jsonout), which writes non-finite numbers as null."""
+    from srift import jsonout
+
+    assert jsonout.dumps({"a": math.inf, "b": [math.nan, 1.5], "c": (-math.inf,)}, indent=None) == \
+        '{"a": null, "b": [null, 1.5], "c": [null]}'
+
+    def refuse(token):
+        raise ValueError(f"non-JSON number {token}")
+
+    for argv in (["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "1000",
+                  "--deadline", "12h", "--types", TYPES, "--emit", "json"],
+                 ["catalog", "show", "--family", "p3", "--json"]):
+        assert main(argv) == 0
+        json.loads(capsys.readouterr().out, parse_constant=refuse)
+
+
 def test_a_closed_pipe_is_not_an_error(tmp_path, prof):
     import subprocess
     import sys
@@ -179,3 +198,9 @@ def test_an_unavailable_device_fails_before_the_model_is_built(capsys, monkeypat
     monkeypatch.setattr(zoo, "build", never)
     assert main(["profile", "--model", "resnet50", "--device", "tpu"]) == 2
     assert "device: 'tpu' is not available here; available: cpu, meta" in capsys.readouterr().err
+
+
+def test_confidence_needs_a_deadline(capsys, prof):
+    assert main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "1000",
+                 "--budget", "100", "--confidence", "0.9"]) == 2
+    assert "--confidence is the probability of meeting --deadline" in capsys.readouterr().err

@@ -131,6 +131,9 @@ def test_question_is_required_and_validated(resnet50_profile):
     ({"catalog": "catalog.json"}, r"catalog must be a Catalog \(srift.Catalog.load\(path\).*got str 'catalog.json'"),
     ({"config": {"precision": "amp"}}, r"config must be an EngineConfig .*got dict"),
     ({"spot_assumptions": {"provisioning_s": 60}}, r"spot_assumptions must be a SpotAssumptions .*got dict"),
+    # a confidence with a budget alone was accepted and meant nothing
+    ({"deadline_hours": None, "budget_usd": 100, "deadline_confidence": 0.9},
+     "deadline_confidence=0.9 is the probability of meeting deadline_hours, and none was given"),
 ])
 def test_bad_arguments_name_the_field(resnet50_profile, kwargs, fragment):
     args = {"global_batch": 64, "iterations": 1000, "deadline_hours": 12, "regions": "us-east-1", **kwargs}

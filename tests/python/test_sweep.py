@@ -188,6 +188,13 @@ _BASE = {"models": ["resnet50"], "global_batch": 8, "iterations": 10, "constrain
     ({"regions": ["us-east-1", ""]}, r"^regions\[1\] must name a region"),
     ({"types": []}, r"^types must name at least one instance type"),
     ({"schema": "srift.sweep/2"}, r"^schema: 'srift\.sweep/2' is not a sweep spec version .*srift\.sweep/1"),
+    ({"regions": [[]]}, r"^regions\[0\] must name a region, several .*got \[\]$"),
+    # refused when the spec is read, not row by row once the sweep runs
+    ({"global_batch": [8, 2**31]}, r"^global_batch must be at most 2147483647"),
+    ({"max_types": 17}, r"^max_types must be at most 16"),
+    ({"max_instances_per_type": 2**40}, r"^max_instances_per_type must be at most 2147483647"),
+    ({"max_accumulation_steps": 2**31}, r"^max_accumulation_steps must be at most"),
+    ({"precision": "fp16"}, r"^precision must be one of fp32, tf32, amp"),
 ])
 def test_spec_refuses_empty_axes_and_unknown_versions(extra, message):
     with pytest.raises(ValueError, match=message):
@@ -200,6 +207,26 @@ def test_spec_schema_key_is_optional_and_keeps_task_keys():
     assert versioned.regions == plain.regions == ["us-east-1", "us-west-2,eu-west-1"]
     ids = {"resnet50": {"zoo": "resnet50"}}  # no profiling: keys hash what the spec says
     assert [t["key"] for t in tasks(plain, ids)] == [t["key"] for t in tasks(versioned, ids)]
+
+
+def test_spec_schema_null_reads_as_absent_like_every_other_key():
+    assert parse_spec({**_BASE, "schema": None}).models == parse_spec(_BASE).models
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"regions": ["us-east-1", "us-esat-1"]}, r"^regions\[1\]: regions \['us-esat-1'\] are not in the catalog"),
+    ({"types": ["g5.xlarge", "g5.xlarg"]}, r"^types: instance = 'g5.xlarg': unknown .*did you mean 'g5.xlarge'"),
+    ({"exclude": ["p9.huge"]}, r"^exclude: instance = 'p9.huge': unknown"),
+])
+def test_sweep_refuses_names_the_catalog_lacks_before_profiling(tmp_path, monkeypatch, extra, message):
+    import srift.sweep as sweep
+
+    def no_profiling(*args, **kwargs):
+        raise AssertionError("profiled before the names were checked")
+
+    monkeypatch.setattr(sweep, "_profile_models", no_profiling)
+    with pytest.raises(ValueError, match=message):
+        run_sweep(parse_spec({**_BASE, **extra}), tmp_path / "out.csv", jobs=0, progress=False)
 
 
 def test_spec_profile_that_is_a_directory(tmp_path):
