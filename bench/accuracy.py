@@ -666,6 +666,13 @@ def ratio_engine_path(w) -> None:
         print(json.dumps({"split": f"compute_leave_one_gpu_out_engine_path/{source}",
                           "before_anchor_roofline_curve_ratio_at_anchor_batch": stats(ape(before[m], truth[m])),
                           f"engine_path_blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[m], truth[m]))}))
+    # Where the error is: each (anchor chip -> target chip) of the labs whose pairs miss the target
+    for source in ("gavel", "sia"):
+        pairs = sorted({(a.chip, b.chip) for (a, b), keep in zip(meta, ok) if keep and b.source == source})
+        for chips in pairs:
+            m = ok & np.array([b.source == source and (a.chip, b.chip) == chips for a, b in meta])
+            print(json.dumps({"split": f"compute_leave_one_gpu_out_engine_path/{source}/{chips[0]}->{chips[1]}",
+                              "as_shipped": stats(ape(guarded[m], truth[m])), "v0_roofline": stats(ape(base[m], truth[m]))}))
 
 
 def absolute_engine_path(w) -> None:
