@@ -104,8 +104,7 @@ std::string held_conflict(const SearchRequest& r) {
       return why.str();
     }
     if (max_local_batch(r.workload, inst, r.sim_options()) < 1) {
-      why << "every plan keeps the held " << group << ", whose GPUs cannot hold the model and one sample"
-          << (r.max_local_batch > 0 ? "" : " in memory");
+      why << "every plan keeps the held " << group << ", whose GPUs cannot hold the model and one sample in memory";
       return why.str();
     }
   }
