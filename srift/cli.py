@@ -11,6 +11,7 @@ import sys
 from typing import Any, Callable, Sequence
 
 from srift import jsonout, report
+from srift.files import check_output_path
 
 __all__ = ["main", "build_parser", "parse_duration_hours"]
 
@@ -145,7 +146,9 @@ def _add_emit(p: argparse.ArgumentParser) -> None:
     g.add_argument("--emit-to", metavar="FILE", default=None,
                    help="write the launch spec to FILE and print the table as usual")
     g.add_argument("--script", default="train.py", help="training script the launch spec runs (default train.py)")
-    g.add_argument("--script-args", default="", help="arguments for the script, one quoted string")
+    g.add_argument("--script-args", default="", help="arguments for the script, one quoted string; write "
+                        "--script-args=--amp when it starts with '-' and has no space (argparse would read "
+                        "--amp as an option of srift's)")
     g.add_argument("--name", default="srift-train", help="SkyPilot task / job group name")
 
 
@@ -275,6 +278,8 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         return 0
     if not args.model:
         raise UserError("give --model NAME (or --list to see the zoo)")
+    if args.output:
+        check_output_path(args.output, "-o")
     prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
                         warmup=args.warmup, repeats=args.repeats, ddp=_ddp_options(args))
     if args.output:

@@ -94,10 +94,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_refresh(args: argparse.Namespace) -> int:
     import boto3
+    import botocore.exceptions
 
     from srift.catalog_aws import CatalogRefreshError, StaleCatalogWarning, refresh
 
-    session = boto3.session.Session(profile_name=args.profile) if args.profile else None
+    try:
+        session = boto3.session.Session(profile_name=args.profile) if args.profile else None
+    except botocore.exceptions.ProfileNotFound:
+        raise ValueError(f"--profile {args.profile!r}: no such AWS profile in the AWS config and credentials "
+                         "files (aws configure list-profiles lists them)") from None
     base = catalog_from_args(args)
     regions = None
     if args.regions and args.regions != ["all"]:

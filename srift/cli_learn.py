@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from datetime import datetime, timezone
 from typing import Any
+
+from srift import jsonout
+from srift.files import check_output_path
 
 __all__ = ["register", "probe_network", "default_probe_ranks", "fit_alpha_beta"]
 
@@ -25,8 +27,11 @@ def register(subparsers: Any) -> None:
                    help="local processes (single-host probe; default: every visible GPU, as srift plans whole "
                         "instances, or 2 gloo processes without GPUs)")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--loopback", action="store_true",
+                   help="without NCCL on the ranks' GPUs, store gloo's allreduce between processes on this one "
+                        "host as the instance's network link (tests and emulated hosts: it is not the NIC)")
     p.add_argument("--out", default="-", help="overrides file to write ('-': stdout)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="also print the raw sweep (sizes, seconds) as JSON on stderr")
     p.set_defaults(func=_cmd_probe)
 
 
@@ -61,19 +66,39 @@ def default_probe_ranks() -> int:
     return n if n >= 2 else 2
 
 
+MIN_BANDWIDTH_BYTES = 1 << 20  # the bandwidth is fitted on messages this large or larger
+
+
 def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 << 30, ranks: int | None = None,
-                  repeats: int = 5) -> dict[str, Any]:
+                  repeats: int = 5, *, loopback: bool = False) -> dict[str, Any]:
     """Allreduce sweep among `ranks` local processes (default_probe_ranks() when None); a
-    catalog-overrides document."""
+    catalog-overrides document. With NCCL on `ranks` GPUs it measures the instance's
+    interconnect (`measured_intra_*`). Without, it would time gloo between processes on this one
+    host, which is loopback and not the instance's NIC: ValueError unless ``loopback`` (tests
+    and emulated hosts), which stores it as the network link."""
     import torch
 
+    from srift import checks
+    from srift.catalog import Catalog
     from srift.validate.launcher import run_ranks
 
+    Catalog.default().instance(instance_type)  # an unknown type would give an overrides file srift refuses
     if ranks is None:
         ranks = default_probe_ranks()
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 2:
         raise ValueError(f"ranks: expected an integer >= 2 (an allreduce needs two processes), got {ranks!r}")
-    backend = "nccl" if torch.cuda.is_available() and torch.cuda.device_count() >= ranks else "gloo"
+    checks.integer("min_bytes", min_bytes)
+    checks.integer("max_bytes", max_bytes, low=max(min_bytes, MIN_BANDWIDTH_BYTES), high=1 << 34)
+    checks.integer("repeats", repeats, high=10_000)
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    backend = "nccl" if gpus >= ranks else "gloo"
+    if backend == "gloo" and not loopback:
+        raise ValueError(f"probing {instance_type} needs NCCL on {ranks} GPUs of this instance (found {gpus}): "
+                         "gloo between processes on one host measures loopback, not the instance's NIC, and "
+                         "storing it as the network link would mislead every prediction. On a 1-GPU type the "
+                         "link that matters is the network between instances, which one host cannot probe; "
+                         "give --ranks N for fewer GPUs, or --loopback to store the loopback figure anyway "
+                         "(tests, emulated hosts)")
     sizes, s = [], min_bytes
     while s <= max_bytes:
         sizes.append(s)
@@ -88,6 +113,9 @@ def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 
     big = [(s, t) for s, t in zip(sizes, times) if s >= 1 << 20] or list(zip(sizes, times))
     bw, _ = fit_alpha_beta([s for s, _ in big], [t for _, t in big], ranks)
     _, lat = fit_alpha_beta(sizes, times, ranks)
+    if not math.isfinite(bw):
+        raise ValueError(f"allreduce times did not grow with message size ({min_bytes}-{max_bytes} B: "
+                         f"{', '.join(f'{t:.3g}' for t in times)} s): no bandwidth to fit; probe larger messages")
     gbytes = bw / 1e9
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     note = (f"srift probe-network {now}: {backend} allreduce over {ranks} local ranks, "
@@ -102,15 +130,18 @@ def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
-    doc = probe_network(args.instance_type, args.min_bytes, args.max_bytes, args.ranks, args.repeats)
+    if args.out != "-":
+        check_output_path(args.out, "--out")
+    doc = probe_network(args.instance_type, args.min_bytes, args.max_bytes, args.ranks, args.repeats,
+                        loopback=args.loopback)
     # The overrides validator knows no "measurements" section: keep the raw sweep in the note file.
     overrides = {k: v for k, v in doc.items() if k != "measurements"}
-    text = json.dumps(overrides, indent=2)
+    text = jsonout.dumps(overrides)
     if args.out == "-":
         print(text)
     else:
         with open(args.out, "w") as f:
             f.write(text + "\n")
     if args.json:
-        print(json.dumps(doc["measurements"]), file=sys.stderr)
+        print(jsonout.dumps(doc["measurements"], indent=None), file=sys.stderr)
     return 0

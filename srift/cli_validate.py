@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from srift import jsonout
+from srift.files import check_output_path
 
 __all__ = ["register", "cmd_validate"]
 
@@ -94,6 +95,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         het = "het" if len(set(quotas)) > 1 else "homo"
         labels.append(f"{args.model} {het} {'lo' if nic is None else f'{nic:g}G'}")
     _terminate_cleanly()
+    if args.measurements:
+        check_output_path(args.measurements, "--measurements")  # before the runs, not after them
     profile = None
     if args.profile:
         import srift

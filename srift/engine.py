@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from srift import _core, checks
+from srift.profile_data import EMULATED_DEVICE_PREFIX
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog, InstanceType
@@ -278,9 +279,13 @@ class Engine:
     def _check_gpu_measurements(self) -> None:
         """ValueError for a one-GPU measurement on a GPU the catalog does not know: nothing
         could read it (no specs to anchor on), and dropping it would plan as if it were not
-        there."""
+        there. `srift validate`'s emulated workers (EMULATED_DEVICE_PREFIX) are the exception:
+        their calibration, kept in a profile, means something only in the catalog validate
+        builds for them."""
         keys = set(self.catalog.gpu_keys())
         for j, m in enumerate(self.profile.measurements):
+            if m.device.startswith(EMULATED_DEVICE_PREFIX):
+                continue
             if m.gpus == 1 and not any(k in keys for k in self._resolve(m.device)):
                 try:
                     self.catalog.gpu(m.device)

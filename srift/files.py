@@ -38,3 +38,14 @@ def decode_text(data: bytes) -> str:
 def read_input_text(path: str | os.PathLike[str]) -> str:
     """read_input_bytes decoded as UTF-8, a leading byte-order mark dropped."""
     return decode_text(read_input_bytes(path))
+
+
+def check_output_path(path: str | os.PathLike[str], what: str) -> None:
+    """ValueError when ``path`` cannot be written: its folder is missing or it is a folder.
+    Checked before long work (profiling, a validation run, a probe), not after it."""
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(f"{what} {str(p)!r} is a folder; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{what} {str(p)!r}: folder {str(parent)!r} does not exist")

@@ -143,6 +143,9 @@ class Prediction:
 def resolve_region(catalog: Catalog, cluster: Cluster, region: str | None) -> str:
     """The region to price a cluster in: the one asked for, else the cheapest region where
     every group is priced. Raises ValueError saying what is not priced where."""
+    if region is not None and cluster.region is not None and region != cluster.region:
+        raise ValueError(f"region = {region!r}, but the cluster says @{cluster.region}: give one of them "
+                         f"(or the same)")
     wanted = region or cluster.region
     if wanted is not None:
         if wanted not in catalog.regions:

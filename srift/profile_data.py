@@ -269,6 +269,10 @@ def _check_positive(name: str, value: Any, *, integer: bool = False, optional: b
         raise ValueError(f"{name}: expected a {'positive integer' if integer else 'positive finite number'}, got {value!r}")
 
 
+# `srift validate` names its emulated CPU workers so (emu-cpu-t1, ...): devices of the catalog it
+# builds for the run, which a profile keeps when validate adds its calibration to it
+EMULATED_DEVICE_PREFIX = "emu-"
+
 MIN_TIMED_S, MAX_TIMED_S = 1e-6, 1e7  # a microsecond (under one kernel launch) to 16 weeks
 
 

@@ -556,6 +556,9 @@ def profile(
     """
     _check_args(model, batch, precision, optimizer, warmup, repeats, batch_sizes, bucket_cap_mb, first_bucket_mb,
                 allreduce_dtype)
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        # checked here: the profile's schema requires a string, and saving comes after the run
+        raise ValueError(f"name: expected a non-empty string (or None for the model's class name), got {name!r}")
     model_dev = _model_device(model)
     dev = check_device(device) if device is not None else model_dev
     if dev.type == "cuda" and dev.index is None:

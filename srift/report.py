@@ -37,6 +37,8 @@ def _finite(value: Any) -> bool:
 def hours(value: float | None) -> str:
     if not _finite(value):
         return "-"
+    if value < 1 / 60:  # under a minute: "0.0 min" said nothing
+        return seconds(value * 3600)
     if value < 1:
         return f"{value * 60:.1f} min"
     if value < 48:

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from srift.hostinfo import cpu_name, memory_gib
+from srift.profile_data import EMULATED_DEVICE_PREFIX
 from srift.validate import launcher as _launcher
 from srift.validate import netemu
 from srift.validate.report import ValidationReport, ValidationRun, ape, append_measurements, percentile
@@ -54,7 +55,7 @@ class WorkerSpec:
     def key(self) -> str:
         """Catalog GPU key of this speed class."""
         q = "" if self.cpu_quota is None else f"-q{int(round(self.cpu_quota * 100))}"
-        return f"emu-cpu-t{self.threads}{q}"
+        return f"{EMULATED_DEVICE_PREFIX}cpu-t{self.threads}{q}"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class HostSpec:
     def instance_name(self, nic_gbps: float | None = None) -> str:
         nic = self.nic_gbps if nic_gbps is None else nic_gbps
         rate = "lo" if nic is None else f"{nic:g}g"
-        return f"emu-{self.workers[0].key[len('emu-'):]}-x{len(self.workers)}-{rate}"
+        return f"{self.workers[0].key}-x{len(self.workers)}-{rate}"
 
 
 def emulated_cluster(hosts: int = 2, nic_gbps: float | None = 1.0, *, ranks_per_host: int = 1, threads: int = 1,
@@ -299,6 +300,11 @@ def validate(
     for name, v in (("warmup", warmup), ("iterations", iterations)):
         if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "warmup" else 1):
             raise ValueError(f"{name}: expected an integer >= {0 if name == 'warmup' else 1}, got {v!r}")
+    if profile is not None and profile.model != model:
+        # its layers, buckets and memory would be predicted as the model run here, and with
+        # add_to_profile this model's timings would be saved into it
+        raise ValueError(f"profile: it profiles {profile.model!r}, but the model validated is {model!r}; "
+                         f"give a profile of {model!r} (srift profile --model {model}) or none")
     real_mode, why = resolve_mode(mode)
     say = progress or (lambda s: None)
     base_profile = profile if profile is not None else _make_profile(model, options, optimizer)

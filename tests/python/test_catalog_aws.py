@@ -545,3 +545,13 @@ def test_cli_overrides_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     out = json.loads(capsys.readouterr().out)
     p32 = next(i for i in out["instances"] if i["name"] == "p3.2xlarge")
     assert p32["spot"]["usd_per_hour"] == 0.25
+
+
+def test_refresh_with_an_unknown_aws_profile_is_one_line(tmp_path, monkeypatch, capsys):
+    # botocore's ProfileNotFound used to come out as a traceback
+    from srift.cli import main
+
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    assert main(["catalog", "refresh", "--profile", "nosuchprofile"]) == 2
+    assert "--profile 'nosuchprofile': no such AWS profile" in capsys.readouterr().err

@@ -323,3 +323,11 @@ def test_ddp_buckets_and_allreduce_dtype_as_the_code_builds_them():
     assert [b.bytes for b in bf16.buckets] == pytest.approx([b.bytes / 2 for b in default.buckets], rel=1e-12)
     assert bf16.comm_s < default.comm_s and bf16.iteration_s < default.iteration_s
     assert one.iteration_s > default.iteration_s
+
+
+def test_a_region_that_contradicts_the_clusters_is_refused(resnet50_profile):
+    # --region used to win silently over the cluster's own @region
+    with pytest.raises(ValueError, match="region = 'us-east-1', but the cluster says @us-west-2"):
+        srift.predict(resnet50_profile, "2x p3.16xlarge @us-west-2", global_batch=64, region="us-east-1")
+    pred = srift.predict(resnet50_profile, "2x p3.16xlarge @us-west-2", global_batch=64, region="us-west-2")
+    assert pred.region == "us-west-2"

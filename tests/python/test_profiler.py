@@ -283,6 +283,8 @@ def test_forward_failure_names_the_module():
         ({"warmup": -1}, "warmup"),
         ({"batch_sizes": [4, 0]}, r"batch_sizes\[1\]"),
         ({"bucket_cap_mb": -1}, "bucket_cap_mb"),
+        ({"name": 123}, "name: expected a non-empty string"),  # the profile could not be saved
+        ({"name": " "}, "name: expected a non-empty string"),
     ],
 )
 def test_bad_arguments(kwargs, match):

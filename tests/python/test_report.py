@@ -79,6 +79,8 @@ def test_interval_uses_p10_p90_when_present():
 
 def test_units():
     assert report.hours(0.5) == "30.0 min" and report.hours(3) == "3.00 h" and report.hours(72) == "3.0 d"
+    # under a minute in seconds: a 2 s deadline read "0.0 min"
+    assert report.hours(2 / 3600) == "2.000 s" and report.hours(0.1 / 3600) == "100.0 ms"
     assert report.usd(1234.5) == "$1,234.50" and report.usd(0.01234) == "$0.0123" and report.usd(None) == "-"
     assert report.seconds(0.0123) == "12.3 ms" and report.rate(float("nan")) == "-"
 

@@ -168,6 +168,20 @@ def test_validate_appends_to_profile(calibrator: Calibrator) -> None:
     assert "on purpose" in rep.failures[0]["error"]
     got = prof.measurements_for("emu-cpu-t1")
     assert len(got) == 8 and all(m.source == "srift validate calibration" for m in got)  # 2 passes
+    # the profile stays usable with the bundled catalog, which has no emulated workers
+    import srift
+
+    assert srift.predict(prof, "1x g4dn.xlarge", global_batch=8).iteration_s > 0
+
+
+def test_validate_refuses_a_profile_of_another_model() -> None:
+    from srift.validate.runner import _make_profile
+
+    prof = _make_profile("resnet18_cifar", {}, "sgd")
+    with pytest.raises(ValueError, match="profile: it profiles 'resnet18_cifar', but the model validated is 'ncf'"):
+        validate("ncf", 5, [emulated_cluster(2, None)], mode="loopback", launcher="direct", profile=prof,
+                 add_to_profile=True)
+    assert prof.measurements == []
 
 
 @pytest.mark.skipif(NETNS_REASON is not None, reason=f"emulated hosts unavailable: {NETNS_REASON}")
