@@ -517,11 +517,18 @@ class CatalogDiff:
     # (market, instance, region, old USD/h or None, new USD/h or None)
     price_changes: list[tuple[str, str, str, float | None, float | None]] = field(default_factory=list)
     changed_gpus: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    added_gpus: list[str] = field(default_factory=list)
+    removed_gpus: list[str] = field(default_factory=list)
+    # (instance, region, old class or None, new class or None): the spot preemption model reads them
+    interruption_changes: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
+    # (instance, old quota or None, new quota or None): a plan's instance cap
+    quota_changes: list[tuple[str, int | None, int | None]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         return not (self.added_instances or self.removed_instances or self.changed_instances
-                    or self.added_regions or self.removed_regions or self.price_changes or self.changed_gpus)
+                    or self.added_regions or self.removed_regions or self.price_changes or self.changed_gpus
+                    or self.added_gpus or self.removed_gpus or self.interruption_changes or self.quota_changes)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -529,6 +536,9 @@ class CatalogDiff:
             {"market": m, "instance": i, "region": r, "old_usd_per_hour": o, "new_usd_per_hour": n}
             for m, i, r, o, n in self.price_changes
         ]
+        d["interruption_changes"] = [{"instance": i, "region": r, "old": o, "new": n}
+                                     for i, r, o, n in self.interruption_changes]
+        d["quota_changes"] = [{"instance": i, "old": o, "new": n} for i, o, n in self.quota_changes]
         return d
 
 
@@ -552,6 +562,14 @@ def diff_catalogs(old: Catalog, new: Catalog) -> CatalogDiff:
                 pb = rb.get(region, {}).get("usd_per_hour")
                 if pa != pb:
                     prices.append((market, name, region, pa, pb))
+    both = set(ai) & set(bi)  # added and removed types are reported as such
+    interruptions = []
+    ia, ib = a.get("interruption", {}), b.get("interruption", {})
+    for name in sorted((set(ia) | set(ib)) & both):
+        ra, rb = ia.get(name, {}), ib.get(name, {})
+        interruptions += [(name, r, ra.get(r), rb.get(r)) for r in sorted(set(ra) | set(rb)) if ra.get(r) != rb.get(r)]
+    qa, qb = a.get("quotas", {}), b.get("quotas", {})
+    quotas = [(n, qa.get(n), qb.get(n)) for n in sorted((set(qa) | set(qb)) & both) if qa.get(n) != qb.get(n)]
     return CatalogDiff(
         added_instances=sorted(set(bi) - set(ai)),
         removed_instances=sorted(set(ai) - set(bi)),
@@ -560,4 +578,8 @@ def diff_catalogs(old: Catalog, new: Catalog) -> CatalogDiff:
         removed_regions=sorted(set(a["regions"]) - set(b["regions"])),
         price_changes=prices,
         changed_gpus=gpus,
+        added_gpus=sorted(set(b["gpus"]) - set(a["gpus"])),
+        removed_gpus=sorted(set(a["gpus"]) - set(b["gpus"])),
+        interruption_changes=interruptions,
+        quota_changes=quotas,
     )

@@ -161,6 +161,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for name, changes in d.changed_instances.items():
         for k, (a, b) in changes.items():
             print(f"~ {name}.{k}: {a!r} -> {b!r}")
+    for key in d.added_gpus:
+        print(f"+ gpu {key}")
+    for key in d.removed_gpus:
+        print(f"- gpu {key}")
     for key, changes in d.changed_gpus.items():
         for k, (a, b) in changes.items():
             print(f"~ gpu {key}.{k}: {a!r} -> {b!r}")
@@ -170,6 +174,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"- region {r}")
     for market, name, region, a, b in d.price_changes:
         print(f"$ {market} {name} {region}: {_fmt(a, 4)} -> {_fmt(b, 4)}")
+    for name, region, a, b in d.interruption_changes:
+        print(f"! spot interruption {name} {region}: {a or '-'} -> {b or '-'}")
+    for name, a, b in d.quota_changes:
+        print(f"# quota {name}: {'-' if a is None else a} -> {'-' if b is None else b}")
     return 0
 
 

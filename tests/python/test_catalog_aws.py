@@ -555,3 +555,27 @@ def test_refresh_with_an_unknown_aws_profile_is_one_line(tmp_path, monkeypatch, 
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
     assert main(["catalog", "refresh", "--profile", "nosuchprofile"]) == 2
     assert "--profile 'nosuchprofile': no such AWS profile" in capsys.readouterr().err
+
+
+def test_cli_diff_reports_interruptions_quotas_and_gpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # each changes plans (the spot model, a type's cap, the GPU table), and diff said "no differences"
+    old = Catalog.default()
+    d = old.to_dict()
+    before = d["interruption"]["p3.16xlarge"]["us-east-1"]
+    d["interruption"]["p3.16xlarge"]["us-east-1"] = ">20%"
+    d["quotas"]["p3.2xlarge"] = 4
+    d["gpus"]["X100-99GB"] = dict(d["gpus"]["T4"])
+    Catalog.from_dict(d).save(tmp_path / "b.json")
+    old.save(tmp_path / "a.json")
+    assert _run(["catalog", "diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    text = capsys.readouterr().out
+    assert f"! spot interruption p3.16xlarge us-east-1: {before} -> >20%" in text
+    assert "# quota p3.2xlarge: - -> 4" in text and "+ gpu X100-99GB" in text
+    assert _run(["catalog", "diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["interruption_changes"] == [{"instance": "p3.16xlarge", "region": "us-east-1", "old": before,
+                                            "new": ">20%"}]
+    assert out["quota_changes"] == [{"instance": "p3.2xlarge", "old": None, "new": 4}]
+    assert out["added_gpus"] == ["X100-99GB"] and out["removed_gpus"] == []
+    assert _run(["catalog", "diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")]) == 0
+    assert capsys.readouterr().out.strip() == "no differences"
