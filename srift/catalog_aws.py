@@ -530,18 +530,21 @@ def _read_region_cache(path: Path, max_age_s: float, now: _dt.datetime) -> dict[
 
 
 def _fallback(reason: str, base: Catalog | None, cache: bool, report: RefreshReport) -> Catalog:
-    """AWS unreachable: the newest cached refresh, else the bundled snapshot, with a warning."""
+    """AWS unreachable: the catalog the user gave (``base`` other than the bundled one), else
+    the newest cached refresh, else the bundled snapshot, with a warning naming which."""
     cached = cache_dir() / "catalog.json"
     catalog: Catalog | None = None
-    if cache and cached.is_file():
+    given = base is not None and base is not Catalog.default()  # a --catalog or overrides: theirs, not the cache
+    if cache and not given and cached.is_file():
         try:
             catalog = Catalog.load(cached)
             what = f"the cached refresh {cached} from {catalog.refreshed_at or catalog.generated_at}"
         except ValueError:
             catalog = None
     if catalog is None:
-        catalog = base or Catalog.default()
-        what = f"the bundled snapshot generated {catalog.generated_at}"
+        catalog = base if given else Catalog.default()
+        what = (f"the given catalog ({catalog.origin}) generated {catalog.generated_at}" if given
+                else f"the bundled snapshot generated {catalog.generated_at}")
     age = catalog.age_days()
     age_txt = f"{age:.0f} days old" if age is not None else "age unknown"
     msg = f"{reason}; using {what} ({age_txt})"

@@ -430,6 +430,18 @@ def test_unreachable_prefers_cached_refresh(aws_env: Path) -> None:
         refresh(["us-east-1"], progress=False, endpoint_url=closed_port_url(), max_attempts=1, fallback=False)
 
 
+def test_unreachable_falls_back_to_the_catalog_given_not_the_cache(aws_env: Path) -> None:
+    # the cached refresh used to replace a --catalog / --catalog-overrides the user gave
+    newer = Catalog.default().to_dict()
+    newer["refreshed_at"] = "2026-11-19T00:00:00Z"
+    Catalog(newer).save(aws_env / "catalog.json")
+    mine = Catalog.default().with_overrides({"schema": "srift.catalog-overrides/1", "prices": [
+        {"instance": "p3.2xlarge", "region": "us-east-1", "market": "on-demand", "usd_per_hour": 1.0}]})
+    with pytest.warns(StaleCatalogWarning, match=r"using the given catalog \(.*\) generated"):
+        cat, _ = refresh(["us-east-1"], progress=False, endpoint_url=closed_port_url(), max_attempts=1, base=mine)
+    assert cat.price("p3.2xlarge", "us-east-1", "on-demand") == 1.0
+
+
 def _seed_cache(cache: Path) -> dict[Path, bytes]:
     (cache / "aws").mkdir(parents=True, exist_ok=True)
     old = Catalog.default().to_dict()
