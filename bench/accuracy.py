@@ -27,6 +27,10 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               anchor moved along its measured curve to the target's batch, the
                               blended, shrunk, clipped ratio there: srift::LearnedCompute note
                               "anchored batch shape"), beside the engine before that note
+  compute_pair_ratio_floor/*   what the data allows on Gavel's and Sia's pairs: each (model,
+                              precision, anchor chip, target chip)'s measured ratio fitted in
+                              hindsight on its own test rows (a constant, a line in log batch),
+                              beside the shipped prediction on the same rows
   compute_absolute_leave_one_gpu_out_engine_path  the absolute model as the engine applies it
                               (one affine model per GPU fitted on a batch grid) vs at each
                               row's own batch vs the old reference-batch-32 scaling
@@ -673,6 +677,39 @@ def ratio_engine_path(w) -> None:
             m = ok & np.array([b.source == source and (a.chip, b.chip) == chips for a, b in meta])
             print(json.dumps({"split": f"compute_leave_one_gpu_out_engine_path/{source}/{chips[0]}->{chips[1]}",
                               "as_shipped": stats(ape(guarded[m], truth[m])), "v0_roofline": stats(ape(base[m], truth[m]))}))
+    pair_ratio_floor(meta, truth, guarded, ok)
+
+
+def pair_ratio_floor(meta, truth: np.ndarray, shipped: np.ndarray, ok: np.ndarray) -> None:
+    """What any anchored model smooth in the batch could score on a lab's pairs, at best: the
+    measured log ratio of each (model, precision, anchor chip, target chip) fitted in hindsight
+    on the test truths themselves, as a constant or as a line in log batch, and scored on the
+    same rows (in-sample, so a floor on the error, not a prediction). A model that gives every
+    batch of a pair the same correction cannot beat the constant; one whose correction moves
+    smoothly with the batch cannot beat the line by much. Only groups with at least three
+    distinct target batches are scored (Lambda times one batch per GPU, so it has none), beside
+    the shipped prediction on the same rows."""
+    for source in ("gavel", "sia"):
+        groups: dict[tuple, list[int]] = {}
+        for i, (a, b) in enumerate(meta):
+            if ok[i] and b.source == source:
+                groups.setdefault((a.workload, a.precision, a.chip, b.chip), []).append(i)
+        rows, constant, line, scored = [], [], [], 0
+        for members in groups.values():
+            log_batch = np.log([meta[i][1].batch for i in members])
+            if len(set(log_batch)) < 3:
+                continue
+            t = truth[members]
+            scored += 1
+            rows += members
+            constant += list(np.full(len(t), t.mean()))
+            line += list(np.polyval(np.polyfit(log_batch, t, 1), log_batch))
+        if not rows:
+            continue
+        print(json.dumps({"split": f"compute_pair_ratio_floor/{source}",
+                          "hindsight_constant_per_pair": stats(ape(np.array(constant), truth[rows])),
+                          "hindsight_line_in_log_batch_per_pair": stats(ape(np.array(line), truth[rows])),
+                          "as_shipped": stats(ape(shipped[rows], truth[rows])), "pairs_scored": scored}))
 
 
 def absolute_engine_path(w) -> None:
