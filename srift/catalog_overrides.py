@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from srift.catalog import INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, SCHEMA_PATH, format_json_path
-from srift.files import decode_text, read_input_bytes
+from srift.files import decode_text, read_input_bytes, strip_bom
 
 if TYPE_CHECKING:  # pragma: no cover
     from srift.catalog import Catalog
@@ -179,7 +179,7 @@ def load_overrides(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[
     is_toml = path.suffix.lower() == ".toml"
     if not is_toml and path.suffix.lower() != ".json":
         # No telling suffix: JSON documents start with "{".
-        is_toml = not raw.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{")
+        is_toml = not strip_bom(raw).lstrip().startswith(b"{")
     if is_toml:
         if sys.version_info >= (3, 11):
             import tomllib

@@ -415,9 +415,9 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
 
     def text() -> str:
         s = rec.search
-        goal = (f"cheapest plan finishing {rec.iterations:,.0f} iterations within {report.hours(rec.deadline_hours)}"
+        goal = (f"cheapest plan finishing {report.count(rec.iterations)} iterations within {report.hours(rec.deadline_hours)}"
                 if rec.objective == "min_cost" else
-                f"fastest plan for {rec.iterations:,.0f} iterations within "
+                f"fastest plan for {report.count(rec.iterations)} iterations within "
                 + " and ".join(x for x in (rec.budget_usd and report.usd(rec.budget_usd),
                                            rec.max_usd_per_hour and report.usd(rec.max_usd_per_hour) + "/h") if x))
         exactness = ("optimal" if s.optimal else
@@ -477,7 +477,7 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
         from srift import plots
 
         plots.save_pareto(plans, args.plot, title=f"{prof.model}, global batch {args.global_batch}, "
-                                                  f"{args.iterations:,.0f} iterations: time-cost front")
+                                                  f"{report.count(args.iterations)} iterations: time-cost front")
         if not args.json:
             print(f"wrote the time-cost front to {args.plot}", file=sys.stderr)
     _emit(args, {"plans": [p.to_dict() for p in plans]},

@@ -30,6 +30,14 @@ def read_input_bytes(path: str | os.PathLike[str]) -> bytes:
     return data
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def strip_bom(data: bytes) -> bytes:
+    """The bytes without a leading UTF-8 byte-order mark."""
+    return data.removeprefix(UTF8_BOM)
+
+
 def decode_text(data: bytes) -> str:
     """UTF-8 text, a leading byte-order mark dropped (UnicodeDecodeError when not UTF-8)."""
     return data.decode("utf-8-sig")

@@ -148,7 +148,10 @@ def _positive(name: str, value: Any, allow_none: bool = True) -> float | None:
     return checks.optional_positive(name, value) if allow_none else checks.positive(name, value)
 
 
-def _regions(catalog: Catalog, regions: str | Sequence[str] | None) -> list[str]:
+def resolve_regions(catalog: Catalog, regions: str | Sequence[str] | None) -> list[str]:
+    """The regions a request names, checked against the catalog: None for the default regions
+    the catalog has, "all", a comma-separated string or a list of names (ValueError naming any
+    the catalog does not know)."""
     if regions is None:
         chosen = [r for r in DEFAULT_REGIONS if r in catalog.regions] or list(catalog.regions)
     elif isinstance(regions, str):
@@ -215,16 +218,16 @@ class _Space:
         self.spot = spot or SpotAssumptions()
         held_cluster = None if held is None else Cluster.parse(held)
         if held_cluster is not None and held_cluster.region:
-            _regions(catalog, [held_cluster.region])  # an unknown held region is named as such first
+            resolve_regions(catalog, [held_cluster.region])  # an unknown held region is named as such first
             # A plan is one region and keeps the held instances, so it runs where they run;
             # regions that leave theirs out would move running instances.
-            asked = _regions(catalog, regions) if regions is not None else None
+            asked = resolve_regions(catalog, regions) if regions is not None else None
             if asked is not None and held_cluster.region not in asked:
                 raise ValueError(f"held instances run in {held_cluster.region}, but regions is "
                                  f"{', '.join(asked)}: every plan keeps them there, so include "
                                  f"{held_cluster.region} or leave regions out")
             regions = [held_cluster.region]
-        self.regions = _regions(catalog, regions)
+        self.regions = resolve_regions(catalog, regions)
         self.markets = _markets(markets)
         if held_cluster is not None:
             self.markets = sorted(set(self.markets) | {g.market for g in held_cluster.groups}, key=MARKETS.index)

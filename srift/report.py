@@ -46,6 +46,13 @@ def hours(value: float | None) -> str:
     return f"{value / 24:.1f} d"
 
 
+def count(value: float | None) -> str:
+    """An iteration count: whole numbers with thousands separators, a fraction kept ("0.5", not "0")."""
+    if not _finite(value):
+        return "-"
+    return f"{value:,.0f}" if value == round(value) or value >= 1000 else f"{value:,.4g}"
+
+
 def usd(value: float | None) -> str:
     if not _finite(value):
         return "-"
@@ -287,7 +294,7 @@ def prediction_text(pred: Any) -> str:
              f"cost             {usd(pred.usd_per_hour)}/h, {usd(pred.usd_per_1k_samples)} per 1k samples"]
     if pred.iterations is not None:
         lines.append(f"whole run        {interval(pred)}, {usd(pred.total_usd)} "
-                     f"for {pred.iterations:,.0f} iterations")
+                     f"for {count(pred.iterations)} iterations")
     return "\n".join(lines)
 
 

@@ -577,13 +577,13 @@ def _check_names(spec: SweepSpec, catalog_dict: dict[str, Any] | None) -> None:
     """ValueError for a region or instance type the catalog does not know, before any model is
     profiled: every row naming it would fail the same way."""
     from srift.catalog import Catalog
-    from srift.planning import _regions
+    from srift.planning import resolve_regions
 
     catalog = Catalog.from_dict(catalog_dict) if catalog_dict is not None else Catalog.default()
     for i, regions in enumerate(spec.regions):
         if regions is not None:
             try:
-                _regions(catalog, regions)
+                resolve_regions(catalog, regions)
             except ValueError as exc:
                 raise ValueError(f"regions[{i}]: {exc}") from None
     for key, names in (("types", spec.types), ("exclude", spec.exclude)):

@@ -83,6 +83,9 @@ def test_units():
     assert report.hours(2 / 3600) == "2.000 s" and report.hours(0.1 / 3600) == "100.0 ms"
     assert report.usd(1234.5) == "$1,234.50" and report.usd(0.01234) == "$0.0123" and report.usd(None) == "-"
     assert report.seconds(0.0123) == "12.3 ms" and report.rate(float("nan")) == "-"
+    # iteration counts: a fraction of an iteration printed "0 iterations"
+    assert report.count(0.5) == "0.5" and report.count(12.25) == "12.25" and report.count(100000) == "100,000"
+    assert report.count(1234.6) == "1,235" and report.count(None) == "-"
 
 
 def test_rich_tables_only_when_asked():
