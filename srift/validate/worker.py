@@ -152,16 +152,13 @@ def _timed_allreduce(tensor: Any, cuda: bool) -> float:
     return time.perf_counter() - t0
 
 
-def _allreduce_sweep(cfg: dict[str, Any], rank: int, world: int, local_rank: int, device: Any,
-                     cuda: bool) -> dict[str, Any]:
-    """Median seconds of one allreduce per message size, every rank starting together."""
+def allreduce_times(sizes: list[int], repeats: int, device: Any, cuda: bool) -> tuple[list[float], list[list[float]]]:
+    """Median seconds of one float32 allreduce per message size (bytes) in the initialised
+    default process group, and each size's [p10, p90]: one untimed call per size (connections,
+    buffers), then `repeats` timings, all ranks released together by a barrier before each."""
     import torch
     import torch.distributed as dist
 
-    backend = cfg.get("backend") or ("nccl" if cuda else "gloo")
-    dist.init_process_group(backend=backend, timeout=_dt.timedelta(seconds=float(cfg.get("collective_timeout_s", 120))))
-    sizes = [int(s) for s in cfg["message_bytes"]]
-    repeats = int(cfg.get("repeats", 5))
     medians, spreads = [], []
     for nbytes in sizes:
         x = torch.ones(max(nbytes // 4, 1), dtype=torch.float32, device=device)
@@ -172,6 +169,19 @@ def _allreduce_sweep(cfg: dict[str, Any], rank: int, world: int, local_rank: int
             ts.append(_timed_allreduce(x, cuda))
         medians.append(statistics.median(ts))
         spreads.append([_pct(ts, 0.1), _pct(ts, 0.9)])
+    return medians, spreads
+
+
+def _allreduce_sweep(cfg: dict[str, Any], rank: int, world: int, local_rank: int, device: Any,
+                     cuda: bool) -> dict[str, Any]:
+    """Median seconds of one allreduce per message size, every rank starting together."""
+    import torch.distributed as dist
+
+    backend = cfg.get("backend") or ("nccl" if cuda else "gloo")
+    dist.init_process_group(backend=backend, timeout=_dt.timedelta(seconds=float(cfg.get("collective_timeout_s", 120))))
+    sizes = [int(s) for s in cfg["message_bytes"]]
+    repeats = int(cfg.get("repeats", 5))
+    medians, spreads = allreduce_times(sizes, repeats, device, cuda)
     dist.barrier()
     dist.destroy_process_group()
     return {"schema": RESULT_SCHEMA, "status": "ok", "mode": "allreduce", "rank": rank, "world_size": world,

@@ -75,3 +75,98 @@ def test_probe_arguments_are_checked_before_any_process_starts(kwargs, message):
     args = {"instance_type": "g5.xlarge", "ranks": 2, "loopback": True, **kwargs}
     with pytest.raises(ValueError, match=message):
         probe_network(**args)
+
+
+# ---- across instances: srift probe-network --distributed under torchrun --------------------
+
+def _torchrun_probe(tmp_path, prefixes, master, extra=(), env_extra=None, timeout=180):
+    """One torchrun agent per host (argv prefix per host), each running the srift CLI with
+    --distributed; (return codes, rank 0's output document or None, the agents' logs)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from srift.validate.launcher import free_port
+
+    srift_exe = str(Path(sys.executable).parent / "srift")
+    out = tmp_path / "probe.json"
+    port = free_port()
+    procs = []
+    for node, prefix in enumerate(prefixes):
+        argv = [*prefix, sys.executable, "-m", "torch.distributed.run", f"--nnodes={len(prefixes)}",
+                f"--node_rank={node}", "--nproc_per_node=1", f"--master_addr={master}", f"--master_port={port}",
+                "--max_restarts=0", "--monitor_interval=0.5", "--no-python", srift_exe, "probe-network",
+                "--instance-type", "g5.xlarge", "--distributed", "--max-bytes", str(4 << 20), "--repeats", "3",
+                "--out", str(out), *extra]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", **(env_extra or {})}
+        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                      cwd=str(tmp_path)))
+    logs = [p.communicate(timeout=timeout)[0] for p in procs]
+    doc = json.loads(out.read_text()) if out.exists() else None
+    return [p.returncode for p in procs], doc, logs
+
+
+def test_distributed_probe_outside_torchrun_says_how_to_launch(monkeypatch):
+    from srift.cli_learn import probe_network_distributed
+
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(k, raising=False)
+    with pytest.raises(ValueError, match=r"runs under torchrun.*WORLD_SIZE.*torchrun --nnodes N"):
+        probe_network_distributed("g5.xlarge")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "1")
+    with pytest.raises(ValueError, match="WORLD_SIZE=3 ranks of LOCAL_WORLD_SIZE=2 per node"):
+        probe_network_distributed("g5.xlarge")
+    with pytest.raises(ValueError, match="unknown EC2 instance type"):  # arguments first, before any rendezvous
+        probe_network_distributed("g5.xlarg")
+
+
+def test_distributed_probe_on_one_host_is_loopback_and_refused_unless_asked(tmp_path):
+    """Two torchrun nodes on this one host: their ring is loopback, not a NIC, so it is refused;
+    with --loopback it is stored as the link between instances, measured over both ranks."""
+    codes, doc, logs = _torchrun_probe(tmp_path, [[], []], "127.0.0.1")
+    assert all(c != 0 for c in codes) and doc is None
+    assert "the 2 torchrun nodes run on 1 host(s)" in logs[0]
+    codes, doc, logs = _torchrun_probe(tmp_path, [[], []], "127.0.0.1", extra=["--loopback"])
+    assert codes == [0, 0], logs
+    entry = doc["instances"]["g5.xlarge"]
+    assert entry["measured_network_gbytes_s"] > 0 and entry["measured_network_latency_us"] >= 0
+    assert "gloo allreduce over 2 ranks on 2 instances (1 each)" in entry["note"]
+    assert "measurements" not in doc  # the file is a valid overrides document
+    import srift
+
+    srift.Catalog.default().with_overrides(doc)
+
+
+NETNS_REASON = None
+try:
+    from srift.validate import netemu
+
+    NETNS_REASON = netemu.unavailable_reason()
+except Exception as exc:  # noqa: BLE001 - any reason the emulation cannot run here
+    NETNS_REASON = str(exc)
+
+
+@pytest.mark.skipif(NETNS_REASON is not None, reason=f"emulated hosts unavailable: {NETNS_REASON}")
+def test_distributed_probe_across_emulated_hosts_measures_their_nic(tmp_path, resnet50_profile):
+    """Two emulated hosts (network namespaces) with 0.5 Gbit/s NICs, one torchrun node each: the
+    probe finds the NIC (a 2-rank ring's bus bandwidth is the NIC's rate, 0.0625 GB/s), needs no
+    --loopback, and a 2-instance prediction then runs its ring at the measured bandwidth."""
+    import srift
+    from srift.validate import netemu
+
+    with netemu.emulate([0.5, 0.5]) as emu:
+        prefixes = [h.exec_prefix() for h in emu.hosts]
+        codes, doc, logs = _torchrun_probe(tmp_path, prefixes, emu.hosts[0].address,
+                                           env_extra={"GLOO_SOCKET_IFNAME": "eth0"})
+    assert codes == [0, 0], logs
+    gbytes = doc["instances"]["g5.xlarge"]["measured_network_gbytes_s"]
+    assert 0.5 * 0.0625 < gbytes < 1.1 * 0.0625
+    catalog = srift.Catalog.default().with_overrides(doc)
+    pred = srift.predict(resnet50_profile, "2x g5.xlarge", global_batch=64, catalog=catalog)
+    assert pred.ring_gbytes_s == pytest.approx(gbytes)
