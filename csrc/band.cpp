@@ -112,6 +112,9 @@ ScalingLookup scaling_lookup_unchecked(const ScalingBand& table, const int* gpus
 ScalingLookup scaling_lookup(const ScalingBand& table, const int* gpus, const int* counts, const GroupBand* bands,
                              int n) {
   if (n < 1 || n > kMaxGroups) detail::fail("groups", "1.." + std::to_string(kMaxGroups) + " groups", n);
+  if (gpus == nullptr || counts == nullptr || bands == nullptr) {
+    throw std::invalid_argument("scaling_lookup: gpus, counts and bands must point to n entries, got a null pointer");
+  }
   table.validate();
   int instances = 0;
   for (int j = 0; j < n; ++j) {
@@ -187,6 +190,9 @@ IterationBand iteration_band_unchecked(const IterationResult& result, const Grou
 IterationBand iteration_band(const IterationResult& result, const GroupSpec* groups, const GroupBand* bands, int n,
                              const ScalingBand& table) {
   if (n < 1 || n > kMaxGroups) detail::fail("groups", "1.." + std::to_string(kMaxGroups) + " groups", n);
+  if (groups == nullptr || bands == nullptr) {
+    throw std::invalid_argument("iteration_band: groups and bands must point to n entries, got a null pointer");
+  }
   if (!result.feasible()) {
     throw std::invalid_argument("result must be a feasible iteration (the band of an infeasible cluster is undefined)");
   }

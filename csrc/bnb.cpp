@@ -905,9 +905,10 @@ SearchResult search(const SearchRequest& request, const CancelToken* cancel) {
     result.stats.infeasible_batch += near.stats.infeasible_batch;
     result.why_none = detail::why_none(request, any_feasible, result.stats.infeasible_memory,
                                        result.stats.infeasible_batch, &result.closest);
-    if (near.stats.cancelled) {
+    if (near.stats.cancelled) {  // stopped before any plan: the header's gap for that is +inf
       result.stats.cancelled = true;
       result.optimal = false;
+      result.gap = kInf;
     }
     if (result.stats.cancelled) {  // what was not searched may hold a plan: say so first
       result.why_none = "the search stopped (time limit or cancel) before it found a plan that fits"

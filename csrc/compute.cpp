@@ -97,6 +97,7 @@ ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpe
                               const RooflineParams& params) {
   gpu.validate();
   params.validate();
+  detail::require_enum("precision", static_cast<int>(precision), 0, 2);
   detail::validate_layers(layers);
   detail::require_finite_nonneg("optimizer_bytes", optimizer_bytes);
   if (layers.empty()) throw std::invalid_argument("layers must not be empty, got 0 layers");
@@ -130,6 +131,7 @@ std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers
                                             double batch, const RooflineParams& params) {
   gpu.validate();
   params.validate();
+  detail::require_enum("precision", static_cast<int>(precision), 0, 2);
   detail::validate_layers(layers);
   detail::require_positive("batch", batch);
   std::vector<double> times;
@@ -151,9 +153,20 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
     const std::string f = "measurements[" + std::to_string(i) + "].";
     detail::require_positive(f + "local_batch", m.local_batch);
     detail::require_positive(f + "iteration_s", m.iteration_s);
-    // (medians of each phase need not add up: a forward + backward above the iteration
-    // leaves no optimizer time rather than being an error)
-    if (m.forward_s < 0 || m.backward_s < 0) split_measured = false;
+    // < 0 means "not measured"; NaN or inf is neither and gave an all-NaN model.
+    if (!std::isfinite(m.forward_s)) detail::fail(f + "forward_s", "finite (< 0: not measured)", m.forward_s);
+    if (!std::isfinite(m.backward_s)) detail::fail(f + "backward_s", "finite (< 0: not measured)", m.backward_s);
+    if (m.forward_s < 0 || m.backward_s < 0) {
+      split_measured = false;
+      continue;
+    }
+    // Medians of each phase need not add up: a forward + backward a little above the
+    // iteration leaves no optimizer time rather than being an error. Twice the iteration is
+    // not noise but a wrong field.
+    if (m.forward_s + m.backward_s > 2 * m.iteration_s) {
+      detail::fail(f + "forward_s + backward_s", "at most twice iteration_s (" + std::to_string(m.iteration_s) + " s)",
+                   m.forward_s + m.backward_s);
+    }
   }
 
   // With forward and backward measured, the rest of the iteration is the optimizer step (and

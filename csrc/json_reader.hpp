@@ -2,10 +2,12 @@
 // The core's internal JSON reader (not installed): learned-model documents and the compute
 // documents' combination fields are read with it. Every error names the JSON path.
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -154,11 +156,25 @@ class Parser {
     }
     if (i_ == start) error("unexpected character");
     const std::string text = s_.substr(start, i_ - start);
-    char* end = nullptr;
+    // std::from_chars, not strtod: strtod follows the process locale, and after a
+    // setlocale(LC_ALL, "de_DE.UTF-8") in the embedding program "4.3e-20" was malformed.
+    const char* first = text.data();
+    const char* const last = first + text.size();
+    if (*first == '+') ++first;
     Json v;
     v.t = Json::T::number;
-    v.num = std::strtod(text.c_str(), &end);
-    if (end != text.c_str() + text.size()) error("malformed number '" + text + "'");
+    const std::from_chars_result r = std::from_chars(first, last, v.num);
+    if (r.ptr != last || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) {
+      error("malformed number '" + text + "'");
+    }
+    if (r.ec == std::errc::result_out_of_range) {
+      // as strtod: past the largest double is infinite (a check then names the field), below
+      // the smallest is zero
+      const std::size_t e = text.find_first_of("eE");
+      const bool overflow = e == std::string::npos || text.find('-', e) == std::string::npos;
+      const double magnitude = overflow ? HUGE_VAL : 0.0;
+      v.num = text[0] == '-' ? -magnitude : magnitude;
+    }
     return v;
   }
   std::string string_body() {

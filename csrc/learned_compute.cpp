@@ -228,6 +228,7 @@ ComputeModel WorkloadStats::roofline(const GpuSpec& gpu, Precision precision) co
 }
 
 double matmul_peak_flops(const GpuSpec& gpu, Precision precision) {
+  detail::require_enum("precision", static_cast<int>(precision), 0, 2);
   if (precision == Precision::amp && gpu.fp16_flops > 0) return gpu.fp16_flops;
   if (precision != Precision::fp32 && gpu.tf32_flops > 0) return gpu.tf32_flops;
   return gpu.fp32_flops;

@@ -128,6 +128,28 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
     why << "no offers to choose from (no instance type is priced in the requested regions and markets)";
   } else if (!any_feasible) {
     why << "no cluster can run the workload: ";
+    // Note "model too large". When no offered GPU holds the model and one sample, no plan,
+    // cap or accumulation can help: every DDP rank keeps a whole copy of the model's state.
+    const SimOptions sim = r.sim_options();
+    double largest = 0;
+    bool any_holds = false;
+    for (const Offer& o : r.offers) {
+      const InstanceSpec& inst = r.instances[o.instance];
+      largest = std::max(largest, inst.gpu_memory_bytes);
+      if (max_local_batch(r.workload, inst, sim.usable_memory_fraction, 1) >= 1) any_holds = true;
+    }
+    if (!any_holds) {
+      constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+      why.setf(std::ios::fixed);
+      why.precision(1);
+      why << "the model's weights, gradients, optimizer state and buffers take " << r.workload.fixed_memory_bytes / kGiB
+          << " GiB on every GPU (DDP keeps a whole copy per rank) plus "
+          << r.workload.activation_bytes_per_sample / (1024.0 * 1024.0) << " MiB per sample, and the largest GPU offered has "
+          << largest / kGiB << " GiB, " << sim.usable_memory_fraction * largest / kGiB
+          << " of them usable; no cluster, limit or accumulation changes that: use a larger GPU, an optimizer "
+             "with less state, or shard the model (FSDP, ZeRO: srift does not model them)";
+      return why.str();
+    }
     if (infeasible_memory + infeasible_batch > 0) {
       why << infeasible_memory << " evaluated do not fit GPU memory and " << infeasible_batch
           << " have more GPUs than the global batch has samples; ";
@@ -312,6 +334,7 @@ SimOptions SearchRequest::sim_options() const {
 
 void SearchRequest::validate() const {
   workload.validate();
+  detail::require_enum("objective", static_cast<int>(objective), 0, 1);
   if (global_batch < 1) detail::fail("global_batch", ">= 1", global_batch);
   detail::require_positive("iterations", iterations);
   if (!(deadline_s > 0)) detail::fail("deadline_s", "> 0", deadline_s);
@@ -345,6 +368,7 @@ void SearchRequest::validate() const {
       throw std::out_of_range(f + "instance must index instances (size " +
                               std::to_string(instances.size()) + "), got " + std::to_string(o.instance));
     }
+    detail::require_enum((f + "market").c_str(), static_cast<int>(o.market), 0, 1);
     detail::require_positive(f + "usd_per_hour", o.usd_per_hour);
     if (o.max_count < 0) detail::fail(f + "max_count", ">= 0", o.max_count);
     detail::require_finite_nonneg(f + "interruptions_per_hour", o.interruptions_per_hour);

@@ -106,6 +106,20 @@ void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResu
 
 int max_local_batch(const Workload& w, const InstanceSpec& inst, double usable_fraction,
                     int global_batch) {
+  // The memory fields this rule reads; NaN cast to int below was undefined behaviour. Plain
+  // comparisons first: this runs once per group of every plan simulated, and the checks'
+  // field names are strings built only on failure.
+  const bool ok = std::isfinite(w.fixed_memory_bytes) && w.fixed_memory_bytes >= 0 &&
+                  std::isfinite(w.activation_bytes_per_sample) && w.activation_bytes_per_sample >= 0 &&
+                  std::isfinite(inst.gpu_memory_bytes) && inst.gpu_memory_bytes > 0 && usable_fraction > 0 &&
+                  usable_fraction <= 1 && global_batch >= 1;
+  if (!ok) {
+    detail::require_finite_nonneg("workload.fixed_memory_bytes", w.fixed_memory_bytes);
+    detail::require_finite_nonneg("workload.activation_bytes_per_sample", w.activation_bytes_per_sample);
+    detail::require_positive("instance.gpu_memory_bytes", inst.gpu_memory_bytes);
+    if (!(usable_fraction > 0 && usable_fraction <= 1)) detail::fail("usable_memory_fraction", "in (0, 1]", usable_fraction);
+    detail::fail("global_batch", ">= 1", global_batch);
+  }
   const double free_bytes = usable_fraction * inst.gpu_memory_bytes - w.fixed_memory_bytes;
   if (free_bytes < w.activation_bytes_per_sample) return 0;
   if (w.activation_bytes_per_sample <= 0) return global_batch;
@@ -342,6 +356,9 @@ std::string describe_infeasible(const IterationResult& r, const SimOptions& opti
     case Infeasible::memory: {
       long long capacity = 0;
       bool weights_fit = true;
+      if (r.num_groups < 0 || r.num_groups > kMaxGroups) {  // a hand-made result: groups[] holds kMaxGroups
+        detail::fail("result.num_groups", "0.." + std::to_string(kMaxGroups), r.num_groups);
+      }
       for (int g = 0; g < r.num_groups; ++g) {
         capacity += static_cast<long long>(r.groups[g].workers) * r.groups[g].max_batch;
         if (r.groups[g].max_batch < 1) {

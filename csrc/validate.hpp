@@ -27,4 +27,13 @@ inline void require_positive(const std::string& field, double v) {
   if (!std::isfinite(v) || v <= 0) fail(field, "finite and > 0", v);
 }
 
+// An enum passed in from outside (a cast from int, a field of a struct) that names none of
+// its values: Objective(5) was searched as max_throughput, Precision(7) as fp32.
+inline void require_enum(const char* field, int value, int first, int last) {
+  if (value < first || value > last) {
+    throw std::invalid_argument(std::string(field) + " must be one of the enum's values " + std::to_string(first) +
+                                ".." + std::to_string(last) + ", got " + std::to_string(value));
+  }
+}
+
 }  // namespace srift::detail

@@ -327,3 +327,20 @@ TEST(Band, DeadlineProbabilityRejectsBadInput) {
 }
 
 }  // namespace
+
+TEST(Band, NullPointersAreRefusedNotDereferenced) {
+  // Documented to validate and throw; a null array segfaulted.
+  const ScalingBand t = numbered_table();
+  const int gpus[1] = {8};
+  const int counts[1] = {1};
+  const GroupBand bands[1] = {GroupBand{}};
+  EXPECT_THROW(srift::scaling_lookup(t, nullptr, counts, bands, 1), std::invalid_argument);
+  EXPECT_THROW(srift::scaling_lookup(t, gpus, counts, nullptr, 1), std::invalid_argument);
+  srift::IterationResult r;
+  r.num_groups = 1;
+  EXPECT_THROW(srift::iteration_band(r, nullptr, bands, 1, t), std::invalid_argument);
+  // a hand-made result with more groups than IterationResult holds
+  r.infeasible = srift::Infeasible::memory;
+  r.num_groups = srift::kMaxGroups + 5;
+  EXPECT_THROW(srift::describe_infeasible(r, srift::SimOptions{}), std::invalid_argument);
+}

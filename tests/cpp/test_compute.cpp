@@ -1,7 +1,9 @@
 // Roofline estimates and anchoring to measurements.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "srift/srift.hpp"
 
@@ -129,3 +131,27 @@ TEST(Compute, BadInputIsRejected) {
 TEST(Version, MatchesTheProject) { EXPECT_STRNE(srift::version(), "0.0.0"); }
 
 }  // namespace
+
+TEST(Compute, AnchorRefusesNonFiniteOrImpossiblePhases) {
+  // A NaN forward_s was neither "not measured" (< 0) nor a time and gave an all-NaN model.
+  srift::ComputeModel prior;
+  prior.forward_fixed_s = 1e-3;
+  prior.backward_fixed_s = 2e-3;
+  prior.forward_per_sample_s = 1e-3;
+  prior.backward_per_sample_s = 2e-3;
+  prior.optimizer_s = 1e-3;
+  const double nan = std::nan("");
+  try {
+    srift::anchor_to_measurements(prior, {{64, 0.5, nan, 0.2}});
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("measurements[0].forward_s"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(srift::anchor_to_measurements(prior, {{64, 0.5, 0.1, INFINITY}}), std::invalid_argument);
+  EXPECT_THROW(srift::anchor_to_measurements(prior, {{64, 0.5, 1e300, 0.2}}), std::invalid_argument);
+  // noise: phases a little over the iteration are kept, not refused
+  EXPECT_NO_THROW(srift::anchor_to_measurements(prior, {{64, 0.5, 0.2, 0.32}}));
+  EXPECT_NO_THROW(srift::anchor_to_measurements(prior, {{64, 0.5, -1, -1}}));
+  // an enum value that names none of Precision's
+  EXPECT_THROW(srift::roofline_compute({}, v100(), static_cast<srift::Precision>(7), 0), std::invalid_argument);
+}

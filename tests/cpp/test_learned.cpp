@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <clocale>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -90,4 +91,25 @@ TEST(LearnedModel, MeanOfMembersEachWithItsOwnScaler) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(LearnedModel, NumbersParseWhateverTheProcessLocale) {
+  // strtod follows LC_NUMERIC: in a program that called setlocale(LC_ALL, "de_DE.UTF-8")
+  // "0.5" was malformed. Needs a comma-decimal locale installed (LOCPATH works too).
+  const char* names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"};
+  const char* set = nullptr;
+  for (const char* n : names) {
+    if ((set = std::setlocale(LC_NUMERIC, n)) != nullptr) break;
+  }
+  if (set == nullptr) GTEST_SKIP() << "no comma-decimal locale installed";
+  ASSERT_EQ(std::string(std::localeconv()->decimal_point), ",");
+  double out = 0;
+  try {
+    out = srift::LearnedModel::from_json(kLinear).predict({3.0, 6.0});
+  } catch (...) {
+    std::setlocale(LC_NUMERIC, "C");
+    throw;
+  }
+  std::setlocale(LC_NUMERIC, "C");
+  EXPECT_DOUBLE_EQ(out, 2.5);
 }

@@ -22,6 +22,31 @@ using srift::PlanGroup;
 using srift::SearchRequest;
 using srift::SearchResult;
 
+// One workload (a 50 MB gradient, 2 GB of state, 100 MB a sample) and one instance type of
+// `gpus` GPUs with `gpu_gib` GiB each, offered at $1/h for up to 4 instances.
+SearchRequest one_type_request(const char* name, int gpus, double gpu_gib) {
+  SearchRequest r;
+  r.workload.bucket_bytes = {5e7};
+  r.workload.bucket_ready_fraction = {1.0};
+  r.workload.fixed_memory_bytes = 2e9;
+  r.workload.activation_bytes_per_sample = 1e8;
+  srift::InstanceSpec s;
+  s.name = name;
+  s.gpus = gpus;
+  s.gpu_memory_bytes = gpu_gib * (1u << 30);
+  s.intra = {1e11, 5e-6};
+  s.network = {1.2e10, 3e-5};
+  r.instances.push_back(s);
+  Offer o;
+  o.instance = 0;
+  o.usd_per_hour = 1.0;
+  o.max_count = 4;
+  o.compute.forward_per_sample_s = 1e-2;
+  o.compute.backward_per_sample_s = 2e-2;
+  r.offers.push_back(o);
+  return r;
+}
+
 double uniform(std::mt19937_64& rng, double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(rng);
 }
@@ -389,25 +414,7 @@ TEST(Search, WhyNoneNamesTheHeldGroupThatBoundsEveryPlan) {
 TEST(Search, WhyNoneNamesAHeldGroupTheLimitsExclude) {
   // Every plan keeps the held group, so a held group past the request's own limits leaves
   // nothing to search: the answer names the group and the limit, not the batch.
-  SearchRequest r;
-  r.workload.bucket_bytes = {5e7};
-  r.workload.bucket_ready_fraction = {1.0};
-  r.workload.fixed_memory_bytes = 2e9;
-  r.workload.activation_bytes_per_sample = 1e8;
-  srift::InstanceSpec s;
-  s.name = "quad";
-  s.gpus = 4;
-  s.gpu_memory_bytes = 24.0 * (1u << 30);
-  s.intra = {1e11, 5e-6};
-  s.network = {1.2e10, 3e-5};
-  r.instances.push_back(s);
-  Offer o;
-  o.instance = 0;
-  o.usd_per_hour = 1.0;
-  o.max_count = 4;
-  o.compute.forward_per_sample_s = 1e-2;
-  o.compute.backward_per_sample_s = 2e-2;
-  r.offers.push_back(o);
+  SearchRequest r = one_type_request("quad", 4, 24.0);
   r.global_batch = 64;
   r.iterations = 1e4;
   r.max_types = 2;
@@ -602,3 +609,62 @@ TEST(Search, NoOffersSaysWhy) {
 }
 
 }  // namespace
+
+TEST(Search, WhyNoneSaysWhenTheModelFitsNoGpuOffered) {
+  // Note "model too large": DDP keeps a whole copy of the model's state on every GPU, so when
+  // no offered GPU holds it and one sample, the reason is the model, not the limits or batch.
+  SearchRequest r;
+  r.workload.bucket_bytes = {5e7};
+  r.workload.bucket_ready_fraction = {1.0};
+  r.workload.fixed_memory_bytes = 100.0 * (1u << 30);
+  r.workload.activation_bytes_per_sample = 2.0 * (1u << 20);
+  for (double gib : {24.0, 80.0}) {
+    srift::InstanceSpec s;
+    s.name = gib < 50 ? "small" : "big";
+    s.gpus = 8;
+    s.gpu_memory_bytes = gib * (1u << 30);
+    s.intra = {1e11, 5e-6};
+    s.network = {1.2e10, 3e-5};
+    r.instances.push_back(s);
+    Offer o;
+    o.instance = static_cast<int>(r.instances.size()) - 1;
+    o.usd_per_hour = 1.0;
+    o.max_count = 4;
+    o.compute.forward_per_sample_s = 1e-2;
+    o.compute.backward_per_sample_s = 2e-2;
+    r.offers.push_back(o);
+  }
+  r.global_batch = 64;
+  r.iterations = 1e4;
+  r.max_types = 2;
+  r.deadline_s = 1e12;
+  r.max_accumulation_steps = 64;
+  const SearchResult bb = srift::search(r);
+  ASSERT_TRUE(bb.plans.empty());
+  EXPECT_EQ(bb.why_none, srift::search_exhaustive(r).why_none);
+  EXPECT_NE(bb.why_none.find("take 100.0 GiB on every GPU (DDP keeps a whole copy per rank) plus 2.0 MiB per "
+                             "sample, and the largest GPU offered has 80.0 GiB, 76.0 of them usable"),
+            std::string::npos)
+      << bb.why_none;
+  r.workload.fixed_memory_bytes = 70.0 * (1u << 30);  // the big GPU holds it: the batch is the reason again
+  const SearchResult fits = srift::search(r);
+  EXPECT_FALSE(fits.plans.empty()) << fits.why_none;
+}
+
+TEST(Search, EnumValuesOutsideTheirRangeAreRefused) {
+  // Objective(5) was searched as max_throughput and Market(7) priced as spot.
+  SearchRequest r = one_type_request("one", 1, 24.0);
+  r.global_batch = 8;
+  r.iterations = 10;
+  ASSERT_NO_THROW(srift::search(r));
+  r.objective = static_cast<Objective>(5);
+  EXPECT_THROW(srift::search(r), std::invalid_argument);
+  r.objective = Objective::min_cost;
+  r.offers[0].market = static_cast<srift::Market>(7);
+  try {
+    srift::search(r);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("offers[0].market"), std::string::npos) << e.what();
+  }
+}

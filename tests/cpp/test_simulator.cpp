@@ -391,3 +391,19 @@ TEST(Simulator, BadInputNamesTheField) {
 }
 
 }  // namespace
+
+TEST(Simulator, MaxLocalBatchChecksWhatItReads) {
+  // Public since the searches share it: a NaN memory fraction was cast to int (UB) and a
+  // negative global batch came back as the answer.
+  Workload w;
+  w.fixed_memory_bytes = 1e9;
+  w.activation_bytes_per_sample = 1e8;
+  InstanceSpec inst;
+  inst.gpus = 1;
+  inst.gpu_memory_bytes = 16e9;
+  EXPECT_EQ(srift::max_local_batch(w, inst, 0.95, 1000), 142);
+  EXPECT_THROW(srift::max_local_batch(w, inst, std::nan(""), 1000), std::invalid_argument);
+  EXPECT_THROW(srift::max_local_batch(w, inst, 2.0, -5), std::invalid_argument);
+  inst.gpu_memory_bytes = std::nan("");
+  EXPECT_THROW(srift::max_local_batch(w, inst, 0.95, 1000), std::invalid_argument);
+}

@@ -120,12 +120,16 @@ TEST(Spot, PoissonCdfEndsForAnyCount) {
   // to k whenever rounding left it just short of 1 - 1e-15 (a recommend that never ended).
   for (double mean : {0.3, 7.0, 1234.5, 9.9e5}) {
     EXPECT_EQ(srift::poisson_cdf(9'000'000'000'000'000LL, mean), 1.0) << mean;
-    double reference = 0;  // the plain sum from 0, where it is short enough to run
+    // the plain sum from 0, where it is short enough to run, in long double: in double its
+    // ~1e7-sized terms cancel and lose ~1e-9 near a mean of 1e6
+    long double reference = 0;
     const long long k = static_cast<long long>(mean);
+    const long double m = mean;
     for (long long i = 0; i <= k; ++i) {
-      reference += std::exp(i * std::log(mean) - mean - std::lgamma(i + 1.0));
+      const long double li = static_cast<long double>(i);
+      reference += std::exp(li * std::log(m) - m - std::lgamma(li + 1.0L));
     }
-    EXPECT_NEAR(srift::poisson_cdf(k, mean), reference, 1e-12) << mean;
+    EXPECT_NEAR(srift::poisson_cdf(k, mean), static_cast<double>(reference), 1e-12) << mean;
   }
   EXPECT_EQ(srift::poisson_cdf(10, 1e5), 0.0);
   // A NaN mean escaped the window (a scan to k): refused, as poisson_quantile refuses it.
@@ -195,3 +199,18 @@ TEST(Spot, PlansReportTheirAssumptions) {
 }
 
 }  // namespace
+
+TEST(Spot, FreeInterruptionsNeverMissAndBadInputsAreNamed) {
+  // An embedder's review: interruptions that cost nothing (no checkpoint, no provisioning)
+  // divided 0 by 0 at a deadline equal to the nominal time (UB casting NaN), and a NaN rate or
+  // a negative time came back as answers.
+  SpotParams free;
+  free.checkpoint_bytes = 0;
+  free.provisioning_s = 0;
+  const SpotEstimate e = srift::estimate_spot(3600, 0.5, free, 3600);
+  EXPECT_EQ(e.miss_probability, 0.0);
+  EXPECT_EQ(srift::spot_miss_probability(3600, 0.5, free, 3600), 0.0);
+  EXPECT_THROW(srift::estimate_spot(3600, std::nan(""), params(), 7200), std::invalid_argument);
+  EXPECT_THROW(srift::estimate_spot(-5, 0.1, params(), 7200), std::invalid_argument);
+  EXPECT_THROW(srift::estimate_spot(3600, 0.1, params(), std::nan("")), std::invalid_argument);
+}

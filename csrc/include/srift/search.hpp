@@ -93,7 +93,10 @@ struct SearchRequest {
   ScalingBand scaling_band;
   SpotParams spot;               ///< checkpoint and restart assumptions for spot offers
   /// search() stops after this many seconds (wall clock) and returns the best plans found
-  /// with the remaining optimality gap; +inf: no limit. Ignored by search_exhaustive.
+  /// with the remaining optimality gap; +inf: no limit. Ignored by search_exhaustive. A
+  /// scheduler should set one: on srift's catalog searches take milliseconds, but a space
+  /// with no plan meeting the constraints is searched twice (the second time for the closest
+  /// plan), which on a catalog of 20 types x 3 regions x 2 markets took two minutes.
   double time_limit_s = std::numeric_limits<double>::infinity();
   int top_k = 5;                 ///< plans returned, best first; at most kMaxTopK
   int threads = 1;               ///< worker threads (0: hardware concurrency)
