@@ -92,10 +92,10 @@ def _gpu_measurement(text: str) -> tuple[str, int, float, int]:
 def _add_source(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to train")
     src = g.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", help="a zoo model to profile now (see `srift profile --list`)")
+    src.add_argument("--model", help="a zoo model (see `srift profile --list`) or your own, FILE.py:FACTORY: a function of the local batch size that returns (model, (inputs, targets), loss_fn)")
     src.add_argument("--profile", dest="profile_path", metavar="FILE", help="a saved profile (JSON)")
     g.add_argument("--batch-size", type=_positive_int, default=None,
-                   help="local batch to profile the zoo model at (default: the zoo's)")
+                   help="local batch to profile the model at (default: the zoo's; 8 for FILE.py:FACTORY)")
     g.add_argument("--device", default=None, help="cpu, cuda, or meta (FLOPs only, no timing)")
     g.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None,
                    help=PRECISION_HELP + " (default: the profile's)")
@@ -132,6 +132,9 @@ def _add_ddp(g: Any) -> None:
     g.add_argument("--allreduce-dtype", choices=("fp16", "bf16", "fp32", "none"), default=None,
                    help="a DDP communication hook's dtype: fp16 for fp16_compress_hook, bf16 for "
                         "bf16_compress_hook (halves the bytes of FP32 gradients); none: send gradients as they are")
+    g.add_argument("--find-unused-parameters", action="store_true", default=None,
+                   help="DistributedDataParallel(find_unused_parameters=True), which a model whose forward leaves "
+                        "parameters unused needs: DDP then keeps its buckets in registration order")
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:
@@ -203,7 +206,8 @@ def _profile(args: argparse.Namespace) -> Any:
 
     if args.profile_path:
         prof = Profile.load(args.profile_path)
-        for flag, value in (("--bucket-cap-mb", args.bucket_cap_mb), ("--first-bucket-mb", args.first_bucket_mb)):
+        for flag, value in (("--bucket-cap-mb", args.bucket_cap_mb), ("--first-bucket-mb", args.first_bucket_mb),
+                            ("--find-unused-parameters", getattr(args, "find_unused_parameters", None))):
             if value is not None:
                 raise UserError(f"{flag} applies when profiling (--model); a saved profile's buckets are fixed: "
                                 f"re-profile with srift.profile(..., bucket_cap_mb=...)")
@@ -235,7 +239,12 @@ def _ddp_options(args: argparse.Namespace) -> dict[str, Any]:
         out["first_bucket_mb"] = args.first_bucket_mb
     if args.allreduce_dtype not in (None, "none"):
         out["allreduce_dtype"] = args.allreduce_dtype
+    if getattr(args, "find_unused_parameters", None):
+        out["find_unused_parameters"] = True
     return out
+
+
+USER_MODEL_BATCH = 8  # --model FILE.py:FACTORY without --batch-size
 
 
 def _profile_zoo(name: str, batch_size: int | None, device: str | None, precision: str, *,
@@ -245,15 +254,22 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
     from srift import zoo
     from srift.profiler import check_device, profile
 
-    batch_size = batch_size or int(zoo.info(name).get("default_batch_size", 8))
+    from srift import user_model
+
+    own = user_model.is_model_file(name)
+    batch_size = batch_size or (USER_MODEL_BATCH if own else int(zoo.info(name).get("default_batch_size", 8)))
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     check_device(device)  # before building a model that may take minutes
     if not quiet:
         print(f"profiling {name} at local batch {batch_size} on {device} ...", file=sys.stderr)
-    model, batch, loss_fn = zoo.build(name, batch_size=batch_size, device="meta" if device == "meta" else "cpu")
+    if own:
+        model, batch, loss_fn, label = user_model.build(name, batch_size)
+    else:
+        model, batch, loss_fn = zoo.build(name, batch_size=batch_size, device="meta" if device == "meta" else "cpu")
+        label = name
     return profile(model, batch, loss_fn=loss_fn, device=device, precision=precision,
-                   warmup=warmup, repeats=repeats, name=name,
+                   warmup=warmup, repeats=repeats, name=label,
                    progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
 
 
@@ -277,7 +293,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         print(report.table(rows, ["model", "params", "task"], right=[1]))
         return 0
     if not args.model:
-        raise UserError("give --model NAME (or --list to see the zoo)")
+        raise UserError("give --model NAME or --model FILE.py:FACTORY (or --list to see the zoo)")
     if args.output:
         check_output_path(args.output, "-o")
     prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
@@ -362,7 +378,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         return 0
     _emit(args, pred.to_dict(), lambda: report.explain_prediction(pred, catalog) if args.explain
           else _prediction_text(pred))
-    return 0
+    return 0 if pred.feasible else 3  # the cluster asked about cannot run: the output says why
 
 
 def _plan_rows(plans: Sequence[Any]) -> list[tuple[Any, ...]]:
@@ -473,6 +489,9 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
 
     prof = _profile(args)
     plans = pareto(prof, catalog=_catalog(args), **_space_kwargs(args))
+    if not plans:
+        _emit(args, {"plans": [], "why_none": plans.why_none}, lambda: f"no plan runs: {plans.why_none}")
+        return 3
     if args.plot:
         from srift import plots
 
@@ -494,8 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("profile", help="profile a zoo model: FLOPs, bytes, timings, DDP buckets")
-    p.add_argument("--model", help="zoo model name")
+    p = sub.add_parser("profile", help="profile a zoo model or your own: FLOPs, bytes, timings, DDP buckets")
+    p.add_argument("--model", help="a zoo model (see `srift profile --list`) or your own, FILE.py:FACTORY: a function of the local batch size that returns (model, (inputs, targets), loss_fn)")
     p.add_argument("--list", action="store_true", help="list the zoo's models")
     p.add_argument("--batch-size", type=_positive_int, default=None)
     p.add_argument("--device", default=None, help="cpu, cuda, or meta")

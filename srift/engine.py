@@ -159,10 +159,15 @@ class Engine:
     def _ready_fractions(self) -> list[float]:
         """Bucket ready times inside the backward. Measured per-layer times are used when the
         profile ran on a GPU; on a CPU or meta profile the backward FLOPs share stands in,
-        because a CPU's per-layer time profile says little about a GPU's."""
+        because a CPU's per-layer time profile says little about a GPU's: the share the
+        profiler recorded in the order the backward ran, or (profiles without it) the layers'
+        share in layer order, which puts a parameter of a parent module or the root, listed
+        after its children, too early."""
         buckets = self.profile.buckets
         if self.profile.device_gpu:
             return [float(b.ready_fraction) for b in buckets]
+        if buckets and all(b.ready_flops_fraction is not None for b in buckets):
+            return [float(b.ready_flops_fraction) for b in buckets]  # type: ignore[arg-type]
         backward = self._layers[2]
         total = float(backward.sum())
         if total <= 0:
@@ -183,9 +188,10 @@ class Engine:
         w.bucket_bytes = p.allreduce_bucket_bytes()  # what each allreduce carries (a comm hook's dtype)
         w.bucket_ready_fraction = self._ready_fractions()
         amp = self.precision == "amp"
-        # Weights, their gradients, DDP's bucket copy of the gradients, optimizer state;
-        # autocast also caches half-precision copies of the weights during the forward.
-        fixed = (p.param_bytes + 2 * p.trainable_param_bytes + p.optimizer_state_bytes
+        # Weights, their gradients, DDP's bucket copy of the gradients, optimizer state, the
+        # module's buffers (BatchNorm statistics, registered tables: on the GPU with the
+        # model); autocast also caches half-precision copies of the weights during the forward.
+        fixed = (p.param_bytes + 2 * p.trainable_param_bytes + p.optimizer_state_bytes + p.buffer_bytes
                  + (0.5 * p.param_bytes if amp else 0.0) + self.config.workspace_bytes)
         w.fixed_memory_bytes = float(fixed)
         w.activation_bytes_per_sample = float(p.activation_bytes_per_sample) * (0.5 if amp else 1.0)

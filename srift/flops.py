@@ -11,10 +11,10 @@ Additions to torch's formula table: on CPU ``scaled_dot_product_attention`` runs
 flash kernels, so attention FLOPs agree on cpu, cuda and meta (meta runs the math path,
 which gives the same forward count). Attention backward follows torch's fused-kernel
 formulas: 5 bmm-equivalents including the recompute of the score matrix (2.5x forward).
-Because the math path on ``meta`` has no recompute (4 bmms), :class:`FusedAttentionOnMeta`
-routes ``F.scaled_dot_product_attention`` on meta tensors to the fused CPU kernel's meta
-implementation, so cpu, cuda (flash/efficient) and meta counts agree. Causal masking is
-not discounted, as in torch.
+Because the math path on ``meta`` (and on cpu with dropout) has no recompute (4 bmms) and
+stores the score matrix, :class:`FusedAttention` routes ``F.scaled_dot_product_attention`` on
+cpu and meta tensors to the fused CPU kernel (its meta implementation on meta), so cpu, cuda
+(flash/efficient) and meta counts agree. Causal masking is not discounted, as in torch.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ __all__ = [
     "OpCounter",
     "kind_from_ops",
     "ATTENTION_OPS",
-    "FusedAttentionOnMeta",
+    "FusedAttention",
 ]
 
 FLOP_CONVENTION = "2 FLOPs per multiply-accumulate (torch.utils.flop_counter convention)"
@@ -128,34 +128,60 @@ class OpCounter(TorchDispatchMode):
         return out
 
 
-class FusedAttentionOnMeta(TorchFunctionMode):
-    """Run ``F.scaled_dot_product_attention`` on meta tensors through the fused kernel.
+class FusedAttention(TorchFunctionMode):
+    """Run ``F.scaled_dot_product_attention`` on cpu and meta tensors through the fused kernel a
+    GPU runs, so a profile counts the attention a CUDA device would.
 
-    On meta, SDPA otherwise takes the math path whose backward lacks the recompute the
-    fused kernels do; this keeps meta FLOPs equal to cpu/cuda FLOPs.
+    On meta, SDPA otherwise takes the math path, whose backward lacks the fused kernels'
+    recompute (FLOPs) and which stores the score matrix (bytes, activation memory). On cpu
+    it takes the same math path whenever ``dropout_p > 0`` (the CPU flash kernel has no
+    dropout), the default of nn.TransformerEncoderLayer and of GPT-2's and BERT's configs,
+    where CUDA's flash and memory-efficient kernels apply dropout inside the kernel: such a
+    profile of a GPT-2 stored 2.9x the activations of the meta profile. The fused call runs
+    without dropout (the kernel a GPU runs draws its mask in-kernel and stores none), which
+    changes nothing the profile records. nn.MultiheadAttention without attention weights
+    (``need_weights=False``, as nn.TransformerEncoderLayer calls it) reaches SDPA through
+    ``F.multi_head_attention_forward``, a torch function of its own; inside it this mode is
+    off, so its SDPA is routed for the duration of that call. On cuda nothing is rerouted.
     """
+
+    def _fused(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+        a = dict(zip(names, args))
+        a.update(kwargs)
+        q, k, v = a.get("query"), a.get("key"), a.get("value")
+        if (
+            isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)
+            and q.device.type in ("meta", "cpu") and q.dim() == k.dim() == v.dim() == 4
+            and q.shape[1] == k.shape[1] == v.shape[1] and not a.get("enable_gqa", False)
+            and q.dtype == k.dtype == v.dtype
+        ):
+            mask = a.get("attn_mask")
+            if mask is not None and mask.dtype == torch.bool:
+                # the fused CPU kernel takes an additive float mask
+                mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, float("-inf"))
+            try:
+                # inside __torch_function__ this mode is already off, so this does not recurse
+                return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                    q, k, v, 0.0, bool(a.get("is_causal", False)), attn_mask=mask, scale=a.get("scale"),
+                )[0]
+            except (RuntimeError, TypeError, ValueError):
+                pass  # a shape or mask the fused kernel refuses: the call as written
+        return func(*args, **kwargs)
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         if func is torch.nn.functional.scaled_dot_product_attention:
-            names = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
-            a = dict(zip(names, args))
-            a.update(kwargs)
-            q, k, v = a.get("query"), a.get("key"), a.get("value")
-            if (
-                isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)
-                and q.device.type == "meta" and q.dim() == k.dim() == v.dim() == 4
-                and q.shape[1] == k.shape[1] == v.shape[1] and not a.get("enable_gqa", False)
-            ):
-                mask = a.get("attn_mask")
-                if mask is not None and mask.dtype == torch.bool:
-                    # the fused CPU kernel takes an additive float mask
-                    mask = torch.zeros(mask.shape, dtype=q.dtype, device=q.device).masked_fill(~mask, float("-inf"))
-                # inside __torch_function__ this mode is already off, so this does not recurse
-                return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                    q, k, v, float(a.get("dropout_p", 0.0)), bool(a.get("is_causal", False)),
-                    attn_mask=mask, scale=a.get("scale"),
-                )[0]
+            return self._fused(func, args, kwargs)
+        if func is torch.nn.functional.multi_head_attention_forward:
+            functional = torch.nn.functional
+            original = functional.scaled_dot_product_attention
+            # the module global multi_head_attention_forward calls
+            functional.scaled_dot_product_attention = lambda *a, **kw: self._fused(original, a, kw)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                functional.scaled_dot_product_attention = original
         return func(*args, **kwargs)
 
 

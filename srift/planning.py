@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from srift.catalog import Catalog
     from srift.profile_data import Profile
 
-__all__ = ["recommend", "pareto", "Plan", "Recommendation", "SearchSummary", "SpotAssumptions", "DEFAULT_REGIONS"]
+__all__ = ["recommend", "pareto", "Plan", "ParetoFront", "Recommendation", "SearchSummary", "SpotAssumptions",
+           "DEFAULT_REGIONS"]
 
 DEFAULT_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
 _MARKET_TO_CORE = {"on-demand": _core.Market.on_demand, "spot": _core.Market.spot}
@@ -81,6 +82,13 @@ class Plan:
             "iteration_s": self.iteration_s, "usd_per_1k_samples": self.usd_per_1k_samples,
             "prediction": self.prediction.to_dict(),
         }
+
+
+class ParetoFront(list):
+    """The plans of :func:`pareto` (a list, fastest first); ``why_none`` says why it is empty
+    (the search's reason: a model too large for every GPU, a batch no plan holds, ...)."""
+
+    why_none: str = ""
 
 
 @dataclass
@@ -456,8 +464,9 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
            min_gpu_memory_gib: float | None = None, spot_assumptions: SpotAssumptions | None = None,
            precision: str | None = None, config: EngineConfig | None = None,
            threads: int | None = None, max_accumulation_steps: int | None = None,
-           max_local_batch: int | None = None) -> list[Plan]:
-    """Every plan not beaten on both total (expected) time and total USD, fastest first."""
+           max_local_batch: int | None = None) -> ParetoFront:
+    """Every plan not beaten on both total (expected) time and total USD, fastest first (a
+    list; empty when nothing runs, with the reason in its ``why_none``)."""
     from srift.catalog import Catalog
 
     checks.integer("max_types", max_types, high=_core.MAX_GROUPS)
@@ -475,4 +484,6 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     request.collect_pareto = True
     request.threads = _threads(threads)
     result = _core.search(request)
-    return [space.plan(p) for p in result.pareto]
+    front = ParetoFront(space.plan(p) for p in result.pareto)
+    front.why_none = "" if front else result.why_none
+    return front

@@ -162,15 +162,21 @@ class BucketProfile:
     param_names: list[str]
     last_layer: int
     ready_fraction: float
+    # added field: the share of the backward's FLOPs done when the bucket was ready, in the
+    # order the profiled backward ran (what a CPU or meta profile's ready time stands in for)
+    ready_flops_fraction: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "index": self.index,
             "bytes": self.bytes,
             "param_names": list(self.param_names),
             "last_layer": self.last_layer,
             "ready_fraction": self.ready_fraction,
         }
+        if self.ready_flops_fraction is not None:
+            out["ready_flops_fraction"] = self.ready_flops_fraction
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BucketProfile:
@@ -180,6 +186,7 @@ class BucketProfile:
             param_names=list(d["param_names"]),
             last_layer=d["last_layer"],
             ready_fraction=d["ready_fraction"],
+            ready_flops_fraction=d.get("ready_flops_fraction"),
         )
 
 
@@ -362,6 +369,8 @@ class Profile:
     first_bucket_mb: float = 1
     buffer_bytes: int = 0  # added field: non-parameter state (e.g. BatchNorm running stats)
     allreduce_dtype: str | None = None  # added field: a DDP comm hook's dtype (note "allreduce dtype")
+    # added field: DDP built with find_unused_parameters=True (buckets in registration order)
+    find_unused_parameters: bool = False
     created_at: str = field(default_factory=_now)
     srift_version: str = field(default_factory=lambda: _version())
     schema: str = SCHEMA
@@ -445,6 +454,7 @@ class Profile:
             "bucket_cap_mb": self.bucket_cap_mb,
             "first_bucket_mb": self.first_bucket_mb,
             "allreduce_dtype": self.allreduce_dtype,
+            "find_unused_parameters": self.find_unused_parameters,
             "layers": [layer.to_dict() for layer in self.layers],
             "buckets": [b.to_dict() for b in self.buckets],
             "timings": None if self.timings is None else self.timings.to_dict(),
@@ -483,6 +493,7 @@ class Profile:
             bucket_cap_mb=data["bucket_cap_mb"],
             first_bucket_mb=data["first_bucket_mb"],
             allreduce_dtype=data.get("allreduce_dtype"),
+            find_unused_parameters=bool(data.get("find_unused_parameters", False)),
             layers=[LayerProfile.from_dict(x) for x in data["layers"]],
             buckets=[BucketProfile.from_dict(x) for x in data["buckets"]],
             timings=None if data["timings"] is None else Timings.from_dict(data["timings"]),

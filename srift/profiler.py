@@ -47,7 +47,7 @@ from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
 from srift.buckets import ddp_buckets, ddp_parameters
-from srift.flops import FusedAttentionOnMeta, OpCounter, kind_from_ops
+from srift.flops import FusedAttention, OpCounter, kind_from_ops
 from srift.profile_data import (
     PRECISIONS,
     BucketProfile,
@@ -164,7 +164,10 @@ def _batch_size(inputs: Any, targets: Any) -> int:
     distinct = set(sizes.values())
     if len(distinct) != 1:
         raise ValueError(f"batch: dimension 0 differs between tensors: {sizes}")
-    return int(distinct.pop())
+    size = int(distinct.pop())
+    if size < 1:
+        raise ValueError(f"batch: dimension 0 is 0, an empty batch ({', '.join(sizes)}); profile at least one sample")
+    return size
 
 
 def _resize_batch(obj: Any, full: int, b: int) -> Any:
@@ -177,7 +180,7 @@ def _resize_batch(obj: Any, full: int, b: int) -> Any:
         if b < full:
             return t[:b].clone()  # own storage: saved-tensor bytes must not see the full batch
         reps = -(-b // full)
-        return torch.cat([t] * reps, dim=0)[:b]
+        return t.repeat(reps, *([1] * (t.dim() - 1)))[:b]
 
     return tree_map(f, obj)
 
@@ -285,6 +288,7 @@ class _Tracer:
         self._ordered: set[LayerKey] = set()
         self.bwd_flops_total = 0
         self.meta = False
+        self.device_type = "cpu"  # where the model runs: cpu, cuda or meta
 
     # -- keys --------------------------------------------------------------------------
     def key_of(self, m: nn.Module) -> LayerKey:
@@ -400,6 +404,11 @@ class _Tracer:
 # the public function
 
 
+# The largest local batch srift.profile runs: one GPU's batch (MLPerf's NCF, the largest in the
+# training data, runs 65,536 samples per GPU); past it the repeated input alone is the problem.
+MAX_PROFILE_BATCH = 1 << 24
+
+
 def _check_args(
     model: Any, batch: Any, precision: str, optimizer: str, warmup: Any, repeats: Any,
     batch_sizes: Any, bucket_cap_mb: Any, first_bucket_mb: Any, allreduce_dtype: Any = None,
@@ -420,8 +429,9 @@ def _check_args(
         if not isinstance(batch_sizes, (list, tuple)) or not batch_sizes:
             raise ValueError(f"batch_sizes: expected a non-empty list of positive integers, got {batch_sizes!r}")
         for i, b in enumerate(batch_sizes):
-            if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-                raise ValueError(f"batch_sizes[{i}]: expected a positive integer, got {b!r}")
+            if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_PROFILE_BATCH:
+                raise ValueError(f"batch_sizes[{i}]: expected an integer in 1..{MAX_PROFILE_BATCH} (a local "
+                                 f"batch of one GPU), got {b!r}")
     for label, v in (("bucket_cap_mb", bucket_cap_mb), ("first_bucket_mb", first_bucket_mb)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
             raise ValueError(f"{label}: expected a positive number of MiB, got {v!r}")
@@ -537,6 +547,7 @@ def profile(
     bucket_cap_mb: float = 25,
     first_bucket_mb: float = 1,
     allreduce_dtype: str | None = None,
+    find_unused_parameters: bool = False,
     name: str | None = None,
     progress: bool = False,
 ) -> Profile:
@@ -551,9 +562,13 @@ def profile(
     explicitly to DDP use ``first_bucket_mb=X``. ``allreduce_dtype`` ("fp16", "bf16", "fp32"):
     the dtype a DDP communication hook casts each bucket to before its allreduce
     (``fp16_compress_hook`` / ``bf16_compress_hook``); None sends the gradients as they are
-    (Profile note "allreduce dtype"). ``progress`` shows a progress bar (tqdm, on stderr) over
-    the timed iterations.
+    (Profile note "allreduce dtype"). ``find_unused_parameters``: as passed to DDP, which a
+    model needs when its forward leaves parameters unused (DDP's default fails on them at the
+    second iteration; srift warns, naming them); DDP then keeps its buckets in registration
+    order. ``progress`` shows a progress bar (tqdm, on stderr) over the timed iterations.
     """
+    if not isinstance(find_unused_parameters, bool):
+        raise ValueError(f"find_unused_parameters: expected True or False, got {find_unused_parameters!r}")
     _check_args(model, batch, precision, optimizer, warmup, repeats, batch_sizes, bucket_cap_mb, first_bucket_mb,
                 allreduce_dtype)
     if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -592,6 +607,7 @@ def profile(
                 work, inputs, targets, loss_fn, dev, is_meta, full, sizes, precision, optimizer,
                 warmup, repeats, bucket_cap_mb, first_bucket_mb,
                 name or type(model).__name__, progress, derived_sizes=batch_sizes is None,
+                find_unused_parameters=find_unused_parameters,
             )
         result.allreduce_dtype = allreduce_dtype
         return result
@@ -611,7 +627,7 @@ def _profile_impl(
     model: nn.Module, inputs: Any, targets: Any, loss_fn: Any, dev: torch.device, is_meta: bool,
     full: int, sizes: list[int], precision: str, optimizer: str, warmup: int, repeats: int,
     bucket_cap_mb: float, first_bucket_mb: float, model_name: str, progress: bool = False,
-    derived_sizes: bool = False,
+    derived_sizes: bool = False, find_unused_parameters: bool = False,
 ) -> Profile:
     """derived_sizes: `sizes` beyond `full` were chosen here, not by the caller (see below)."""
     model.train()
@@ -621,12 +637,18 @@ def _profile_impl(
         raise ValueError("model: has no parameter that requires grad; nothing to train")
     param_storages = {_storage_key(p) for p in params} | {_storage_key(b) for b in model.buffers()}
     ddp_params = ddp_parameters(model)
+    sparse = [p.name for p in ddp_params if p.sparse_grad]
+    if sparse and optimizer != "sgd":
+        raise ValueError(f"optimizer: {optimizer!r} cannot train the sparse gradients of {', '.join(sparse)} "
+                         "(an embedding built with sparse=True); profile with optimizer='sgd' (torch.optim.SparseAdam "
+                         "is not modelled)")
     ddp_index = {id(p.tensor): p.index for p in ddp_params}
     clock = None if is_meta else _Clock(dev)
     autocast = lambda: _autocast(dev, precision)  # noqa: E731
 
     tracer = _Tracer(model, clock, param_storages)
     tracer.meta = is_meta
+    tracer.device_type = dev.type
     tracer.install()
     try:
         # ---- 1. analysis pass at the example batch: FLOPs, bytes, nodes, ready order -----
@@ -654,9 +676,14 @@ def _profile_impl(
         try:
             tracer.count = True
             tracer.reset_iteration()
+            # The analysis pass runs without autocast on every device, as it does on meta: a
+            # profile's bytes and activations are in the model's own dtype, and the core
+            # halves them for AMP (compute.cpp activation_byte_scale, Engine._workload), which
+            # is also how the learned models saw their training rows. Under autocast a cpu or
+            # cuda AMP profile was halved twice (2x the local batch said to fit).
             with OpCounter(tracer.on_op), _composite_kernels(dev):
                 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                    out = _forward(model, inputs, tracer, autocast)
+                    out = _forward(model, inputs, tracer, nullcontext)
                     loss = _loss(out, targets, loss_fn)
                 try:
                     loss.backward()
@@ -680,7 +707,7 @@ def _profile_impl(
             tracer.reset_iteration()
             try:
                 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _composite_kernels(dev):
-                    out = _forward(model, _resize_batch(inputs, full, other), tracer, autocast)
+                    out = _forward(model, _resize_batch(inputs, full, other), tracer, nullcontext)
                     loss = _loss(out, _resize_batch(targets, full, other), loss_fn)
                 del out, loss
                 activation = max(0.0, (saved_full - sum(saved.values())) / (full - other))
@@ -749,10 +776,19 @@ def _profile_impl(
         )
 
     # ---- 4. buckets ------------------------------------------------------------------------
-    buckets = ddp_buckets(model, bucket_cap_mb, first_bucket_mb, ready_order=ready_order)
+    became_ready = set(ready_order)
+    unused = [p.name for p in ddp_params if p.index not in became_ready]
+    if unused and not find_unused_parameters:
+        shown = ", ".join(unused[:5]) + (f" and {len(unused) - 5} more" if len(unused) > 5 else "")
+        warnings.warn(f"{len(unused)} parameter(s) got no gradient in the profiled backward ({shown}): "
+                      "DDP with its default find_unused_parameters=False fails on them at the second "
+                      "iteration; build DDP with find_unused_parameters=True and profile with "
+                      "find_unused_parameters=True (--find-unused-parameters), or remove them", stacklevel=3)
+    buckets = ddp_buckets(model, bucket_cap_mb, first_bucket_mb, ready_order=ready_order,
+                          find_unused_parameters=find_unused_parameters)
     total_bwd = tracer.bwd_flops_total
     bucket_profiles: list[BucketProfile] = []
-    running = 0.0
+    running = running_flops = 0.0
     for b in buckets:
         last = b.param_indices[-1]
         p = ddp_params[last]
@@ -767,12 +803,16 @@ def _profile_impl(
         else:
             frac = (b.index + 1) / len(buckets)
         running = max(running, min(1.0, max(0.0, frac)))  # buckets are ready in order
+        flops_frac = None
+        if total_bwd > 0:
+            flops = max(ready_bwd_flops.get(i, total_bwd) for i in b.param_indices) / total_bwd
+            running_flops = flops_frac = max(running_flops, min(1.0, max(0.0, flops)))
         # No layer owns the bucket's last parameter (one used outside every module's forward):
         # layer 0, whose backward runs last, so the bucket is ready only at the end of the backward.
         bucket_profiles.append(
             BucketProfile(index=b.index, bytes=b.bytes, param_names=b.param_names,
                           last_layer=index_of[key] if key is not None else 0,
-                          ready_fraction=running)
+                          ready_fraction=running, ready_flops_fraction=flops_frac)
         )
 
     device_name = "meta" if is_meta else ("cpu" if dev.type == "cpu" else
@@ -792,6 +832,7 @@ def _profile_impl(
         activation_bytes_per_sample=float(activation),
         bucket_cap_mb=bucket_cap_mb,
         first_bucket_mb=first_bucket_mb,
+        find_unused_parameters=find_unused_parameters,
         layers=layers,
         buckets=bucket_profiles,
         timings=timings,
@@ -802,7 +843,7 @@ def _forward(model: nn.Module, inputs: Any, tracer: _Tracer, autocast: Callable[
     """Run the forward; a failure names the innermost module that was running."""
     tracer.stack = []
     try:
-        with autocast(), (FusedAttentionOnMeta() if tracer.meta else nullcontext()):
+        with autocast(), (FusedAttention() if tracer.device_type in ("cpu", "meta") else nullcontext()):
             return _call(model, inputs)
     except Exception as e:
         where = tracer.failing_module()

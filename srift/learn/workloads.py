@@ -94,7 +94,12 @@ def workload_from_profile(profile: Any, key: str | None = None) -> WorkloadInfo:
     layers = profile.layers
     bwd = [float(l.backward_flops) for l in layers]
     buckets = list(profile.buckets)
-    # Ready fractions from backward FLOP shares (as the engine does for non-GPU profiles).
+    # Ready fractions from backward FLOP shares, as the engine takes them for non-GPU profiles
+    # (Engine._ready_fractions): recorded in the order the backward ran, else in layer order.
+    if buckets and all(b.ready_flops_fraction is not None for b in buckets):
+        ready_recorded = [float(b.ready_flops_fraction) for b in buckets]  # type: ignore[arg-type]
+    else:
+        ready_recorded = None
     total = sum(bwd) or 1.0
     done_after, acc = [0.0] * len(bwd), 0.0
     for i in range(len(bwd) - 1, -1, -1):
@@ -115,7 +120,7 @@ def workload_from_profile(profile: Any, key: str | None = None) -> WorkloadInfo:
         trainable_param_bytes=float(profile.trainable_param_bytes),
         optimizer_state_bytes=float(profile.optimizer_state_bytes),
         bucket_bytes=profile.allreduce_bucket_bytes(),
-        bucket_ready_fraction=ready,
+        bucket_ready_fraction=ready_recorded if ready_recorded is not None else ready,
     )
 
 

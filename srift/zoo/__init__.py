@@ -42,7 +42,8 @@ def _entry(name: str) -> ZooEntry:
     if not isinstance(name, str) or name not in _ENTRIES:
         close = difflib.get_close_matches(str(name).lower(), names(), n=3, cutoff=0.4)
         hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise ValueError(f"unknown model name {name!r}; {hint}available: {', '.join(names())}")
+        raise ValueError(f"unknown model name {name!r}; {hint}available: {', '.join(names())} (your own model: "
+                         "srift.profile(model, ...) in Python, or FILE.py:FACTORY on the command line)")
     return _ENTRIES[name]
 
 

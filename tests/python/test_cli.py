@@ -76,6 +76,27 @@ def test_impossible_deadline_exit_code(capsys, tmp_path, resnet50_profile):
     assert "no plan fits" in capsys.readouterr().out
 
 
+def test_a_model_no_gpu_holds_says_so_and_every_command_exits_3(capsys, tmp_path, resnet50_profile):
+    """A model whose weights, gradients and optimizer state fit no GPU was told to allow
+    accumulation or raise the limits, which cannot help; pareto printed an empty table and
+    predict an infeasible cluster, both with exit 0."""
+    import dataclasses
+
+    huge = dataclasses.replace(resnet50_profile, param_bytes=200 * 2**30, trainable_param_bytes=200 * 2**30,
+                               optimizer_state_bytes=400 * 2**30)
+    path = huge.save(tmp_path / "huge.json")
+    common = ["--profile", str(path), "--global-batch", "64"]
+    assert main(["recommend", *common, "--iterations", "1000", "--deadline", "24h", "--accumulate", "64"]) == 3
+    out = capsys.readouterr().out
+    assert "the model's weights, gradients, optimizer state and buffers take" in out
+    assert "DDP keeps a whole copy per rank" in out and "allow gradient accumulation" not in out
+    assert main(["pareto", *common, "--iterations", "1000", "--json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["plans"] == [] and "DDP keeps a whole copy per rank" in doc["why_none"]
+    assert main(["predict", *common, "--cluster", "1x p4d.24xlarge"]) == 3
+    assert "does not run" in capsys.readouterr().out
+
+
 def test_bad_profile_file(capsys, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "srift.profile/99"}')

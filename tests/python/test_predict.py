@@ -331,3 +331,19 @@ def test_a_region_that_contradicts_the_clusters_is_refused(resnet50_profile):
         srift.predict(resnet50_profile, "2x p3.16xlarge @us-west-2", global_batch=64, region="us-east-1")
     pred = srift.predict(resnet50_profile, "2x p3.16xlarge @us-west-2", global_batch=64, region="us-west-2")
     assert pred.region == "us-west-2"
+
+
+def test_module_buffers_take_gpu_memory(resnet50_profile):
+    """Registered buffers (BatchNorm statistics, lookup tables) live on the GPU with the model;
+    a 19 GiB buffer was predicted to fit a 16 GiB V100 in 1 GiB."""
+    import dataclasses
+
+    import srift
+
+    base = srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=32)
+    more = srift.predict(dataclasses.replace(resnet50_profile, buffer_bytes=resnet50_profile.buffer_bytes + 2**30),
+                         "1x p3.2xlarge", global_batch=32)
+    assert more.groups[0].memory_gib == pytest.approx(base.groups[0].memory_gib + 1.0, rel=1e-9)
+    huge = srift.predict(dataclasses.replace(resnet50_profile, buffer_bytes=19 * 2**30), "1x p3.2xlarge",
+                         global_batch=32)
+    assert not huge.feasible

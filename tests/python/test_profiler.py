@@ -431,3 +431,135 @@ def test_allreduce_dtype_scales_what_each_bucket_sends_and_round_trips():
     bf16.allreduce_dtype = "fp8"  # set by hand after profiling: refused where it is used
     with pytest.raises(ValueError, match="allreduce_dtype: expected one of fp32, fp16, bf16 or None, got 'fp8'"):
         bf16.allreduce_bucket_bytes()
+
+
+# ---- a user's own model: what the review of a new user's models found --------------------
+
+class _Encoder(nn.Module):
+    """nn.TransformerEncoderLayer with dropout: its self-attention reaches SDPA through
+    F.multi_head_attention_forward (need_weights=False), with dropout_p > 0 in training."""
+
+    def __init__(self, dropout: float) -> None:
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=dropout, batch_first=True)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.head(self.layer(x).mean(1))
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_attention_is_profiled_as_the_fused_kernel_a_gpu_runs_on_cpu_and_meta(dropout):
+    """The CPU flash kernel has no dropout, so SDPA with dropout_p > 0 took the math path on
+    cpu (2.9x the activations of GPT-2's meta profile), and on meta the SDPA inside
+    nn.MultiheadAttention was never rerouted. cpu and meta now agree, with or without dropout,
+    on FLOPs, bytes and activation memory, and the score matrix is not stored."""
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 256, 64), torch.randint(0, 10, (4,))
+    profiles = {dev: profile(_Encoder(dropout), (x, y), F.cross_entropy, device=dev, warmup=0, repeats=1)
+                for dev in ("cpu", "meta")}
+    cpu, meta = profiles["cpu"], profiles["meta"]
+    assert cpu.total_forward_flops() == pytest.approx(meta.total_forward_flops(), rel=1e-9)
+    assert cpu.total_backward_flops() == pytest.approx(meta.total_backward_flops(), rel=1e-9)
+    assert cpu.total_forward_bytes() == pytest.approx(meta.total_forward_bytes(), rel=1e-9)
+    assert cpu.activation_bytes_per_sample == pytest.approx(meta.activation_bytes_per_sample, rel=1e-9)
+    # a stored 4-head 256x256 score matrix alone would be 1 MiB per sample
+    assert meta.activation_bytes_per_sample < 1.2 * 2**20
+
+
+def test_amp_bytes_are_in_the_models_dtype_on_every_device():
+    """An AMP profile taken on a real device recorded autocast's half-size activations, which
+    the engine halves again for AMP: twice the local batch was said to fit. The analysis pass
+    now runs without autocast everywhere, as on meta."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10))
+    x, y = torch.randn(8, 256), torch.randint(0, 10, (8,))
+    cpu = profile(model, (x, y), F.cross_entropy, device="cpu", precision="amp", warmup=0, repeats=1)
+    meta = profile(model, (x, y), F.cross_entropy, device="meta", precision="amp")
+    assert cpu.activation_bytes_per_sample == pytest.approx(meta.activation_bytes_per_sample, rel=1e-9)
+    assert cpu.total_forward_bytes() == pytest.approx(meta.total_forward_bytes(), rel=1e-9)
+
+
+class _WithUnused(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(64, 32)
+        self.unused = nn.Linear(2048, 2048)
+        self.b = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_parameters_unused_in_the_forward_are_named_and_find_unused_parameters_is_modelled():
+    """DDP's default fails at the second iteration on parameters that get no gradient; srift
+    warns, naming them. With find_unused_parameters=True DDP keeps registration order: the
+    small first bucket holds the first-registered parameters (a.weight, a.bias, and by size the
+    unused layer) and is reduced last, as torch 2.13's reducer does (6696 + ... bytes checked
+    against a real gloo DDP in the review)."""
+    x, y = torch.randn(8, 64), torch.randint(0, 10, (8,))
+    with pytest.warns(UserWarning, match=r"2 parameter\(s\) got no gradient.*unused\.weight, unused\.bias"):
+        default = profile(_WithUnused(), (x, y), F.cross_entropy, device="meta")
+    assert not default.find_unused_parameters
+    found = profile(_WithUnused(), (x, y), F.cross_entropy, device="meta", find_unused_parameters=True)
+    assert found.find_unused_parameters
+    assert Profile.from_dict(found.to_dict()).find_unused_parameters
+    sizes = [b.bytes for b in found.buckets]
+    params = 64 * 32 + 32 + 2048 * 2048 + 2048 + 32 * 10 + 10
+    assert sum(sizes) == params * 4
+    # registration order, reversed: the last bucket is the first bucket DDP filled (a.*)
+    assert found.buckets[-1].param_names[:2] == ["a.weight", "a.bias"]
+    with pytest.raises(ValueError, match="find_unused_parameters: expected True or False"):
+        profile(_WithUnused(), (x, y), F.cross_entropy, device="meta", find_unused_parameters="yes")
+
+
+def test_bucket_ready_times_follow_the_order_the_backward_ran():
+    """A parameter of the root module (no layer of its own) used at the start of the forward
+    gets its gradient at the end of the backward. The engine read ready times from the layers'
+    order, where the root sits after its children (and DeepSpeech2's LSTM directions pair up);
+    the profile now records the backward-FLOP share in the order the backward ran, and the
+    engine uses it."""
+    from srift.catalog import Catalog
+    from srift.engine import Engine
+
+    class RootFirst(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(512, 512))
+            self.body = nn.Sequential(*[nn.Linear(512, 512) for _ in range(4)])
+
+        def forward(self, x):
+            return self.body(x @ self.scale)
+
+    prof = profile(RootFirst(), (torch.randn(4, 512), torch.randn(4, 512)), F.mse_loss, device="meta",
+                   bucket_cap_mb=1, first_bucket_mb=1)
+    # backward matmuls: two per Linear (input and weight gradients), one for `scale` (x needs
+    # none): 9 units, body.3 first, `scale` last; layer order charged the root's matmul to
+    # the end of the list and put every body bucket a ninth late ([3/9, 5/9, 7/9, 1, 1])
+    assert [b.param_names[-1] for b in prof.buckets] == [f"body.{i}.weight" for i in (3, 2, 1, 0)] + ["scale"]
+    expected = [2 / 9, 4 / 9, 6 / 9, 8 / 9, 1.0]
+    assert [b.ready_flops_fraction for b in prof.buckets] == pytest.approx(expected)
+    assert Engine(prof, Catalog.default())._ready_fractions() == pytest.approx(expected)
+
+
+def test_empty_huge_and_sparse_batches_are_refused_naming_the_field():
+    x, y = torch.randn(8, 64), torch.randint(0, 10, (8,))
+    model = nn.Linear(64, 10)
+    with pytest.raises(ValueError, match="dimension 0 is 0, an empty batch"):
+        profile(model, (x[:0], y[:0]), F.cross_entropy, device="meta")
+    with pytest.raises(ValueError, match=r"batch_sizes\[0\]: expected an integer in 1..16777216"):
+        profile(model, (x, y), F.cross_entropy, device="meta", batch_sizes=[10**12])
+
+    class Sparse(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.e = nn.Embedding(1000, 16, sparse=True)
+            self.fc = nn.Linear(16, 2)
+
+        def forward(self, i):
+            return self.fc(self.e(i))
+
+    ids, labels = torch.randint(0, 1000, (8,)), torch.randint(0, 2, (8,))
+    with pytest.raises(ValueError, match="optimizer: 'adam' cannot train the sparse gradients of e.weight"):
+        profile(Sparse(), (ids, labels), F.cross_entropy, device="meta")
+    assert profile(Sparse(), (ids, labels), F.cross_entropy, device="meta", optimizer="sgd").buckets

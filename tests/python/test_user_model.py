@@ -1,0 +1,87 @@
+"""srift profile/predict/recommend --model FILE.py:FACTORY: a user's own model on the command line."""
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+
+import pytest
+
+from srift.cli import main
+
+MODELS = textwrap.dedent('''
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(128, 256)
+            self.fc2 = nn.Linear(256, 10)
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+
+
+    def build(batch_size):
+        return Net(), (torch.randn(batch_size, 128), torch.randint(0, 10, (batch_size,))), F.cross_entropy
+
+
+    def no_loss(batch_size):
+        return Net(), (torch.randn(batch_size, 128), torch.randint(0, 10, (batch_size,)))
+
+
+    def broken(batch_size):
+        raise RuntimeError("no data here")
+
+
+    def not_a_model(batch_size):
+        return "model", (torch.randn(batch_size, 128), None)
+''')
+
+
+@pytest.fixture()
+def models_file(tmp_path):
+    path = tmp_path / "models.py"
+    path.write_text(MODELS)
+    return path
+
+
+def test_profile_a_model_from_a_file(capsys, tmp_path, models_file):
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", f"{models_file}:build", "--device", "meta", "--batch-size", "16",
+                 "-o", str(out), "--json"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["model"] == "models.build" and doc["example_batch_size"] == 16
+    assert doc["param_count"] == 128 * 256 + 256 + 256 * 10 + 10
+    # two Linear layers: 2 FLOPs per multiply-accumulate, per sample
+    assert sum(layer["forward_flops"] for layer in doc["layers"]) == pytest.approx(2 * (128 * 256 + 256 * 10))
+    capsys.readouterr()
+    assert main(["predict", "--model", f"{models_file}:build", "--device", "meta", "--cluster", "1x g5.xlarge",
+                 "--global-batch", "64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["feasible"] is True
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("{f}:nope", r"models.py has no function 'nope' \(it defines Net, broken, build, no_loss, not_a_model\)"),
+    ("{f}:broken", r"broken\(8\) failed: RuntimeError: no data here"),
+    ("{f}:not_a_model", r"not_a_model\(8\)\[0\] must be a torch.nn.Module, got str"),
+    ("{d}/missing.py:build", r"no such file"),
+    ("{d}/bad.py:x", r"bad.py line 1: invalid syntax"),
+    ("{f}:1x", r"'1x' is not a Python function name"),
+])
+def test_a_bad_model_file_is_one_line_naming_it(capsys, tmp_path, models_file, spec, message):
+    (tmp_path / "bad.py").write_text("def x(:\n")
+    arg = spec.format(f=models_file, d=tmp_path)
+    assert main(["profile", "--model", arg, "--device", "meta"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("srift: error: ")]
+    assert len(errors) == 1 and re.search(message, errors[0]), err
+
+
+def test_an_unknown_zoo_name_points_to_the_file_form(capsys):
+    assert main(["profile", "--model", "mymodel", "--device", "meta"]) == 2
+    assert "FILE.py:FACTORY" in capsys.readouterr().err
