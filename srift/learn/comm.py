@@ -339,10 +339,10 @@ def instance_anchored_steps(cases: list[ClusterCase], workloads: dict[str, Workl
 # 300). Median / p90 APE of the held-out models' steps (bench/accuracy.py
 # multi_gpu_link_calibrated/*):
 #                                       v0 (nominal)   probe on all GPUs   probe on 2 GPUs
-#   one whole node (242 steps)           18.6 / 58        10.7 / 38          14.4 / 47
-#   two whole nodes (226)                26.5 / 70        10.0 / 60          10.1 / 60
-#   every multi-node placement (8,503)   15.9 / 54        11.9 / 43          11.9 / 43
-# by cluster on every multi-node placement: azure 27.1 / 59, dgx 10.5 / 30, rtx 8.2 / 18 (v0 33.0,
+#   one whole node (242 steps)           18.6 / 58        11.0 / 38          14.4 / 47
+#   two whole nodes (226)                26.5 / 70        10.0 / 59          10.1 / 59
+#   every multi-node placement (8,503)   15.9 / 54        11.8 / 43          11.7 / 44
+# by cluster on every multi-node placement: azure 26.8 / 59, dgx 10.5 / 30, rtx 8.1 / 17 (v0 33.0,
 # 9.2, 25.1). The ring across nodes runs at its slowest link, the network, so the probe's rank
 # count matters inside one node only; there the bandwidth depends on how many ranks share the
 # node, hence `srift probe-network` runs on every visible GPU by default (srift plans whole

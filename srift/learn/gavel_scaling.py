@@ -28,8 +28,8 @@ runs are erratic as well: 1.87x at 2 GPUs, 1.10x at 8 for batch 128).
 Median / p90 APE of the step time, held out (bench/accuracy.py gavel_multi_gpu/*):
   one server (PCIe)     n    linear        v0 (PCIe 50%)   engine (Sia's line)   probe
   K80                  24    11.8 / 25     11.4 / 24       10.4 / 20             13.5 / 95
-  P100                 27    14.0 / 38     13.0 / 36        9.3 / 31             10.1 / 34
-  both                 51    13.5 / 34     12.6 / 31        9.7 / 25             11.7 / 89
+  P100                 27    14.0 / 38     13.0 / 36        6.8 / 26             10.1 / 34
+  both                 51    13.5 / 34     12.6 / 31        8.4 / 22             11.7 / 89
   one GPU per server   n    linear        v0 (10 Gb/s assumed)                  probe (2 servers)
   K80                  21     5.9 / 17      4.1 / 11                              4.7 / 10
   P100                 27    32.9 / 64     12.1 / 18                              9.9 / 17
@@ -43,7 +43,7 @@ probe path brings the spread runs from 31 / 68 (linear) to 12 / 34. V100's sprea
 faster with servers than a ring's 2(n-1)/n (1.8x, 3.2x, 4.0x the 1-GPU step at 2, 4, 8 for
 ResNet-18 at batch 16), which no link bandwidth reproduces at every server count.
 Refitting the PCIe line with Gavel's K80 and P100 server calibrations beside Sia's (leave one of
-the four PCIe sites out) helps rtx (8.6 / 22 -> 7.0 / 18) and costs P100 (9.3 / 31 -> 9.4 / 56):
+the four PCIe sites out) helps rtx (8.5 / 22 -> 7.2 / 18) and costs P100 (6.8 / 26 -> 9.1 / 50):
 the slope moves from -0.68 to -0.27 on 16 points, and the mean over sites of median + p90 / 4
 is worse (15.2 against 14.6), so the shipped line stays fitted on Sia's servers
 (bench/accuracy.py multi_gpu_pcie_line_sites/*).

@@ -8,8 +8,8 @@ PCIe 4.0/5.0 workstations and servers (RTX 3090/4090/A6000/6000 Ada, A100 PCIe, 
 and NVLink/NVSwitch servers (V100 SXM2, A100 SXM4, H100 SXM5), where Sia's PCIe clusters are
 PCIe 3.0 (srift.learn.pcie_link note "pcie class"). Median / p90 APE of the n-GPU iteration
 (bench/accuracy.py multi_gpu_single_host_lambda/*):
-    PCIe hosts (100 steps)           linear 4.6 / 14   v0 3.8 / 14   Sia's PCIe line 3.2 / 29
-      of which 8 GPUs (20 steps)     linear 4.8 / 17   v0 4.3 / 22   Sia's PCIe line 10.3 / 69
+    PCIe hosts (140 steps)           linear 3.1 / 12   v0 6.8 / 27   Sia's PCIe line 9.4 / 106
+      of which 8 GPUs (28 steps)     linear 2.5 / 13   v0 7.9 / 28   Sia's PCIe line 37.5 / 177
 Lambda's PCIe hosts scale close to linearly (comm-heavy BERT-large: 0.98-1.13x linear on 8x RTX
 6000 Ada), where Sia's line, extrapolated to 8 GPUs, asks for 1.7-1.9x. That is why the engine
 keeps the line to the PCIe generation it was fitted on (CostModels.pcie_link_applies).

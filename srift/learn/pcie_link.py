@@ -18,11 +18,12 @@ generation without a measured link (EngineConfig.pcie_model = "learned"; the dom
 bandwidth at most nominal. The line is
 extrapolated in the GPU count, not clamped to the counts it was fitted on: a host shared by
 more GPUs gives each less, and held out, quad's 2-4 GPU line predicts rtx's 5-8 GPU nodes
-better extrapolated than clamped (rtx multi-node 8.6 / 21 against 12.6 / 27). Leave-one-cluster-out (the line fitted on
+better extrapolated than clamped (rtx multi-node 8.5 / 21 against 12.6 / 27, the clamped figure
+measured before the refit that moved DeepSpeech2's bucket ready times). Leave-one-cluster-out (the line fitted on
 the other PCIe cluster alone, network links at v0), median / p90 APE of the step time
 (bench/accuracy.py multi_gpu_leave_one_cluster_out, column learned_pcie_links):
-    rtx, every multi-node placement (1,897 steps)   v0 25.1 / 50  ->  8.6 / 21
-    quad, single-node placements (195 steps)        v0 17.2 / 39  ->  6.0 / 24
+    rtx, every multi-node placement (1,897 steps)   v0 25.1 / 50  ->  8.5 / 21
+    quad, single-node placements (195 steps)        v0 17.2 / 39  ->  6.4 / 25
 What the line stands for is the simulator's whole exposed-communication error on these hosts
 (no P2P between GeForce/Quadro GPUs, so the ring goes through host memory, and whatever host
 contention grows with the GPUs sharing it), not a link microbenchmark. It is a fraction of
@@ -30,14 +31,14 @@ nominal: both clusters are PCIe 3.0 x16, so whether a PCIe 4.0/5.0 host (g5, g6,
 the fraction or the absolute bandwidth is not in the data; the fraction is the assumption.
 Lambda's PCIe 4.0/5.0 hosts answered that (srift.learn.host_scaling note "host scaling"): they
 scale close to linearly, and the line extrapolated to their 8-GPU servers overpredicts the
-iteration (10.3 / 69 against v0's 4.3 / 22). So the line applies within the PCIe generation it
+iteration (8 GPUs, 28 steps: 37.5 / 177 against v0's 7.9 / 28). So the line applies within the PCIe generation it
 was fitted on (DOMAIN_FACTOR: up to sqrt(2) x the fastest nominal link in its data, halfway to
 the next generation in log): g4dn, g3, g5g and p2 (PCIe 3.0) use it; g5, g6, g6e and g7e keep v0.
 Gavel's K80 and P100 servers (PCIe 3.0 datacenter boards, a source the line never saw) check it:
-2-8 GPUs in one server, given the 1-GPU step, 9.7 / 25 against v0's 12.6 / 31 (srift.learn.gavel_scaling
+2-8 GPUs in one server, given the 1-GPU step, 8.4 / 22 against v0's 12.6 / 31 (srift.learn.gavel_scaling
 note "gavel scaling"; refitted with their calibrations the line is no better held out, so it
 stays Sia's). A prediction on such a cluster carries the held-out step residuals of both clusters in its
-p10-p90 band (x0.88-x1.24); nested, each cluster's band holds 67% (rtx, from quad's x0.95-x1.31:
+p10-p90 band (x0.88-x1.24); nested, each cluster's band holds 68% (rtx, from quad's x0.95-x1.31:
 27% of rtx's steps fall below it) and 78% (quad, from rtx's) of the other's steps
 (bench/accuracy.py interval_coverage/multi_gpu_learned_pcie_links_*).
 """
