@@ -143,11 +143,7 @@ std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers
   return times;
 }
 
-ComputeModel anchor_to_measurements(const ComputeModel& prior,
-                                    const std::vector<Measurement>& measurements) {
-  prior.validate();
-  if (measurements.empty()) return prior;
-  bool split_measured = true;
+void validate_measurements(const std::vector<Measurement>& measurements) {
   for (std::size_t i = 0; i < measurements.size(); ++i) {
     const Measurement& m = measurements[i];
     const std::string f = "measurements[" + std::to_string(i) + "].";
@@ -156,10 +152,7 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
     // < 0 means "not measured"; NaN or inf is neither and gave an all-NaN model.
     if (!std::isfinite(m.forward_s)) detail::fail(f + "forward_s", "finite (< 0: not measured)", m.forward_s);
     if (!std::isfinite(m.backward_s)) detail::fail(f + "backward_s", "finite (< 0: not measured)", m.backward_s);
-    if (m.forward_s < 0 || m.backward_s < 0) {
-      split_measured = false;
-      continue;
-    }
+    if (m.forward_s < 0 || m.backward_s < 0) continue;
     // Medians of each phase need not add up: a forward + backward a little above the
     // iteration leaves no optimizer time rather than being an error. Twice the iteration is
     // not noise but a wrong field.
@@ -167,6 +160,17 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
       detail::fail(f + "forward_s + backward_s", "at most twice iteration_s (" + std::to_string(m.iteration_s) + " s)",
                    m.forward_s + m.backward_s);
     }
+  }
+}
+
+ComputeModel anchor_to_measurements(const ComputeModel& prior,
+                                    const std::vector<Measurement>& measurements) {
+  prior.validate();
+  if (measurements.empty()) return prior;
+  validate_measurements(measurements);
+  bool split_measured = true;
+  for (const Measurement& m : measurements) {
+    if (m.forward_s < 0 || m.backward_s < 0) split_measured = false;
   }
 
   // With forward and backward measured, the rest of the iteration is the optimizer step (and

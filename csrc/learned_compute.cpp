@@ -586,6 +586,7 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  validate_measurements(measurements);  // named here, not as an internal fit's "seconds[0]"
   // The grid reaches every measured batch, so no part of the curve is extrapolated from it.
   double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
   for (const Measurement& m : measurements) {
@@ -718,6 +719,8 @@ ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpe
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  validate_measurements(measurements);
+  roofline.validate();
   bool one_batch = true;
   for (const Measurement& m : measurements) one_batch = one_batch && m.local_batch == measurements.front().local_batch;
   if (!one_batch) return anchor_to_measurements(roofline, measurements);

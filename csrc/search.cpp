@@ -417,6 +417,17 @@ SearchStats& SearchStats::operator+=(const SearchStats& other) {
 }
 
 void plan_totals(const SearchRequest& request, Plan& plan) {
+  // A caller's plan: name a group that indexes no offer (std::vector::at said only "_M_range_check").
+  if (plan.groups.size() > static_cast<std::size_t>(kMaxGroups)) {
+    detail::fail("plan.groups (count)", "<= " + std::to_string(kMaxGroups), static_cast<double>(plan.groups.size()));
+  }
+  for (std::size_t k = 0; k < plan.groups.size(); ++k) {
+    const PlanGroup& g = plan.groups[k];
+    if (g.offer < 0 || g.offer >= static_cast<int>(request.offers.size())) {
+      throw std::out_of_range("plan.groups[" + std::to_string(k) + "].offer must index request.offers (size " +
+                              std::to_string(request.offers.size()) + "), got " + std::to_string(g.offer));
+    }
+  }
   const double rate = plan_interruptions_per_hour(request, plan.groups);
   const double nominal = request.iterations * plan.iteration.iteration_s;
   plan.spot = estimate_spot(nominal, rate, request.spot, request.deadline_s);

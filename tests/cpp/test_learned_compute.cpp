@@ -199,6 +199,13 @@ TEST(LearnedCompute, PredictionsAnchorToMeasurementsOrFitTheRooflineGrid) {
   }
   EXPECT_DOUBLE_EQ(p.p90_factor, std::exp(0.4));
   EXPECT_THROW(lc.predict_anchored(w, a, {}, b, Precision::amp), std::invalid_argument);
+  // a NaN phase is named as the caller's field, not as an internal fit's "seconds[0]"
+  try {
+    lc.predict_anchored(w, a, {{64, 0.5, std::nan(""), 0.2}}, b, Precision::amp);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("measurements[0].forward_s"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LearnedCompute, RejectsModelsAndConfigsThatDoNotFit) {

@@ -668,3 +668,19 @@ TEST(Search, EnumValuesOutsideTheirRangeAreRefused) {
     EXPECT_NE(std::string(e.what()).find("offers[0].market"), std::string::npos) << e.what();
   }
 }
+
+TEST(Search, PlanTotalsNamesAGroupThatIndexesNoOffer) {
+  SearchRequest r = one_type_request("one", 1, 24.0);
+  r.global_batch = 8;
+  r.iterations = 10;
+  srift::Plan plan = srift::search(r).plans.at(0);
+  plan.groups[0].offer = 3;
+  try {
+    srift::plan_totals(r, plan);
+    FAIL() << "no throw";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("plan.groups[0].offer must index request.offers (size 1), got 3"),
+              std::string::npos)
+        << e.what();
+  }
+}

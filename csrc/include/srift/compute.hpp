@@ -93,13 +93,18 @@ struct Measurement {
   double backward_s = -1;   ///< optional, seconds; < 0 when not measured
 };
 
+/// Throws std::invalid_argument naming measurements[i] and the field for a batch or iteration
+/// time that is not finite and > 0, a forward_s or backward_s that is not finite (< 0 means
+/// not measured), or a forward + backward above twice the iteration.
+void validate_measurements(const std::vector<Measurement>& measurements);
+
 /// Anchors an estimate to measurements of the same GPU type. Two or more distinct batches:
 /// least-squares fit of the fixed and per-sample terms (split between forward and backward
 /// as measured, else as the prior splits them). One batch: the prior is scaled to match it.
 /// When every measurement has forward_s and backward_s, the terms are fitted to forward +
 /// backward and the optimizer step is measured: the mean of iteration - forward - backward
 /// (at least 0). Otherwise the optimizer step is the prior's, at most half the intercept.
-/// Throws std::invalid_argument on a non-positive batch or time.
+/// Throws std::invalid_argument as validate_measurements does.
 ComputeModel anchor_to_measurements(const ComputeModel& prior,
                                     const std::vector<Measurement>& measurements);
 
