@@ -899,7 +899,10 @@ SearchResult search(const SearchRequest& request, const CancelToken* cancel) {
       result.closest = near.plans.front();
       plan_totals(request, result.closest);  // its spot estimate and chances against the real deadline
     }
+    // Every plan simulated counts once in evaluated and once in feasible or infeasible_*
+    // (feasible was left out: 19 M evaluated, 0 feasible, in a review's slow search).
     result.stats.evaluated += near.stats.evaluated;
+    result.stats.feasible += near.stats.feasible;
     result.stats.nodes += near.stats.nodes;
     result.stats.infeasible_memory += near.stats.infeasible_memory;
     result.stats.infeasible_batch += near.stats.infeasible_batch;

@@ -684,3 +684,17 @@ TEST(Search, PlanTotalsNamesAGroupThatIndexesNoOffer) {
         << e.what();
   }
 }
+
+TEST(Search, StatsCountEveryPlanSimulatedOnceWhenNothingMeetsTheDeadline) {
+  // The closest-plan pass added its evaluations but not its feasible plans.
+  SearchRequest r = one_type_request("one", 1, 24.0);
+  r.global_batch = 8;
+  r.iterations = 1e6;
+  r.deadline_s = 1;  // nothing trains a million iterations in a second
+  const SearchResult res = srift::search(r);
+  ASSERT_TRUE(res.plans.empty());
+  ASSERT_FALSE(res.closest.groups.empty());
+  const srift::SearchStats& s = res.stats;
+  EXPECT_GT(s.feasible, 0u);
+  EXPECT_EQ(s.evaluated, s.feasible + s.infeasible_memory + s.infeasible_batch);
+}
