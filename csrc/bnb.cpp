@@ -903,6 +903,11 @@ SearchResult search(const SearchRequest& request, const CancelToken* cancel) {
     // (feasible was left out: 19 M evaluated, 0 feasible, in a review's slow search).
     result.stats.evaluated += near.stats.evaluated;
     result.stats.feasible += near.stats.feasible;
+    // pruned is what of the space was never simulated, counting both passes (it was the main
+    // pass's alone, so evaluated + pruned could exceed the space)
+    result.stats.pruned = result.stats.space > static_cast<double>(result.stats.evaluated)
+                              ? static_cast<std::uint64_t>(result.stats.space - static_cast<double>(result.stats.evaluated))
+                              : 0;
     result.stats.nodes += near.stats.nodes;
     result.stats.infeasible_memory += near.stats.infeasible_memory;
     result.stats.infeasible_batch += near.stats.infeasible_batch;

@@ -5,6 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <locale>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -156,26 +159,46 @@ class Parser {
     }
     if (i_ == start) error("unexpected character");
     const std::string text = s_.substr(start, i_ - start);
-    // std::from_chars, not strtod: strtod follows the process locale, and after a
-    // setlocale(LC_ALL, "de_DE.UTF-8") in the embedding program "4.3e-20" was malformed.
-    const char* first = text.data();
-    const char* const last = first + text.size();
-    if (*first == '+') ++first;
-    Json v;
-    v.t = Json::T::number;
-    const std::from_chars_result r = std::from_chars(first, last, v.num);
-    if (r.ptr != last || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) {
+    // A leading '+' (which strtod took) then a sign of its own: "+-5" is not a number.
+    if (text.size() > 1 && text[0] == '+' && (text[1] == '-' || text[1] == '+')) {
       error("malformed number '" + text + "'");
     }
+    Json v;
+    v.t = Json::T::number;
+    if (!parse_double(text[0] == '+' ? text.substr(1) : text, v.num)) error("malformed number '" + text + "'");
+    return v;
+  }
+  // The whole of `text` as a double, whatever the process locale: strtod follows LC_NUMERIC,
+  // and after setlocale(LC_ALL, "de_DE.UTF-8") in an embedding program "4.3e-20" was
+  // malformed. std::from_chars where the library has it for double (libstdc++ 11+), else a
+  // stream imbued with the classic locale. Past the largest double is infinite (a check then
+  // names the field), below the smallest zero, as strtod.
+  static bool parse_double(const std::string& text, double& out) {
+    if (text.empty()) return false;
+#if defined(__cpp_lib_to_chars) && __cpp_lib_to_chars >= 201611L && !defined(SRIFT_NO_FROM_CHARS)
+    const char* const last = text.data() + text.size();
+    const std::from_chars_result r = std::from_chars(text.data(), last, out);
+    if (r.ptr != last || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) return false;
     if (r.ec == std::errc::result_out_of_range) {
-      // as strtod: past the largest double is infinite (a check then names the field), below
-      // the smallest is zero
       const std::size_t e = text.find_first_of("eE");
       const bool overflow = e == std::string::npos || text.find('-', e) == std::string::npos;
       const double magnitude = overflow ? HUGE_VAL : 0.0;
-      v.num = text[0] == '-' ? -magnitude : magnitude;
+      out = text[0] == '-' ? -magnitude : magnitude;
     }
-    return v;
+    return true;
+#else
+    // (-DSRIFT_NO_FROM_CHARS tests this branch on a library that has from_chars)
+    std::istringstream in(text);
+    in.imbue(std::locale::classic());
+    in >> out;
+    if (in.fail()) {
+      // past the largest double num_get stores +-max and fails: infinite, as strtod
+      if (std::fabs(out) != std::numeric_limits<double>::max()) return false;
+      out = std::copysign(HUGE_VAL, out);
+      in.clear();
+    }
+    return in.peek() == std::char_traits<char>::eof();
+#endif
   }
   std::string string_body() {
     ++i_;  // opening quote

@@ -140,14 +140,14 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
     }
     if (!any_holds) {
       constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-      why.setf(std::ios::fixed);
-      why.precision(1);
-      why << "the model's weights, gradients, optimizer state and buffers take " << r.workload.fixed_memory_bytes / kGiB
-          << " GiB on every GPU (DDP keeps a whole copy per rank) plus "
-          << r.workload.activation_bytes_per_sample / (1024.0 * 1024.0) << " MiB per sample, and the largest GPU offered has "
-          << largest / kGiB << " GiB, " << sim.usable_memory_fraction * largest / kGiB
-          << " of them usable; no cluster, limit or accumulation changes that: use a larger GPU, an optimizer "
-             "with less state, or shard the model (FSDP, ZeRO: srift does not model them)";
+      why.precision(4);
+      why << "the model's weights, gradients, optimizer state, buffers and workspace take "
+          << r.workload.fixed_memory_bytes / kGiB << " GiB on every GPU (DDP keeps a whole copy per rank) plus "
+          << r.workload.activation_bytes_per_sample / (1024.0 * 1024.0)
+          << " MiB per sample, and the largest GPU offered has " << largest / kGiB << " GiB, "
+          << sim.usable_memory_fraction * largest / kGiB
+          << " of them usable; no cluster, limit or accumulation changes that: use a larger GPU, less "
+             "optimizer state (SGD keeps none), or shard the model (FSDP, ZeRO: srift does not model them)";
       return why.str();
     }
     if (infeasible_memory + infeasible_batch > 0) {

@@ -15,11 +15,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kHoursPerMonth = 730.0;
 
-// Poisson CDF by summing terms in log space (no underflow for large means) over the window
-// within 40 standard deviations (+40) of the mean, outside which the terms vanish in a
-// double; for very large means the normal approximation with continuity correction is exact
-// enough for a report. The window keeps the cost O(sqrt(mean)) whatever k is: summing from
-// 0 to k until the sum reached 1 - 1e-15 never ended when rounding left it just below.
 // ln P(X = k) of a Poisson(mean) count, k >= 0 and mean > 0, without std::lgamma, which
 // writes glibc's global `signgam`: a data race when searches run on several threads
 // (ThreadSanitizer). Past k = 10 Stirling's series for ln k! (truncation below 1e-12), with
@@ -37,6 +32,11 @@ double log_poisson_pmf(double k, double mean) {
   return k * std::log1p((mean - k) / k) + (k - mean) - 0.5 * std::log(k) - kHalfLogTwoPi - series;
 }
 
+// Poisson CDF by summing terms in log space (no underflow for large means) over the window
+// within 40 standard deviations (+40) of the mean, outside which the terms vanish in a
+// double; for very large means the normal approximation with continuity correction is exact
+// enough for a report. The window keeps the cost O(sqrt(mean)) whatever k is: summing from
+// 0 to k until the sum reached 1 - 1e-15 never ended when rounding left it just below.
 double poisson_cdf_impl(long long k, double mean) {
   if (k < 0) return 0.0;
   if (mean <= 0) return 1.0;

@@ -132,6 +132,8 @@ def _add_ddp(g: Any) -> None:
     g.add_argument("--allreduce-dtype", choices=("fp16", "bf16", "fp32", "none"), default=None,
                    help="a DDP communication hook's dtype: fp16 for fp16_compress_hook, bf16 for "
                         "bf16_compress_hook (halves the bytes of FP32 gradients); none: send gradients as they are")
+    g.add_argument("--optimizer", choices=("adam", "adamw", "sgd"), default=None,
+                   help="the optimizer your training builds (its state takes GPU memory; default adam)")
     g.add_argument("--find-unused-parameters", action="store_true", default=None,
                    help="DistributedDataParallel(find_unused_parameters=True), which a model whose forward leaves "
                         "parameters unused needs: DDP then keeps its buckets in registration order")
@@ -206,16 +208,19 @@ def _profile(args: argparse.Namespace) -> Any:
 
     if args.profile_path:
         prof = Profile.load(args.profile_path)
-        for flag, value in (("--bucket-cap-mb", args.bucket_cap_mb), ("--first-bucket-mb", args.first_bucket_mb),
-                            ("--find-unused-parameters", getattr(args, "find_unused_parameters", None))):
+        for flag, value, option in (("--bucket-cap-mb", args.bucket_cap_mb, "bucket_cap_mb=..."),
+                                    ("--first-bucket-mb", args.first_bucket_mb, "first_bucket_mb=..."),
+                                    ("--find-unused-parameters", getattr(args, "find_unused_parameters", None),
+                                     "find_unused_parameters=True"),
+                                    ("--optimizer", getattr(args, "optimizer", None), "optimizer=...")):
             if value is not None:
-                raise UserError(f"{flag} applies when profiling (--model); a saved profile's buckets are fixed: "
-                                f"re-profile with srift.profile(..., bucket_cap_mb=...)")
+                raise UserError(f"{flag} applies when profiling (--model); a saved profile's buckets and optimizer "
+                                f"state are fixed: re-profile with --model or srift.profile(..., {option})")
         if args.allreduce_dtype is not None:
             prof.allreduce_dtype = None if args.allreduce_dtype == "none" else args.allreduce_dtype
     else:
         prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
-                            ddp=_ddp_options(args))
+                            ddp=_ddp_options(args), optimizer=args.optimizer)
     if not (args.measure or args.measure_instance):
         return prof
     catalog = _catalog(args)  # once for both flags (overrides are a file read)
@@ -248,7 +253,8 @@ USER_MODEL_BATCH = 8  # --model FILE.py:FACTORY without --batch-size
 
 
 def _profile_zoo(name: str, batch_size: int | None, device: str | None, precision: str, *,
-                 quiet: bool, warmup: int = 2, repeats: int = 5, ddp: dict[str, Any] | None = None) -> Any:
+                 quiet: bool, warmup: int = 2, repeats: int = 5, ddp: dict[str, Any] | None = None,
+                 optimizer: str | None = None) -> Any:
     import torch
 
     from srift import zoo
@@ -263,13 +269,25 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
     check_device(device)  # before building a model that may take minutes
     if not quiet:
         print(f"profiling {name} at local batch {batch_size} on {device} ...", file=sys.stderr)
-    if own:
-        model, batch, loss_fn, label = user_model.build(name, batch_size)
-    else:
-        model, batch, loss_fn = zoo.build(name, batch_size=batch_size, device="meta" if device == "meta" else "cpu")
-        label = name
+    from srift.profiler import MAX_PROFILE_BATCH
+
+    if batch_size > MAX_PROFILE_BATCH:
+        raise UserError(f"--batch-size {batch_size}: more than one GPU's local batch srift profiles "
+                        f"({MAX_PROFILE_BATCH}); profile a smaller batch (the per-sample costs scale)")
+    try:
+        if own:
+            model, batch, loss_fn, label = user_model.build(name, batch_size)
+        else:
+            model, batch, loss_fn = zoo.build(name, batch_size=batch_size,
+                                              device="meta" if device == "meta" else "cpu")
+            label = name
+    except (MemoryError, RuntimeError) as exc:  # the batch does not fit this machine's memory
+        if "alloc" not in str(exc).lower() and not isinstance(exc, MemoryError):
+            raise
+        raise UserError(f"building {name} at local batch {batch_size} on this machine failed ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0][:200]}); profile a smaller --batch-size or --device meta") from exc
     return profile(model, batch, loss_fn=loss_fn, device=device, precision=precision,
-                   warmup=warmup, repeats=repeats, name=label,
+                   optimizer=optimizer or "adam", warmup=warmup, repeats=repeats, name=label,
                    progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
 
 
@@ -297,7 +315,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output, "-o")
     prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
-                        warmup=args.warmup, repeats=args.repeats, ddp=_ddp_options(args))
+                        warmup=args.warmup, repeats=args.repeats, ddp=_ddp_options(args), optimizer=args.optimizer)
     if args.output:
         prof.save(args.output)
 

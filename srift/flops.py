@@ -18,7 +18,9 @@ cpu and meta tensors to the fused CPU kernel (its meta implementation on meta), 
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -138,11 +140,13 @@ class FusedAttention(TorchFunctionMode):
     dropout), the default of nn.TransformerEncoderLayer and of GPT-2's and BERT's configs,
     where CUDA's flash and memory-efficient kernels apply dropout inside the kernel: such a
     profile of a GPT-2 stored 2.9x the activations of the meta profile. The fused call runs
-    without dropout (the kernel a GPU runs draws its mask in-kernel and stores none), which
-    changes nothing the profile records. nn.MultiheadAttention without attention weights
+    without dropout (the kernel a GPU runs draws its mask in-kernel and stores none): FLOPs,
+    bytes and activations are the GPU kernel's; a cpu profile's timings are of the CPU kernel
+    without the dropout mask. nn.MultiheadAttention without attention weights
     (``need_weights=False``, as nn.TransformerEncoderLayer calls it) reaches SDPA through
     ``F.multi_head_attention_forward``, a torch function of its own; inside it this mode is
-    off, so its SDPA is routed for the duration of that call. On cuda nothing is rerouted.
+    off, so its SDPA is routed for the duration of that call (thread-safe: only the threads
+    inside this mode are rerouted). On cuda nothing is rerouted.
     """
 
     def _fused(self, func: Any, args: tuple, kwargs: dict) -> Any:
@@ -171,18 +175,51 @@ class FusedAttention(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        if func is torch.nn.functional.scaled_dot_product_attention:
-            return self._fused(func, args, kwargs)
+        if func is torch.nn.functional.scaled_dot_product_attention or func is _REAL_SDPA:
+            return self._fused(_REAL_SDPA, args, kwargs)
         if func is torch.nn.functional.multi_head_attention_forward:
-            functional = torch.nn.functional
-            original = functional.scaled_dot_product_attention
-            # the module global multi_head_attention_forward calls
-            functional.scaled_dot_product_attention = lambda *a, **kw: self._fused(original, a, kw)
-            try:
+            with _mha_reroute(self):
                 return func(*args, **kwargs)
-            finally:
-                functional.scaled_dot_product_attention = original
         return func(*args, **kwargs)
+
+
+# F.multi_head_attention_forward calls the module global `scaled_dot_product_attention`; inside
+# it a TorchFunctionMode is off, so the global is swapped for a router while any thread profiles.
+# The router reroutes only in threads that are inside FusedAttention (a thread-local stack), and
+# one lock and count install and remove it: two threads swapping the global by hand left it
+# swapped for good.
+_REAL_SDPA = torch.nn.functional.scaled_dot_product_attention
+_reroute_lock = threading.Lock()
+_reroute_users = 0
+_reroute_local = threading.local()
+
+
+def _routed_sdpa(*args: Any, **kwargs: Any) -> Any:
+    stack = getattr(_reroute_local, "modes", None)
+    if stack:
+        return stack[-1]._fused(_REAL_SDPA, args, kwargs)
+    return _REAL_SDPA(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _mha_reroute(mode: FusedAttention) -> Iterator[None]:
+    global _reroute_users
+    stack = getattr(_reroute_local, "modes", None)
+    if stack is None:
+        stack = _reroute_local.modes = []
+    with _reroute_lock:
+        if _reroute_users == 0:
+            torch.nn.functional.scaled_dot_product_attention = _routed_sdpa
+        _reroute_users += 1
+    stack.append(mode)
+    try:
+        yield
+    finally:
+        stack.pop()
+        with _reroute_lock:
+            _reroute_users -= 1
+            if _reroute_users == 0:
+                torch.nn.functional.scaled_dot_product_attention = _REAL_SDPA
 
 
 _MATMUL = {"mm", "addmm", "bmm", "baddbmm", "matmul", "addbmm", "_scaled_mm", "linear", "einsum"}

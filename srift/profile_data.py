@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -77,6 +78,18 @@ def _short(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _legacy_bytes_dtype(data: dict[str, Any]) -> str | None:
+    """A profile's `bytes_dtype`, warning about an AMP profile from a real device written before
+    srift recorded it: its activations and layer bytes are autocast's, which predictions halve
+    again for AMP (twice the local batch said to fit). It is read as it is; re-profile it."""
+    value = data.get("bytes_dtype")
+    if value is None and data.get("precision") == "amp" and data.get("device") != "meta":
+        warnings.warn(f"profile {data.get('model')!r}: an AMP profile taken on {data.get('device')} before srift "
+                      "recorded bytes in the model's dtype; its activations count half their size twice in "
+                      "predictions (too large a local batch may be said to fit): profile it again", stacklevel=4)
+    return value
 
 
 def _validate_schema(data: Any) -> None:
@@ -371,6 +384,10 @@ class Profile:
     allreduce_dtype: str | None = None  # added field: a DDP comm hook's dtype (note "allreduce dtype")
     # added field: DDP built with find_unused_parameters=True (buckets in registration order)
     find_unused_parameters: bool = False
+    # added field: the dtype the analysis pass counted bytes in. "model": the model's own (no
+    # autocast; what every profiler since writes). None: an older profile, whose AMP bytes on a
+    # real device were autocast's, which predictions then halved again.
+    bytes_dtype: str | None = "model"
     created_at: str = field(default_factory=_now)
     srift_version: str = field(default_factory=lambda: _version())
     schema: str = SCHEMA
@@ -455,6 +472,7 @@ class Profile:
             "first_bucket_mb": self.first_bucket_mb,
             "allreduce_dtype": self.allreduce_dtype,
             "find_unused_parameters": self.find_unused_parameters,
+            "bytes_dtype": self.bytes_dtype,
             "layers": [layer.to_dict() for layer in self.layers],
             "buckets": [b.to_dict() for b in self.buckets],
             "timings": None if self.timings is None else self.timings.to_dict(),
@@ -494,6 +512,7 @@ class Profile:
             first_bucket_mb=data["first_bucket_mb"],
             allreduce_dtype=data.get("allreduce_dtype"),
             find_unused_parameters=bool(data.get("find_unused_parameters", False)),
+            bytes_dtype=_legacy_bytes_dtype(data),
             layers=[LayerProfile.from_dict(x) for x in data["layers"]],
             buckets=[BucketProfile.from_dict(x) for x in data["buckets"]],
             timings=None if data["timings"] is None else Timings.from_dict(data["timings"]),

@@ -593,6 +593,9 @@ def profile(
 
     inputs, targets = tree_map(lambda t: t.to(dev) if isinstance(t, torch.Tensor) else t, tuple(batch))
     full = _batch_size(inputs, targets)
+    if full > MAX_PROFILE_BATCH:
+        raise ValueError(f"batch: dimension 0 is {full}, more than one GPU's local batch srift profiles "
+                         f"({MAX_PROFILE_BATCH}); profile a smaller batch (the per-sample costs scale)")
     if batch_sizes is None:
         sizes = [full] + ([full // 2] if full >= 2 else [])
     else:
@@ -640,8 +643,8 @@ def _profile_impl(
     sparse = [p.name for p in ddp_params if p.sparse_grad]
     if sparse and optimizer != "sgd":
         raise ValueError(f"optimizer: {optimizer!r} cannot train the sparse gradients of {', '.join(sparse)} "
-                         "(an embedding built with sparse=True); profile with optimizer='sgd' (torch.optim.SparseAdam "
-                         "is not modelled)")
+                         "(an embedding built with sparse=True); profile with optimizer='sgd' (--optimizer sgd; "
+                         "torch.optim.SparseAdam is not modelled)")
     ddp_index = {id(p.tensor): p.index for p in ddp_params}
     clock = None if is_meta else _Clock(dev)
     autocast = lambda: _autocast(dev, precision)  # noqa: E731
@@ -796,16 +799,20 @@ def _profile_impl(
         if key is None or key not in index_of:
             mod = p.name.rpartition(".")[0]
             key = next((k for k in keys if k[0] == mod), None)
+        # A parameter that got no gradient: with find_unused_parameters DDP's reducer marks it
+        # ready at the backward's first hook (reducer.cpp autograd_hook), so it holds no
+        # bucket back; without it DDP fails, and srift has warned.
+        unused_at = 0.0 if find_unused_parameters else 1.0
         if ready_time_frac:
-            frac = max(ready_time_frac.get(i, 1.0) for i in b.param_indices)
+            frac = max(ready_time_frac.get(i, unused_at) for i in b.param_indices)
         elif total_bwd > 0:
-            frac = max(ready_bwd_flops.get(i, total_bwd) for i in b.param_indices) / total_bwd
+            frac = max(ready_bwd_flops.get(i, unused_at * total_bwd) for i in b.param_indices) / total_bwd
         else:
             frac = (b.index + 1) / len(buckets)
         running = max(running, min(1.0, max(0.0, frac)))  # buckets are ready in order
         flops_frac = None
         if total_bwd > 0:
-            flops = max(ready_bwd_flops.get(i, total_bwd) for i in b.param_indices) / total_bwd
+            flops = max(ready_bwd_flops.get(i, unused_at * total_bwd) for i in b.param_indices) / total_bwd
             running_flops = flops_frac = max(running_flops, min(1.0, max(0.0, flops)))
         # No layer owns the bucket's last parameter (one used outside every module's forward):
         # layer 0, whose backward runs last, so the bucket is ready only at the end of the backward.

@@ -4,8 +4,10 @@ The file is run as a Python module (it is the user's code, as ``python train.py`
 it) and ``factory(batch_size)`` must return what :func:`srift.zoo.build` returns: ``(model,
 (inputs, targets), loss_fn)``, or ``(model, (inputs, targets))`` when the model's output is
 itself the loss or has a ``.loss`` (``srift.profile``'s ``loss_fn=None``). The model is built
-on the CPU; the profiler moves it (or, for ``--device meta``, a weightless copy). Every
-failure is a ValueError naming the file, the factory and what went wrong.
+on the CPU; the profiler moves it (or, for ``--device meta``, a weightless copy). The file's
+folder goes first on ``sys.path`` (and stays: a factory may import lazily), so its sibling
+modules import as they do under ``python FILE.py``. Every failure is a ValueError naming the
+file, the factory and what went wrong.
 """
 from __future__ import annotations
 
@@ -39,6 +41,10 @@ def _factory(spec: str) -> tuple[Callable[..., Any], str]:
         raise ValueError(f"--model {spec!r}: cannot load {str(path)!r} as Python")
     module = importlib.util.module_from_spec(loader_spec)
     sys.modules[module_name] = module  # dataclasses and pickling-free helpers look themselves up here
+    # as `python FILE.py` runs it: the file's own folder first on the path, for its sibling modules
+    folder = str(path.parent.resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
         loader_spec.loader.exec_module(module)
     except SyntaxError as exc:

@@ -113,3 +113,17 @@ TEST(LearnedModel, NumbersParseWhateverTheProcessLocale) {
   std::setlocale(LC_NUMERIC, "C");
   EXPECT_DOUBLE_EQ(out, 2.5);
 }
+
+TEST(LearnedModel, SignedNumbersAreReadAsJsonHasThem) {
+  // "+-5" was taken as -5 once the reader skipped the '+' itself; exponents past a double's
+  // range read as strtod reads them (infinite, then refused naming the field; or zero).
+  std::string doubled(kLinear);
+  doubled.replace(doubled.find("\"intercept\":0.5"), 15, "\"intercept\":+-0.5");
+  EXPECT_THROW(srift::LearnedModel::from_json(doubled), std::invalid_argument);
+  std::string tiny(kLinear);
+  tiny.replace(tiny.find("\"intercept\":0.5"), 15, "\"intercept\":1e-400");
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(tiny).predict({3.0, 6.0}), 2.0);
+  std::string huge(kLinear);
+  huge.replace(huge.find("\"intercept\":0.5"), 15, "\"intercept\":1e400");
+  EXPECT_THROW(srift::LearnedModel::from_json(huge), std::invalid_argument);
+}

@@ -88,7 +88,7 @@ def test_a_model_no_gpu_holds_says_so_and_every_command_exits_3(capsys, tmp_path
     common = ["--profile", str(path), "--global-batch", "64"]
     assert main(["recommend", *common, "--iterations", "1000", "--deadline", "24h", "--accumulate", "64"]) == 3
     out = capsys.readouterr().out
-    assert "the model's weights, gradients, optimizer state and buffers take" in out
+    assert "the model's weights, gradients, optimizer state, buffers and workspace take" in out
     assert "DDP keeps a whole copy per rank" in out and "allow gradient accumulation" not in out
     assert main(["pareto", *common, "--iterations", "1000", "--json"]) == 3
     doc = json.loads(capsys.readouterr().out)

@@ -467,6 +467,32 @@ def test_attention_is_profiled_as_the_fused_kernel_a_gpu_runs_on_cpu_and_meta(dr
     assert meta.activation_bytes_per_sample < 1.2 * 2**20
 
 
+def test_attention_rerouting_is_undone_after_threads_profile_at_once():
+    """The SDPA inside nn.MultiheadAttention is rerouted by swapping a module global; two
+    threads swapping it by hand could leave it swapped for the rest of the process."""
+    import threading
+
+    from srift.flops import _REAL_SDPA
+
+    x, y = torch.randn(2, 64, 64), torch.randint(0, 10, (2,))
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for _ in range(3):
+                profile(_Encoder(0.1), (x, y), F.cross_entropy, device="meta")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert F.scaled_dot_product_attention is _REAL_SDPA
+
+
 def test_amp_bytes_are_in_the_models_dtype_on_every_device():
     """An AMP profile taken on a real device recorded autocast's half-size activations, which
     the engine halves again for AMP: twice the local batch was said to fit. The analysis pass
@@ -509,6 +535,10 @@ def test_parameters_unused_in_the_forward_are_named_and_find_unused_parameters_i
     assert sum(sizes) == params * 4
     # registration order, reversed: the last bucket is the first bucket DDP filled (a.*)
     assert found.buckets[-1].param_names[:2] == ["a.weight", "a.bias"]
+    # DDP marks an unused parameter ready at the backward's first hook: it holds no bucket back,
+    # so the buckets are ready as the used parameters' gradients arrive (not all at the end)
+    fractions = [b.ready_flops_fraction for b in found.buckets]
+    assert fractions == sorted(fractions) and fractions[0] < 1.0
     with pytest.raises(ValueError, match="find_unused_parameters: expected True or False"):
         profile(_WithUnused(), (x, y), F.cross_entropy, device="meta", find_unused_parameters="yes")
 
@@ -563,3 +593,18 @@ def test_empty_huge_and_sparse_batches_are_refused_naming_the_field():
     with pytest.raises(ValueError, match="optimizer: 'adam' cannot train the sparse gradients of e.weight"):
         profile(Sparse(), (ids, labels), F.cross_entropy, device="meta")
     assert profile(Sparse(), (ids, labels), F.cross_entropy, device="meta", optimizer="sgd").buckets
+
+
+def test_an_old_amp_profile_from_a_real_device_warns_on_load(tmp_path):
+    """Profiles written before bytes_dtype counted autocast's bytes on cpu and cuda, which the
+    engine halved again; such a file still loads, with a warning to profile again."""
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+    prof = profile(model, (torch.randn(4, 64), torch.randint(0, 10, (4,))), F.cross_entropy, device="meta",
+                   precision="amp")
+    assert prof.bytes_dtype == "model"
+    assert Profile.from_dict(prof.to_dict()).bytes_dtype == "model"
+    old = prof.to_dict()
+    del old["bytes_dtype"]
+    old["device"] = "cpu"
+    with pytest.warns(UserWarning, match="AMP profile taken on cpu before srift recorded bytes"):
+        assert Profile.from_dict(old).bytes_dtype is None
