@@ -89,10 +89,14 @@ def _gpu_measurement(text: str) -> tuple[str, int, float, int]:
 
 
 # ---- shared options -------------------------------------------------------------------------
+MODEL_HELP = ("a zoo model (see `srift profile --list`) or your own, FILE.py:FACTORY: a function of the local "
+              "batch size that returns (model, (inputs, targets), loss_fn)")
+
+
 def _add_source(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to train")
     src = g.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", help="a zoo model (see `srift profile --list`) or your own, FILE.py:FACTORY: a function of the local batch size that returns (model, (inputs, targets), loss_fn)")
+    src.add_argument("--model", help=MODEL_HELP)
     src.add_argument("--profile", dest="profile_path", metavar="FILE", help="a saved profile (JSON)")
     g.add_argument("--batch-size", type=_positive_int, default=None,
                    help="local batch to profile the model at (default: the zoo's; 8 for FILE.py:FACTORY)")
@@ -257,23 +261,19 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
                  optimizer: str | None = None) -> Any:
     import torch
 
-    from srift import zoo
-    from srift.profiler import check_device, profile
-
-    from srift import user_model
+    from srift import user_model, zoo
+    from srift.profiler import MAX_PROFILE_BATCH, check_device, profile
 
     own = user_model.is_model_file(name)
     batch_size = batch_size or (USER_MODEL_BATCH if own else int(zoo.info(name).get("default_batch_size", 8)))
+    if batch_size > MAX_PROFILE_BATCH:
+        raise UserError(f"--batch-size {batch_size}: more than one GPU's local batch srift profiles "
+                        f"({MAX_PROFILE_BATCH}); profile a smaller batch (the per-sample costs scale)")
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     check_device(device)  # before building a model that may take minutes
     if not quiet:
         print(f"profiling {name} at local batch {batch_size} on {device} ...", file=sys.stderr)
-    from srift.profiler import MAX_PROFILE_BATCH
-
-    if batch_size > MAX_PROFILE_BATCH:
-        raise UserError(f"--batch-size {batch_size}: more than one GPU's local batch srift profiles "
-                        f"({MAX_PROFILE_BATCH}); profile a smaller batch (the per-sample costs scale)")
     try:
         if own:
             model, batch, loss_fn, label = user_model.build(name, batch_size)
@@ -532,7 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("profile", help="profile a zoo model or your own: FLOPs, bytes, timings, DDP buckets")
-    p.add_argument("--model", help="a zoo model (see `srift profile --list`) or your own, FILE.py:FACTORY: a function of the local batch size that returns (model, (inputs, targets), loss_fn)")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--list", action="store_true", help="list the zoo's models")
     p.add_argument("--batch-size", type=_positive_int, default=None)
     p.add_argument("--device", default=None, help="cpu, cuda, or meta")

@@ -158,29 +158,12 @@ class Engine:
 
     def _ready_fractions(self) -> list[float]:
         """Bucket ready times inside the backward. Measured per-layer times are used when the
-        profile ran on a GPU; on a CPU or meta profile the backward FLOPs share stands in,
-        because a CPU's per-layer time profile says little about a GPU's: the share the
-        profiler recorded in the order the backward ran, or (profiles without it) the layers'
-        share in layer order, which puts a parameter of a parent module or the root, listed
-        after its children, too early."""
-        buckets = self.profile.buckets
+        profile ran on a GPU; on a CPU or meta profile the backward FLOPs share stands in
+        (Profile.flops_ready_fractions), because a CPU's per-layer time profile says little
+        about a GPU's."""
         if self.profile.device_gpu:
-            return [float(b.ready_fraction) for b in buckets]
-        if buckets and all(b.ready_flops_fraction is not None for b in buckets):
-            return [float(b.ready_flops_fraction) for b in buckets]  # type: ignore[arg-type]
-        backward = self._layers[2]
-        total = float(backward.sum())
-        if total <= 0:
-            return [float(b.ready_fraction) for b in buckets]
-        # The backward visits layers in reverse: layer l's gradients exist once every layer
-        # at index >= l has run its backward.
-        done_after = np.cumsum(backward[::-1])[::-1] / total
-        fractions, previous = [], 0.0
-        for b in buckets:
-            fraction = float(done_after[b.last_layer]) if 0 <= b.last_layer < len(done_after) else 1.0
-            previous = max(previous, min(1.0, fraction))
-            fractions.append(previous)
-        return fractions
+            return [float(b.ready_fraction) for b in self.profile.buckets]
+        return self.profile.flops_ready_fractions()
 
     def _workload(self) -> _core.Workload:
         p = self.profile

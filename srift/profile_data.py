@@ -393,6 +393,32 @@ class Profile:
     schema: str = SCHEMA
 
     # -- helpers -------------------------------------------------------------------------
+    def flops_ready_fractions(self) -> list[float]:
+        """Each bucket's ready time as a share of the backward's FLOPs, what a CPU or meta
+        profile's ready time stands in for on a GPU: recorded in the order the backward ran
+        (``ready_flops_fraction``), else (older profiles) the layers' share in layer order,
+        which puts a parent module's or the root's parameter, listed after its children, too
+        early. Non-decreasing; layer-less or FLOP-less profiles keep ``ready_fraction``."""
+        buckets = self.buckets
+        if buckets and all(b.ready_flops_fraction is not None for b in buckets):
+            return [float(b.ready_flops_fraction) for b in buckets]  # type: ignore[arg-type]
+        backward = [float(layer.backward_flops) for layer in self.layers]
+        total = sum(backward)
+        if total <= 0:
+            return [float(b.ready_fraction) for b in buckets]
+        # The backward visits layers in reverse: layer l's gradients exist once every layer
+        # at index >= l has run its backward.
+        done_after, acc = [0.0] * len(backward), 0.0
+        for i in range(len(backward) - 1, -1, -1):
+            acc += backward[i]
+            done_after[i] = acc / total
+        fractions, previous = [], 0.0
+        for b in buckets:
+            fraction = done_after[b.last_layer] if 0 <= b.last_layer < len(done_after) else 1.0
+            previous = max(previous, min(1.0, fraction))
+            fractions.append(previous)
+        return fractions
+
     def total_forward_flops(self) -> float:
         """Forward FLOPs per sample of the whole model (2 FLOPs per MAC)."""
         return float(sum(layer.forward_flops for layer in self.layers))

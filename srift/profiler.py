@@ -288,7 +288,7 @@ class _Tracer:
         self._ordered: set[LayerKey] = set()
         self.bwd_flops_total = 0
         self.meta = False
-        self.device_type = "cpu"  # where the model runs: cpu, cuda or meta
+        self.on_cuda = False
 
     # -- keys --------------------------------------------------------------------------
     def key_of(self, m: nn.Module) -> LayerKey:
@@ -651,7 +651,7 @@ def _profile_impl(
 
     tracer = _Tracer(model, clock, param_storages)
     tracer.meta = is_meta
-    tracer.device_type = dev.type
+    tracer.on_cuda = dev.type == "cuda"  # SDPA is rerouted to the fused kernel on cpu and meta only
     tracer.install()
     try:
         # ---- 1. analysis pass at the example batch: FLOPs, bytes, nodes, ready order -----
@@ -803,17 +803,17 @@ def _profile_impl(
         # ready at the backward's first hook (reducer.cpp autograd_hook), so it holds no
         # bucket back; without it DDP fails, and srift has warned.
         unused_at = 0.0 if find_unused_parameters else 1.0
-        if ready_time_frac:
-            frac = max(ready_time_frac.get(i, unused_at) for i in b.param_indices)
-        elif total_bwd > 0:
-            frac = max(ready_bwd_flops.get(i, unused_at * total_bwd) for i in b.param_indices) / total_bwd
-        else:
-            frac = (b.index + 1) / len(buckets)
-        running = max(running, min(1.0, max(0.0, frac)))  # buckets are ready in order
         flops_frac = None
-        if total_bwd > 0:
+        if total_bwd > 0:  # buckets are ready in order
             flops = max(ready_bwd_flops.get(i, unused_at * total_bwd) for i in b.param_indices) / total_bwd
             running_flops = flops_frac = max(running_flops, min(1.0, max(0.0, flops)))
+        if ready_time_frac:
+            frac = max(ready_time_frac.get(i, unused_at) for i in b.param_indices)
+        elif flops_frac is not None:
+            frac = flops_frac
+        else:
+            frac = (b.index + 1) / len(buckets)
+        running = max(running, min(1.0, max(0.0, frac)))
         # No layer owns the bucket's last parameter (one used outside every module's forward):
         # layer 0, whose backward runs last, so the bucket is ready only at the end of the backward.
         bucket_profiles.append(
@@ -850,7 +850,7 @@ def _forward(model: nn.Module, inputs: Any, tracer: _Tracer, autocast: Callable[
     """Run the forward; a failure names the innermost module that was running."""
     tracer.stack = []
     try:
-        with autocast(), (FusedAttention() if tracer.device_type in ("cpu", "meta") else nullcontext()):
+        with autocast(), (FusedAttention() if not tracer.on_cuda else nullcontext()):
             return _call(model, inputs)
     except Exception as e:
         where = tracer.failing_module()

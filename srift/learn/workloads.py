@@ -93,23 +93,6 @@ def workload_from_profile(profile: Any, key: str | None = None) -> WorkloadInfo:
     index = {k: i for i, k in enumerate(OP_KINDS)}
     layers = profile.layers
     bwd = [float(l.backward_flops) for l in layers]
-    buckets = list(profile.buckets)
-    # Ready fractions from backward FLOP shares, as the engine takes them for non-GPU profiles
-    # (Engine._ready_fractions): recorded in the order the backward ran, else in layer order.
-    if buckets and all(b.ready_flops_fraction is not None for b in buckets):
-        ready_recorded = [float(b.ready_flops_fraction) for b in buckets]  # type: ignore[arg-type]
-    else:
-        ready_recorded = None
-    total = sum(bwd) or 1.0
-    done_after, acc = [0.0] * len(bwd), 0.0
-    for i in range(len(bwd) - 1, -1, -1):
-        acc += bwd[i]
-        done_after[i] = acc / total
-    ready, prev = [], 0.0
-    for b in buckets:
-        f = done_after[b.last_layer] if 0 <= b.last_layer < len(done_after) else 1.0
-        prev = max(prev, min(1.0, f))
-        ready.append(prev)
     return WorkloadInfo(
         key=key or profile.model,
         kinds=[index.get(l.kind, index["other"]) for l in layers],
@@ -120,7 +103,8 @@ def workload_from_profile(profile: Any, key: str | None = None) -> WorkloadInfo:
         trainable_param_bytes=float(profile.trainable_param_bytes),
         optimizer_state_bytes=float(profile.optimizer_state_bytes),
         bucket_bytes=profile.allreduce_bucket_bytes(),
-        bucket_ready_fraction=ready_recorded if ready_recorded is not None else ready,
+        # as the engine takes them for a non-GPU profile
+        bucket_ready_fraction=profile.flops_ready_fractions(),
     )
 
 
