@@ -79,7 +79,7 @@ def test_probe_arguments_are_checked_before_any_process_starts(kwargs, message):
 
 # ---- across instances: srift probe-network --distributed under torchrun --------------------
 
-def _torchrun_probe(tmp_path, prefixes, master, extra=(), env_extra=None, timeout=180):
+def _torchrun_probe(tmp_path, prefixes, master, extra=(), env_extra=None, timeout=180, max_bytes=4 << 20):
     """One torchrun agent per host (argv prefix per host), each running the srift CLI with
     --distributed; (return codes, rank 0's output document or None, the agents' logs)."""
     import json
@@ -98,7 +98,7 @@ def _torchrun_probe(tmp_path, prefixes, master, extra=(), env_extra=None, timeou
         argv = [*prefix, sys.executable, "-m", "torch.distributed.run", f"--nnodes={len(prefixes)}",
                 f"--node_rank={node}", "--nproc_per_node=1", f"--master_addr={master}", f"--master_port={port}",
                 "--max_restarts=0", "--monitor_interval=0.5", "--no-python", srift_exe, "probe-network",
-                "--instance-type", "g5.xlarge", "--distributed", "--max-bytes", str(4 << 20), "--repeats", "3",
+                "--instance-type", "g5.xlarge", "--distributed", "--max-bytes", str(max_bytes), "--repeats", "3",
                 "--out", str(out), *extra]
         env = {**os.environ, "OMP_NUM_THREADS": "1", **(env_extra or {})}
         procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -132,11 +132,12 @@ def test_distributed_probe_on_one_host_is_loopback_and_refused_unless_asked(tmp_
     codes, doc, logs = _torchrun_probe(tmp_path, [[], []], "127.0.0.1")
     assert all(c != 0 for c in codes) and doc is None
     assert "the 2 torchrun nodes run on 1 host(s)" in logs[0]
-    codes, doc, logs = _torchrun_probe(tmp_path, [[], []], "127.0.0.1", extra=["--loopback"])
+    # loopback moves ~GB/s: messages up to 64 MiB so the bandwidth term outgrows a busy host's noise
+    codes, doc, logs = _torchrun_probe(tmp_path, [[], []], "127.0.0.1", extra=["--loopback"], max_bytes=64 << 20)
     assert codes == [0, 0], logs
     entry = doc["instances"]["g5.xlarge"]
     assert entry["measured_network_gbytes_s"] > 0 and entry["measured_network_latency_us"] >= 0
-    assert "gloo allreduce over 2 ranks on 2 instances (1 each)" in entry["note"]
+    assert "gloo allreduce over 2 ranks on 2 instances (1 each), 1024-67108864 B" in entry["note"]
     assert "measurements" not in doc  # the file is a valid overrides document
     import srift
 
