@@ -22,8 +22,9 @@
 //   come from) and, per USD/hour of its price, at most (L - c_r)/e_r with e = price per GPU x
 //   s. The additions are limited by the remaining workers (global batch, instances, groups)
 //   and, for the objective, by the price the constraints and the incumbent leave;
-// - iteration time: T >= max(L, ready_k + Σ_{j>=k} allreduce_j) + optimizer, where bucket k
-//   is ready no earlier than f_k L (and than P's forward plus f_0 backward at batch 1);
+// - iteration time: T >= broadcast + max(L, ready_k + Σ_{j>=k} allreduce_j) + optimizer, where
+//   bucket k is ready no earlier than f_k L (and than P's forward plus f_0 backward at batch 1)
+//   and the buffer broadcast (simulator.hpp note "buffer broadcast") runs on P's ring;
 // - cost: USD = price x T = Σ_w price_w T >= Σ_w price_w (c_w + s_w b_w + opt) >=
 //   Σ_{w in P} price_w (c_w + opt + s_w) + (B - W_P) min e (the "efficiency" bound, monotone
 //   in every count); >= price_P x T_lb; and with a deadline D (iteration time T <= D), the
@@ -168,6 +169,8 @@ struct Context {
   // Buckets with bytes > 0: ready fraction, suffix bytes, suffix count.
   std::vector<double> f, tail_bytes, tail_count;
   bool has_buckets = false;
+  // DDP's buffer broadcast (simulator.hpp note "buffer broadcast"): total bytes, messages.
+  double broadcast_bytes = 0, broadcast_count = 0;
   // Deadline confidence over the bands (note "bounds"): z_q / z90 (0: no band bound), the
   // least multi-instance p90 factor from each bucket up, and each single-instance cell's.
   double band_exponent = 0;
@@ -250,21 +253,24 @@ class Searcher {
 
   // Lower bound of one iteration given a compute level bound L, seconds.
   double iteration_bound(const State& P, double L) const {
-    double t = L;
-    if (P.W >= 2 && x_.has_buckets) {
+    double t = L, broadcast = 0;
+    if (P.W >= 2 && (x_.has_buckets || x_.broadcast_count > 0)) {
       double bw = P.intra_bw, lat = P.intra_lat;
       if (P.N > 1) {
         bw = std::min(bw, P.net_bw);
         lat = std::max(lat, P.net_lat);
       }
       const double w = P.W;
+      // the buffers go first and every time after them waits: it adds to the whole bound
+      broadcast = x_.broadcast_bytes / bw + x_.broadcast_count * (w - 1.0) * lat;
+      if (!x_.has_buckets) return t + broadcast + P.opt;
       const double alpha = 2.0 * (w - 1.0) / w / bw, beta = 2.0 * (w - 1.0) * lat;
       t = std::max(t, std::max(P.ready0, x_.f[0] * L) + alpha * x_.tail_bytes[0] + beta * x_.tail_count[0]);
       for (std::size_t k = 1; k < x_.f.size(); ++k) {
         t = std::max(t, x_.f[k] * L + alpha * x_.tail_bytes[k] + beta * x_.tail_count[k]);
       }
     }
-    return t + P.opt;
+    return t + broadcast + P.opt;
   }
 
   // What a deadline met with the request's confidence asks of a node's nominal time: every
@@ -682,6 +688,12 @@ void build(Context& x) {
     x.tail_count[j] = count;
   }
   x.has_buckets = !x.f.empty();
+  for (double b : r.workload.broadcast_bytes) {
+    if (b > 0) {
+      x.broadcast_bytes += b;
+      x.broadcast_count += 1;
+    }
+  }
 
   // the band's floor on deadlines met with a confidence (note "bounds")
   bool bands_known = true;

@@ -139,14 +139,27 @@ inline double ring_s(double bytes, int ranks, const LinkSpec& link) {
   const double n = ranks;
   return 2.0 * (n - 1.0) / n * bytes / link.bandwidth + 2.0 * (n - 1.0) * link.latency;
 }
-}  // namespace
-
-double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
+// ring_broadcast_s without the checks.
+inline double broadcast_s(double bytes, int ranks, const LinkSpec& link) {
+  if (ranks <= 1 || bytes <= 0) return 0.0;
+  return bytes / link.bandwidth + (ranks - 1.0) * link.latency;
+}
+void check_link(double bytes, int ranks, const LinkSpec& link) {
   detail::require_finite_nonneg("bytes", bytes);
   if (ranks < 1) detail::fail("ranks", ">= 1", ranks);
   if (!(link.bandwidth > 0)) detail::fail("link.bandwidth", "> 0 (bytes/s; +inf: free)", link.bandwidth);
   detail::require_finite_nonneg("link.latency", link.latency);
+}
+}  // namespace
+
+double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
+  check_link(bytes, ranks, link);
   return ring_s(bytes, ranks, link);
+}
+
+double ring_broadcast_s(double bytes, int ranks, const LinkSpec& link) {
+  check_link(bytes, ranks, link);
+  return broadcast_s(bytes, ranks, link);
 }
 
 void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
@@ -158,7 +171,7 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   out.accumulation_steps = 1;
   out.micro_batch = 0;
   out.iteration_s = out.compute_s = out.comm_s = out.exposed_comm_s = out.optimizer_s = 0;
-  out.interference_s = 0;
+  out.interference_s = out.broadcast_s = 0;
   out.samples_per_s = out.usd_per_hour = out.usd_per_iteration = 0;
   out.bottleneck = Bottleneck::none;
   out.bottleneck_group = -1;
@@ -260,8 +273,14 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
     }
   }
 
-  // Buckets on one collective stream, in DDP order; each waits for the slowest rank.
+  // Buffers first (note "buffer broadcast" in simulator.hpp): every rank's forward waits for them.
   const LinkSpec ring{out.ring_bandwidth, out.ring_latency};
+  if (workers > 1) {
+    for (double bytes : w.broadcast_bytes) out.broadcast_s += broadcast_s(bytes, workers, ring);
+  }
+  const double start_s = out.broadcast_s;  // every time below counts from the iteration's start
+
+  // Buckets on one collective stream, in DDP order; each waits for the slowest rank.
   double stream_free = 0;
   const std::size_t buckets = workers > 1 ? w.bucket_bytes.size() : 0;
   bool any_interference = false;
@@ -275,13 +294,14 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
     const double fraction = w.bucket_ready_fraction[k];
     double ready = forward[0] + fraction * backward[0];
     for (int g = 1; g < n; ++g) ready = std::max(ready, forward[g] + fraction * backward[g]);
+    ready += start_s;
     const double duration = ring_s(w.bucket_bytes[k], workers, ring);
     const double start = std::max(ready, stream_free);
     stream_free = start + duration;
     out.comm_s += duration;
     if (any_interference && duration > 0) {
       for (int g = 0; g < n; ++g) {
-        const double end = out.groups[g].compute_s;
+        const double end = start_s + out.groups[g].compute_s;
         if (start < end) overlapped[g] += w.bucket_bytes[k] * std::min(1.0, (end - start) / duration);
       }
     }
@@ -291,16 +311,16 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   // Interference: where collectives compete with compute for the same cores, each group's
   // compute is stretched by its cost per byte times the traffic that flowed before its
   // compute would have ended (one pass: the stretch itself is not fed back into the overlap).
-  double compute_end = out.compute_s;
+  double compute_end = start_s + out.compute_s;
   if (any_interference) {
     const double traffic_per_byte = 2.0 * (workers - 1.0) / workers;
     for (int g = 0; g < n; ++g) {
-      const double stretched = out.groups[g].compute_s +
+      const double stretched = start_s + out.groups[g].compute_s +
                                groups[g].instance->comm_compute_s_per_byte * traffic_per_byte * overlapped[g];
       compute_end = std::max(compute_end, stretched);
     }
   }
-  out.interference_s = compute_end - out.compute_s;
+  out.interference_s = compute_end - start_s - out.compute_s;
   out.exposed_comm_s = std::max(0.0, stream_free - compute_end);
   out.iteration_s = std::max(stream_free, compute_end) + out.optimizer_s;
   out.samples_per_s = options.global_batch / out.iteration_s;

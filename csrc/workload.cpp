@@ -35,6 +35,9 @@ void Workload::validate() const {
     }
     previous = r;
   }
+  for (std::size_t k = 0; k < broadcast_bytes.size(); ++k) {
+    detail::require_finite_nonneg("workload.broadcast_bytes[" + std::to_string(k) + "]", broadcast_bytes[k]);
+  }
   detail::require_finite_nonneg("workload.fixed_memory_bytes", fixed_memory_bytes);
   detail::require_finite_nonneg("workload.activation_bytes_per_sample", activation_bytes_per_sample);
 }
@@ -42,6 +45,12 @@ void Workload::validate() const {
 double Workload::total_gradient_bytes() const {
   double total = 0;
   for (double b : bucket_bytes) total += b;
+  return total;
+}
+
+double Workload::total_broadcast_bytes() const {
+  double total = 0;
+  for (double b : broadcast_bytes) total += b;
   return total;
 }
 

@@ -56,10 +56,13 @@ void bind_hardware(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("bucket_bytes", &Workload::bucket_bytes)
       .def_readwrite("bucket_ready_fraction", &Workload::bucket_ready_fraction)
+      .def_readwrite("broadcast_bytes", &Workload::broadcast_bytes,
+                     "DDP's buffer broadcast before each iteration's forward: one message per dtype, bytes.")
       .def_readwrite("fixed_memory_bytes", &Workload::fixed_memory_bytes)
       .def_readwrite("activation_bytes_per_sample", &Workload::activation_bytes_per_sample)
       .def("validate", &Workload::validate)
-      .def("total_gradient_bytes", &Workload::total_gradient_bytes);
+      .def("total_gradient_bytes", &Workload::total_gradient_bytes)
+      .def("total_broadcast_bytes", &Workload::total_broadcast_bytes);
 }
 
 }  // namespace srift::bindings

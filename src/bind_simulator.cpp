@@ -47,6 +47,7 @@ void bind_simulator(py::module_& m) {
       .def_readonly("exposed_comm_s", &IterationResult::exposed_comm_s)
       .def_readonly("optimizer_s", &IterationResult::optimizer_s)
       .def_readonly("interference_s", &IterationResult::interference_s)
+      .def_readonly("broadcast_s", &IterationResult::broadcast_s)
       .def_readonly("samples_per_s", &IterationResult::samples_per_s)
       .def_readonly("usd_per_hour", &IterationResult::usd_per_hour)
       .def_readonly("usd_per_iteration", &IterationResult::usd_per_iteration)
@@ -97,6 +98,8 @@ void bind_simulator(py::module_& m) {
 
   m.def("ring_allreduce_s", &ring_allreduce_s, py::arg("bytes"), py::arg("ranks"), py::arg("link"),
         "Ring allreduce seconds: 2(n-1)/n * bytes / bandwidth + 2(n-1) * latency.");
+  m.def("ring_broadcast_s", &ring_broadcast_s, py::arg("bytes"), py::arg("ranks"), py::arg("link"),
+        "Broadcast seconds down a ring: bytes / bandwidth + (n-1) * latency.");
 }
 
 }  // namespace srift::bindings

@@ -27,6 +27,13 @@ default ``bucket_cap_mb=None`` the first bucket is 1 MiB (``dist._DEFAULT_FIRST_
 when a user passes ``bucket_cap_mb=X`` explicitly, torch 2.13 uses X for the first bucket too,
 so call :func:`ddp_buckets` with ``first_bucket_mb=X`` to model that.
 
+Buffers (``forward_sync_buffers``, ``broadcast_buffers`` before torch 2.13, both True by
+default): in the forward after a synchronising backward, i.e. once per iteration, DDP
+broadcasts ``module.named_buffers()`` (minus the ignored names) from rank 0 with
+``dist._broadcast_coalesced(..., 250 MiB)``, which groups them by the same rule (one open
+message per (dtype, device), closed at ``>=`` 250 MiB) and sends one flat message per group:
+:func:`buffer_broadcasts`.
+
 This is an independent implementation (no private torch function is called); the tests
 compare it with the buckets a real 1-process gloo DDP builds.
 """
@@ -43,9 +50,13 @@ __all__ = [
     "ddp_parameters",
     "assign_by_size",
     "ddp_buckets",
+    "BROADCAST_BUCKET_BYTES",
+    "buffer_broadcasts",
 ]
 
 MIB = 1024 * 1024
+# DistributedDataParallel.broadcast_bucket_size: the largest message of its buffer broadcast
+BROADCAST_BUCKET_BYTES = 250 * MIB
 
 
 @dataclass
@@ -220,3 +231,21 @@ def ddp_buckets(
         )
         for k, g in enumerate(groups)
     ]
+
+
+def buffer_broadcasts(model: Any, bucket_bytes: int = BROADCAST_BUCKET_BYTES) -> list[int]:
+    """The messages of DDP's per-iteration buffer broadcast, bytes (empty: no buffers).
+
+    Mirrors ``DistributedDataParallel._assign_modules_buffers`` (``named_buffers()``, each
+    tensor once, minus ``_ddp_params_and_buffers_to_ignore``) and ``_broadcast_coalesced``'s
+    grouping (:func:`assign_by_size` with one limit, DDP's ``broadcast_bucket_size``, sorted
+    by smallest index).
+    """
+    ignore = set(getattr(model, "_ddp_params_and_buffers_to_ignore", ()) or ())
+    buffers = [
+        DdpParam(index=i, name=name, numel=b.numel(), element_size=b.element_size(),
+                 dtype=str(b.dtype).replace("torch.", ""), device=str(b.device))
+        for i, (name, b) in enumerate((n, b) for n, b in model.named_buffers() if n not in ignore)
+    ]
+    groups = assign_by_size(buffers, range(len(buffers)), [int(bucket_bytes)], sort_by_min_index=True)
+    return [sum(buffers[i].nbytes for i in g) for g in groups if g]

@@ -141,6 +141,9 @@ def _add_ddp(g: Any) -> None:
     g.add_argument("--find-unused-parameters", action="store_true", default=None,
                    help="DistributedDataParallel(find_unused_parameters=True), which a model whose forward leaves "
                         "parameters unused needs: DDP then keeps its buckets in registration order")
+    g.add_argument("--no-forward-sync-buffers", dest="forward_sync_buffers", action="store_false", default=None,
+                   help="DistributedDataParallel(forward_sync_buffers=False) (broadcast_buffers=False before torch "
+                        "2.13): no broadcast of rank 0's buffers before every forward (default: DDP's, which does)")
 
 
 def _add_output(p: argparse.ArgumentParser) -> None:
@@ -222,6 +225,8 @@ def _profile(args: argparse.Namespace) -> Any:
                                 f"state are fixed: re-profile with --model or srift.profile(..., {option})")
         if args.allreduce_dtype is not None:
             prof.allreduce_dtype = None if args.allreduce_dtype == "none" else args.allreduce_dtype
+        if getattr(args, "forward_sync_buffers", None) is not None:
+            prof.forward_sync_buffers = args.forward_sync_buffers
     else:
         prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
                             ddp=_ddp_options(args), optimizer=args.optimizer)
@@ -239,7 +244,8 @@ def _profile(args: argparse.Namespace) -> Any:
 
 
 def _ddp_options(args: argparse.Namespace) -> dict[str, Any]:
-    """srift.profile's DDP options from --bucket-cap-mb, --first-bucket-mb, --allreduce-dtype.
+    """srift.profile's DDP options from --bucket-cap-mb, --first-bucket-mb, --allreduce-dtype,
+    --find-unused-parameters and --no-forward-sync-buffers.
     As in DDP, an explicit bucket cap also sizes the first bucket unless that is given too."""
     out: dict[str, Any] = {}
     if args.bucket_cap_mb is not None:
@@ -250,6 +256,8 @@ def _ddp_options(args: argparse.Namespace) -> dict[str, Any]:
         out["allreduce_dtype"] = args.allreduce_dtype
     if getattr(args, "find_unused_parameters", None):
         out["find_unused_parameters"] = True
+    if getattr(args, "forward_sync_buffers", None) is not None:
+        out["forward_sync_buffers"] = args.forward_sync_buffers
     return out
 
 

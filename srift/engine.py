@@ -170,6 +170,7 @@ class Engine:
         w = _core.Workload()
         w.bucket_bytes = p.allreduce_bucket_bytes()  # what each allreduce carries (a comm hook's dtype)
         w.bucket_ready_fraction = self._ready_fractions()
+        w.broadcast_bytes = p.broadcast_bytes()  # DDP's buffer broadcast before each forward
         amp = self.precision == "amp"
         # Weights, their gradients, DDP's bucket copy of the gradients, optimizer state, the
         # module's buffers (BatchNorm statistics, registered tables: on the GPU with the

@@ -99,6 +99,9 @@ class Prediction:
     # compute lost to collectives that share the compute's cores (instance types with a
     # measured_comm_compute_s_per_gbyte; 0 elsewhere)
     interference_s: float = 0.0
+    # DDP's buffer broadcast before the forward (forward_sync_buffers; simulator.hpp note
+    # "buffer broadcast"), part of iteration_s; 0 on one GPU or for a model without buffers
+    broadcast_s: float = 0.0
     # gradient accumulation (EngineConfig.max_accumulation_steps): forward/backward
     # micro-steps per iteration, and the samples of the one that all-reduces (global_batch
     # when 1); the local batches of `groups` are that micro-step's
@@ -297,6 +300,7 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         buckets=[BucketTiming(e.bytes, e.ready_s, e.start_s, e.end_s) for e in events],
         iteration_p10_s=p10, iteration_p90_s=p90, band_from=band_from,
         interference_s=result.interference_s if ok else nan,
+        broadcast_s=result.broadcast_s if ok else nan,
         accumulation_steps=result.accumulation_steps if ok else 1,
         micro_batch=result.micro_batch if ok else global_batch,
         local_batch_cap=engine.config.max_local_batch)

@@ -384,6 +384,13 @@ class Profile:
     allreduce_dtype: str | None = None  # added field: a DDP comm hook's dtype (note "allreduce dtype")
     # added field: DDP built with find_unused_parameters=True (buckets in registration order)
     find_unused_parameters: bool = False
+    # added fields: DDP's per-iteration buffer broadcast (simulator.hpp note "buffer
+    # broadcast"). The messages DDP's broadcast carries, bytes (one per dtype, at most
+    # ~250 MiB; srift.buckets.buffer_broadcasts); None: an older profile, whose buffers are
+    # taken as one message of buffer_bytes. forward_sync_buffers: as passed to DDP
+    # (broadcast_buffers before torch 2.13); False: no broadcast.
+    buffer_broadcast_bytes: list[int] | None = None
+    forward_sync_buffers: bool = True
     # added field: the dtype the analysis pass counted bytes in. "model": the model's own (no
     # autocast; what every profiler since writes). None: an older profile, whose AMP bytes on a
     # real device were autocast's, which predictions then halved again.
@@ -433,6 +440,16 @@ class Profile:
     def gradient_bytes(self) -> int:
         """Bytes all-reduced per iteration (sum of allreduce_bucket_bytes)."""
         return int(sum(self.allreduce_bucket_bytes()))
+
+    def broadcast_bytes(self) -> list[float]:
+        """The messages of DDP's buffer broadcast before every iteration's forward, bytes
+        (simulator.hpp note "buffer broadcast"): none under forward_sync_buffers=False; an
+        older profile's buffers as one message."""
+        if not self.forward_sync_buffers:
+            return []
+        if self.buffer_broadcast_bytes is None:
+            return [float(self.buffer_bytes)] if self.buffer_bytes > 0 else []
+        return [float(b) for b in self.buffer_broadcast_bytes]
 
     def allreduce_bucket_bytes(self) -> list[float]:
         """Bytes each bucket's allreduce carries, in reduction order (note "allreduce dtype").
@@ -498,6 +515,8 @@ class Profile:
             "first_bucket_mb": self.first_bucket_mb,
             "allreduce_dtype": self.allreduce_dtype,
             "find_unused_parameters": self.find_unused_parameters,
+            "buffer_broadcast_bytes": None if self.buffer_broadcast_bytes is None else list(self.buffer_broadcast_bytes),
+            "forward_sync_buffers": self.forward_sync_buffers,
             "bytes_dtype": self.bytes_dtype,
             "layers": [layer.to_dict() for layer in self.layers],
             "buckets": [b.to_dict() for b in self.buckets],
@@ -538,6 +557,9 @@ class Profile:
             first_bucket_mb=data["first_bucket_mb"],
             allreduce_dtype=data.get("allreduce_dtype"),
             find_unused_parameters=bool(data.get("find_unused_parameters", False)),
+            buffer_broadcast_bytes=(None if data.get("buffer_broadcast_bytes") is None
+                                    else [int(b) for b in data["buffer_broadcast_bytes"]]),
+            forward_sync_buffers=bool(data.get("forward_sync_buffers", True)),
             bytes_dtype=_legacy_bytes_dtype(data),
             layers=[LayerProfile.from_dict(x) for x in data["layers"]],
             buckets=[BucketProfile.from_dict(x) for x in data["buckets"]],

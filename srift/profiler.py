@@ -46,7 +46,7 @@ import torch
 from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
-from srift.buckets import ddp_buckets, ddp_parameters
+from srift.buckets import buffer_broadcasts, ddp_buckets, ddp_parameters
 from srift.flops import FusedAttention, OpCounter, kind_from_ops
 from srift.profile_data import (
     PRECISIONS,
@@ -548,6 +548,7 @@ def profile(
     first_bucket_mb: float = 1,
     allreduce_dtype: str | None = None,
     find_unused_parameters: bool = False,
+    forward_sync_buffers: bool = True,
     name: str | None = None,
     progress: bool = False,
 ) -> Profile:
@@ -565,10 +566,15 @@ def profile(
     (Profile note "allreduce dtype"). ``find_unused_parameters``: as passed to DDP, which a
     model needs when its forward leaves parameters unused (DDP's default fails on them at the
     second iteration; srift warns, naming them); DDP then keeps its buckets in registration
-    order. ``progress`` shows a progress bar (tqdm, on stderr) over the timed iterations.
+    order. ``forward_sync_buffers``: as passed to DDP (``broadcast_buffers`` before torch
+    2.13; both default to True): rank 0 then broadcasts the model's buffers before every
+    iteration's forward, which predictions add to the iteration (srift.buckets
+    :func:`~srift.buckets.buffer_broadcasts`). ``progress`` shows a progress bar (tqdm, on stderr) over the timed iterations.
     """
-    if not isinstance(find_unused_parameters, bool):
-        raise ValueError(f"find_unused_parameters: expected True or False, got {find_unused_parameters!r}")
+    for label, flag in (("find_unused_parameters", find_unused_parameters),
+                        ("forward_sync_buffers", forward_sync_buffers)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{label}: expected True or False, got {flag!r}")
     _check_args(model, batch, precision, optimizer, warmup, repeats, batch_sizes, bucket_cap_mb, first_bucket_mb,
                 allreduce_dtype)
     if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -613,6 +619,7 @@ def profile(
                 find_unused_parameters=find_unused_parameters,
             )
         result.allreduce_dtype = allreduce_dtype
+        result.forward_sync_buffers = forward_sync_buffers
         return result
     finally:
         for m, t in was_training.items():
@@ -834,6 +841,7 @@ def _profile_impl(
         param_bytes=sum(_nbytes(p) for p in params),
         trainable_param_bytes=sum(_nbytes(p) for p in trainable),
         buffer_bytes=sum(_nbytes(b) for b in model.buffers()),
+        buffer_broadcast_bytes=buffer_broadcasts(model),
         optimizer=optimizer,
         optimizer_state_bytes=_optimizer_state_bytes(optimizer, trainable),
         activation_bytes_per_sample=float(activation),

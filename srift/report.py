@@ -290,6 +290,8 @@ def prediction_text(pred: Any) -> str:
              f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
              *([f"  interference   {seconds(pred.interference_s)}  (compute lost to collectives on shared cores)"]
                if _finite(pred.interference_s) and pred.interference_s > 0 else []),
+             *([f"  buffers        {seconds(pred.broadcast_s)}  (DDP broadcasts rank 0's buffers before the forward)"]
+               if _finite(getattr(pred, "broadcast_s", 0.0)) and getattr(pred, "broadcast_s", 0.0) > 0 else []),
              f"  optimizer      {seconds(pred.optimizer_s)}",
              f"cost             {usd(pred.usd_per_hour)}/h, {usd(pred.usd_per_1k_samples)} per 1k samples"]
     if pred.iterations is not None:
@@ -333,7 +335,10 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
     extra = [
         "",
         f"where the time goes: compute {percent(pred.compute_s / it)}, exposed communication "
-        f"{percent(pred.exposed_comm_s / it)}, optimizer {percent(pred.optimizer_s / it)}; "
+        f"{percent(pred.exposed_comm_s / it)}, "
+        + (f"buffer broadcast {percent(pred.broadcast_s / it)}, "
+           if _finite(getattr(pred, "broadcast_s", 0.0)) and getattr(pred, "broadcast_s", 0.0) > 0 else "")
+        + f"optimizer {percent(pred.optimizer_s / it)}; "
         f"{seconds(hidden)} of allreduce hides behind the backward",
         f"bottleneck link: {bottleneck_link(pred, catalog)}",
         *([f"p10-p90 band from: {'; '.join(pred.band_from)}"

@@ -141,6 +141,7 @@ def _workload(w: WorkloadInfo):
         c = _core.Workload()
         c.bucket_bytes = list(w.bucket_bytes)
         c.bucket_ready_fraction = list(w.bucket_ready_fraction)
+        c.broadcast_bytes = list(w.broadcast_bytes)
         c.fixed_memory_bytes = 0.0
         c.activation_bytes_per_sample = 0.0
         _WORKLOAD_CACHE[w.key] = c

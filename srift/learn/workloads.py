@@ -15,7 +15,7 @@ need no torch run.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,8 @@ class WorkloadInfo:
     bucket_bytes: list[float]
     bucket_ready_fraction: list[float]
     source: str = ""
+    # DDP's buffer broadcast before each forward, bytes per message (Profile.broadcast_bytes)
+    broadcast_bytes: list[float] = field(default_factory=list)
 
     @property
     def optimizer_bytes(self) -> float:
@@ -105,6 +107,7 @@ def workload_from_profile(profile: Any, key: str | None = None) -> WorkloadInfo:
         bucket_bytes=profile.allreduce_bucket_bytes(),
         # as the engine takes them for a non-GPU profile
         bucket_ready_fraction=profile.flops_ready_fractions(),
+        broadcast_bytes=profile.broadcast_bytes(),
     )
 
 

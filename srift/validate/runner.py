@@ -432,8 +432,8 @@ def validate(
             med, p10, p90, per_iter = _measured(run.ranks)
             err = ape(pred.iteration_s, med)
             pd = pred.to_dict()
-            predicted = {k: pd.get(k) for k in ("iteration_s", "compute_s", "comm_s", "exposed_comm_s", "optimizer_s",
-                                                "samples_per_s", "bottleneck", "ring_gbytes_s")}
+            predicted = {k: pd.get(k) for k in ("iteration_s", "compute_s", "comm_s", "exposed_comm_s", "broadcast_s",
+                                                "optimizer_s", "samples_per_s", "bottleneck", "ring_gbytes_s")}
             predicted["groups"] = [{k: g.get(k) for k in ("instance_type", "count", "local_batch_low",
                                                           "local_batch_high", "ranks_high", "compute_s",
                                                           "compute_source")} for g in pd["groups"]]

@@ -2,6 +2,7 @@
 
 #include <clocale>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -93,6 +94,24 @@ TEST(LearnedModel, MeanOfMembersEachWithItsOwnScaler) {
   }
 }
 
+// Where no comma-decimal locale is installed (a bare CI image), glibc's localedef builds
+// de_DE.UTF-8 into a temporary folder from its sources, and LOCPATH points setlocale there
+// (glibc reads LOCPATH at every setlocale). nullptr when that is not possible.
+// `made` receives the folder, for the caller to remove.
+const char* compile_comma_locale(std::string& made) {
+#if defined(__linux__)
+  char dir[] = "/tmp/srift_locale_XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return nullptr;
+  made = dir;
+  const std::string cmd = "localedef -i de_DE -f UTF-8 " + made + "/de_DE.UTF-8 >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) return nullptr;
+  ::setenv("LOCPATH", dir, 1);
+  return std::setlocale(LC_NUMERIC, "de_DE.UTF-8");
+#else
+  return nullptr;
+#endif
+}
+
 TEST(LearnedModel, NumbersParseWhateverTheProcessLocale) {
   // strtod follows LC_NUMERIC: in a program that called setlocale(LC_ALL, "de_DE.UTF-8")
   // "0.5" was malformed. Needs a comma-decimal locale installed (LOCPATH works too).
@@ -101,7 +120,15 @@ TEST(LearnedModel, NumbersParseWhateverTheProcessLocale) {
   for (const char* n : names) {
     if ((set = std::setlocale(LC_NUMERIC, n)) != nullptr) break;
   }
-  if (set == nullptr) GTEST_SKIP() << "no comma-decimal locale installed";
+  std::string made;
+  if (set == nullptr) set = compile_comma_locale(made);
+  struct Remove {  // the compiled locale's folder, once the test is done with it
+    const std::string& dir;
+    ~Remove() {
+      if (!dir.empty()) std::system(("rm -rf '" + dir + "'").c_str());
+    }
+  } remove{made};
+  if (set == nullptr) GTEST_SKIP() << "no comma-decimal locale installed, and localedef could not build one";
   ASSERT_EQ(std::string(std::localeconv()->decimal_point), ",");
   double out = 0;
   try {

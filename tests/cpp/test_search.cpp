@@ -260,6 +260,26 @@ TEST(Search, EqualsExhaustiveWithGradientAccumulation) {
   EXPECT_GT(accumulating, 50);
 }
 
+TEST(Search, EqualsExhaustiveWithABufferBroadcast) {
+  // DDP's buffer broadcast (simulator.hpp note "buffer broadcast") adds to every multi-rank
+  // plan's bound on P's ring (bnb.cpp note "bounds"); the bound must never cut an optimum,
+  // with buckets and without any.
+  for (std::uint64_t seed = 12000; seed < 12300; ++seed) {
+    SearchRequest r = random_request(seed);
+    const double total = r.workload.total_gradient_bytes();
+    r.workload.broadcast_bytes = {total * integer_of(seed, 1, 200) / 100.0, 4096.0};
+    if (seed % 5 == 0) {
+      r.workload.bucket_bytes.clear();
+      r.workload.bucket_ready_fraction.clear();
+    }
+    bind_constraints(r, seed);
+    const SearchResult ex = srift::search_exhaustive(r);
+    const SearchResult bb = srift::search(r);
+    expect_same(r, ex, bb, seed);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 TEST(Search, EqualsExhaustiveWithALocalBatchCap) {
   // A per-GPU cap (SearchRequest::max_local_batch) binds like memory: with and without
   // accumulation, branch-and-bound finds the exhaustive optimum.

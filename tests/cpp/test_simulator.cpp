@@ -376,6 +376,71 @@ TEST(Simulator, WorkersPastAnIntAreRefusedNotDividedByZero) {
   }
 }
 
+TEST(Simulator, RingBroadcastFormula) {
+  const LinkSpec link{10e9, 20e-6};
+  // S / B + (n-1) * alpha with n = 4, S = 100 MB
+  EXPECT_NEAR(srift::ring_broadcast_s(100e6, 4, link), 100e6 / 10e9 + 3 * 20e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(srift::ring_broadcast_s(100e6, 1, link), 0.0);
+  EXPECT_DOUBLE_EQ(srift::ring_broadcast_s(0, 4, link), 0.0);
+  EXPECT_THROW(srift::ring_broadcast_s(-1, 4, link), std::invalid_argument);
+  EXPECT_THROW(srift::ring_broadcast_s(1e6, 0, link), std::invalid_argument);
+  EXPECT_THROW(srift::ring_broadcast_s(1e6, 4, LinkSpec{0, 20e-6}), std::invalid_argument);
+}
+
+TEST(Simulator, BufferBroadcastDelaysTheWholeIteration) {
+  // Note "buffer broadcast": the forward waits for rank 0's buffers, so every event of the
+  // iteration moves by the broadcast, which nothing overlaps.
+  const InstanceSpec s = instance(8, 25);
+  const std::vector<GroupSpec> groups = {{&s, 2, compute(1e-3), 24.0}};
+  Workload plain = resnet_like(), with = resnet_like();
+  with.broadcast_bytes = {48e6, 8e3};  // e.g. float32 masks and int64 counters: two messages
+  std::vector<srift::BucketEvent> t_plain, t_with;
+  SimOptions o;
+  o.global_batch = 512;
+  const IterationResult a = srift::simulate(plain, groups, o, &t_plain);
+  const IterationResult b = srift::simulate(with, groups, o, &t_with);
+  ASSERT_TRUE(a.feasible() && b.feasible());
+  EXPECT_DOUBLE_EQ(a.broadcast_s, 0.0);
+  const LinkSpec ring{b.ring_bandwidth, b.ring_latency};
+  ASSERT_EQ(b.bottleneck, srift::Bottleneck::network);
+  const double expected = (48e6 + 8e3) / ring.bandwidth + 2 * 15 * ring.latency;  // 16 ranks
+  EXPECT_NEAR(b.broadcast_s, expected, 1e-15);
+  EXPECT_NEAR(b.iteration_s, a.iteration_s + expected, 1e-12);
+  EXPECT_DOUBLE_EQ(b.compute_s, a.compute_s);
+  EXPECT_DOUBLE_EQ(b.comm_s, a.comm_s);
+  EXPECT_NEAR(b.exposed_comm_s, a.exposed_comm_s, 1e-12);
+  ASSERT_EQ(t_plain.size(), t_with.size());
+  for (std::size_t k = 0; k < t_plain.size(); ++k) {
+    EXPECT_NEAR(t_with[k].ready_s, t_plain[k].ready_s + expected, 1e-12);
+    EXPECT_NEAR(t_with[k].end_s, t_plain[k].end_s + expected, 1e-12);
+  }
+  // One rank broadcasts to nobody.
+  const InstanceSpec one = instance(1, 25);
+  SimOptions small = o;
+  small.global_batch = 32;
+  const IterationResult solo = srift::simulate(with, {{&one, 1, compute(1e-3), 1.0}}, small);
+  ASSERT_TRUE(solo.feasible());
+  EXPECT_DOUBLE_EQ(solo.broadcast_s, 0.0);
+  // Once per iteration, however many micro-steps (no_sync() forwards skip it).
+  SimOptions acc = o;
+  acc.global_batch = 4096;
+  acc.max_accumulation_steps = 8;
+  const IterationResult k_plain = srift::simulate(plain, groups, acc);
+  const IterationResult k_with = srift::simulate(with, groups, acc);
+  ASSERT_TRUE(k_with.feasible());
+  ASSERT_GT(k_with.accumulation_steps, 1);
+  EXPECT_NEAR(k_with.iteration_s, k_plain.iteration_s + expected, 1e-12);
+  // A bad message names itself.
+  Workload bad = resnet_like();
+  bad.broadcast_bytes = {1e6, -5};
+  try {
+    srift::simulate(bad, groups, o);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("workload.broadcast_bytes[1]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Simulator, BadInputNamesTheField) {
   const InstanceSpec s = instance(1, 25);
   try {

@@ -1,12 +1,14 @@
 """srift.buckets against the buckets a real (1-process, gloo) DistributedDataParallel builds."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from srift.buckets import MIB, DdpParam, assign_by_size, ddp_buckets, ddp_parameters
+from srift.buckets import MIB, DdpParam, assign_by_size, buffer_broadcasts, ddp_buckets, ddp_parameters
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 
@@ -289,3 +291,77 @@ def test_allreduce_dtype_is_what_a_compress_hook_sends(process_group, monkeypatc
     ddp.zero_grad(set_to_none=True)
     assert sorted(sent) == sorted(prof.allreduce_bucket_bytes())
     assert sum(sent) == prof.gradient_bytes() == sum(b.bytes for b in prof.buckets) // 2
+
+
+class _RecordingGroup(dist.ProcessGroup):
+    """A one-rank process group in Python that records what DDP broadcasts: the flat
+    messages dist._broadcast_coalesced builds in C++ reach its broadcast()."""
+
+    def __init__(self):
+        super().__init__(0, 1)
+        self.sent: list[tuple[str, int]] = []
+
+    @staticmethod
+    def _done(result):
+        from torch._C._distributed_c10d import _create_work_from_future
+
+        fut = torch.futures.Future()
+        fut.set_result(result)
+        return _create_work_from_future(fut)
+
+    def broadcast(self, tensors, opts):
+        self.sent += [(str(t.dtype).replace("torch.", ""), t.numel() * t.element_size()) for t in tensors]
+        return self._done(tensors)
+
+    def allreduce(self, tensors, opts=None):
+        return self._done(tensors)
+
+    def getBackendName(self):
+        return "srift-recorder"
+
+
+def _with_buffers():
+    model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.Linear(8, 4), nn.BatchNorm1d(4))
+    model.register_buffer("mask", torch.ones(64, 64))               # float32, 16 KiB
+    model.register_buffer("table", torch.zeros(300, dtype=torch.float64))
+    model.register_buffer("ids", torch.arange(40))                  # int64
+    model[2].register_buffer("scale", torch.ones(1000))             # float32, inside a child
+    return model
+
+
+@pytest.mark.parametrize("bucket_bytes", [None, 4096, 20_000])
+def test_buffer_broadcasts_are_what_ddp_sends(bucket_bytes):
+    """Every iteration's forward broadcasts exactly buffer_broadcasts(model): one flat message
+    per dtype, closed once it reaches DDP's broadcast_bucket_size (250 MiB; smaller here to
+    split messages), ignored buffers left out, once per iteration under no_sync() micro-steps
+    and never with forward_sync_buffers=False."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.manual_seed(0)
+    model = _with_buffers()
+    model._ddp_params_and_buffers_to_ignore = ["table"]
+    group = _RecordingGroup()
+    ddp = DDP(model, process_group=group, init_sync=False)
+    expected = buffer_broadcasts(model) if bucket_bytes is None else buffer_broadcasts(model, bucket_bytes)
+    if bucket_bytes is not None:
+        ddp.broadcast_bucket_size = bucket_bytes
+    x = torch.randn(4, 8)
+    per_iteration = []
+    for micro_steps in (1, 1, 1, 3):  # DDP rebuilds its buckets (extra int32 broadcasts) at iteration 2
+        group.sent.clear()
+        for k in range(micro_steps):
+            ctx = ddp.no_sync() if k < micro_steps - 1 else contextlib.nullcontext()
+            with ctx:
+                ddp(x).sum().backward()
+        per_iteration.append(list(group.sent))
+    assert [b for _, b in per_iteration[2]] == expected
+    assert per_iteration[3] == per_iteration[2]  # one broadcast per iteration, however many micro-steps
+    # float32 and int64 (the float64 table is ignored); a small cap splits the float32 message
+    assert len(expected) == (2 if bucket_bytes is None else 3)
+    assert sum(expected) == sum(b.numel() * b.element_size() for n, b in model.named_buffers() if n != "table")
+
+    quiet = _RecordingGroup()
+    ddp = DDP(_with_buffers(), process_group=quiet, init_sync=False, forward_sync_buffers=False)
+    for _ in range(3):
+        ddp(x).sum().backward()
+    assert not [m for m in quiet.sent if m[0] != "int32"]  # only the rebuild's bucket sizes

@@ -145,3 +145,12 @@ def test_ddp_options_reach_the_profile_and_the_prediction(capsys, tmp_path, resn
     assert main(common + ["--bucket-cap-mb", "100"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("srift: error: --bucket-cap-mb applies when profiling (--model)")
+    # DDP(forward_sync_buffers=False): no buffer broadcast, on a saved profile or when profiling
+    assert plain["broadcast_s"] > 0
+    assert main(common + ["--no-forward-sync-buffers"]) == 0
+    quiet = json.loads(capsys.readouterr().out)
+    assert quiet["broadcast_s"] == 0 and quiet["iteration_s"] == pytest.approx(plain["iteration_s"] - plain["broadcast_s"])
+    assert main(["profile", "--model", "resnet50", "--device", "meta", "--batch-size", "2",
+                 "--no-forward-sync-buffers", "--json"]) == 0
+    prof = json.loads(capsys.readouterr().out)
+    assert prof["forward_sync_buffers"] is False and sum(prof["buffer_broadcast_bytes"]) == prof["buffer_bytes"]

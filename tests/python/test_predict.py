@@ -161,14 +161,17 @@ def test_measured_interference_stretches_compute(resnet50_profile, catalog):
         "p3.16xlarge": {"measured_comm_compute_s_per_gbyte": cost}}})
     hit = srift.predict(resnet50_profile, "2x p3.16xlarge", global_batch=256, catalog=patched, timeline=True)
     # the traffic that started before the compute ended, pro rata of each bucket's allreduce
+    # (bucket times count from the iteration's start, the buffer broadcast first)
     workers = 16
-    overlapped = sum(b.bytes * min(1.0, (base.compute_s - b.start_s) / (b.end_s - b.start_s))
-                     for b in base.buckets if b.start_s < base.compute_s and b.end_s > b.start_s)
+    end = base.broadcast_s + base.compute_s
+    overlapped = sum(b.bytes * min(1.0, (end - b.start_s) / (b.end_s - b.start_s))
+                     for b in base.buckets if b.start_s < end and b.end_s > b.start_s)
     expected = cost * 1e-9 * 2 * (workers - 1) / workers * overlapped
     assert expected > 0
     assert hit.interference_s == pytest.approx(expected, rel=1e-9)
     assert hit.compute_s == pytest.approx(base.compute_s)
-    assert hit.iteration_s == pytest.approx(max(base.compute_s + expected, base.compute_s + base.exposed_comm_s)
+    assert hit.iteration_s == pytest.approx(base.broadcast_s + max(base.compute_s + expected,
+                                                                   base.compute_s + base.exposed_comm_s)
                                             + base.optimizer_s, rel=1e-9)
     with pytest.raises(ValueError, match="measured_comm_compute_s_per_gbyte"):
         catalog.with_overrides({"schema": "srift.catalog-overrides/1",
@@ -347,3 +350,45 @@ def test_module_buffers_take_gpu_memory(resnet50_profile):
     huge = srift.predict(dataclasses.replace(resnet50_profile, buffer_bytes=19 * 2**30), "1x p3.2xlarge",
                          global_batch=32)
     assert not huge.feasible
+
+
+def test_ddp_broadcasts_the_buffers_before_every_forward(resnet50_profile):
+    """simulator.hpp note "buffer broadcast": DDP's forward_sync_buffers (on by default) sends
+    rank 0's buffers down the ring before every iteration's forward: one message per dtype
+    (ResNet-50: its BatchNorm statistics in float32, their counters in int64), each
+    bytes / ring bandwidth + (ranks - 1) x ring latency, added to the whole iteration."""
+    import dataclasses
+
+    import srift
+    from srift import _core
+
+    assert resnet50_profile.forward_sync_buffers is True
+    messages = resnet50_profile.buffer_broadcast_bytes
+    assert len(messages) == 2 and sum(messages) == resnet50_profile.buffer_bytes
+    assert messages[0] == 4 * 2 * 26_560  # running mean and variance of 26,560 BatchNorm channels
+    assert messages[1] == 8 * 53          # num_batches_tracked of its 53 BatchNorm layers
+
+    pred = srift.predict(resnet50_profile, "4x p3.16xlarge", global_batch=256, timeline=True)
+    link = _core.LinkSpec()
+    link.bandwidth, link.latency = pred.ring_gbytes_s * 1e9, 0.0
+    off = srift.predict(dataclasses.replace(resnet50_profile, forward_sync_buffers=False), "4x p3.16xlarge",
+                        global_batch=256, timeline=True)
+    assert off.broadcast_s == 0.0 and pred.broadcast_s > 0
+    assert pred.iteration_s == pytest.approx(off.iteration_s + pred.broadcast_s, rel=1e-12)
+    assert pred.compute_s == off.compute_s and pred.comm_s == off.comm_s
+    assert pred.buckets[0].ready_s == pytest.approx(off.buckets[0].ready_s + pred.broadcast_s, rel=1e-12)
+    # the bandwidth part alone, then the latency: 31 hops per message
+    latency = (pred.broadcast_s - sum(messages) / (pred.ring_gbytes_s * 1e9)) / (2 * 31)
+    assert latency > 0
+    assert pred.broadcast_s == pytest.approx(sum(_core.ring_broadcast_s(m, 32, _core.LinkSpec(link.bandwidth, latency))
+                                                 for m in messages), rel=1e-9)
+    # one GPU broadcasts to nobody
+    assert srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=32).broadcast_s == 0.0
+    # a profile from before srift recorded the messages: its buffers as one message
+    legacy = dataclasses.replace(resnet50_profile, buffer_broadcast_bytes=None)
+    assert legacy.broadcast_bytes() == [float(resnet50_profile.buffer_bytes)]
+    # a big registered mask (e.g. nanoGPT's causal mask without flash attention) costs more
+    big = dataclasses.replace(resnet50_profile, buffer_broadcast_bytes=[*messages, 48 * 2**20])
+    slow = srift.predict(big, "4x p3.16xlarge", global_batch=256)
+    assert slow.broadcast_s - pred.broadcast_s == pytest.approx(
+        48 * 2**20 / (pred.ring_gbytes_s * 1e9) + 31 * latency, rel=1e-9)

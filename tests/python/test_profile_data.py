@@ -90,6 +90,8 @@ def _write(tmp_path, data) -> str:
         (lambda d: d["buckets"][1].__setitem__("last_layer", 9), r"\$\.buckets\[1\]\.last_layer", "9"),
         (lambda d: d["timings"].__setitem__("forward_s", [0.1]), r"\$\.timings\.forward_s", "0.1"),
         (lambda d: d.__setitem__("surprise", 1), r"\$", "surprise"),
+        (lambda d: d.__setitem__("buffer_broadcast_bytes", [4096, -1]), r"\$\.buffer_broadcast_bytes\[1\]", "-1"),
+        (lambda d: d.__setitem__("forward_sync_buffers", "yes"), r"\$\.forward_sync_buffers", '"yes"'),
     ],
 )
 def test_schema_errors_name_the_json_path_and_value(tmp_path, mutate, path, value):
@@ -276,3 +278,21 @@ def test_measurement_from_dict_names_what_is_missing(data, message):
     # a bare TypeError (or KeyError) from the constructor used to come out
     with pytest.raises(ValueError, match=message):
         Measurement.from_dict(data)
+
+
+def test_buffer_broadcast_fields_round_trip_and_default_to_ddps(tmp_path):
+    """forward_sync_buffers and the broadcast's messages survive a save; a profile without them
+    (written before srift recorded them) reads as DDP's default, its buffers one message."""
+    p = _profile()
+    p.buffer_bytes = 4104
+    p.buffer_broadcast_bytes = [4096, 8]
+    p.forward_sync_buffers = False
+    q = Profile.load(p.save(tmp_path / "p.json"))
+    assert q == p and q.broadcast_bytes() == []
+    q.forward_sync_buffers = True
+    assert q.broadcast_bytes() == [4096.0, 8.0]
+    old = p.to_dict()
+    del old["buffer_broadcast_bytes"], old["forward_sync_buffers"]
+    legacy = Profile.load(_write(tmp_path, old))
+    assert legacy.forward_sync_buffers is True and legacy.buffer_broadcast_bytes is None
+    assert legacy.broadcast_bytes() == [4104.0]

@@ -10,6 +10,14 @@
 
 namespace srift {
 
+// Note "buffer broadcast". With broadcast_buffers=True (its default) DDP broadcasts the
+// module's buffers from rank 0 in the forward that follows a synchronising backward, i.e. once
+// per iteration, before its first micro-step's forward (no_sync() micro-steps skip it). The
+// forward waits for it, so every rank starts computing broadcast_s later: the messages of
+// Workload::broadcast_bytes run one after another on the ring's bottleneck link, each
+// bytes / bandwidth + (ranks - 1) x latency (NCCL pipelines a broadcast down the ring, so its
+// bus bandwidth equals its algorithm bandwidth). Nothing overlaps it; one rank broadcasts nothing.
+
 /// Most instance groups one cluster may have.
 constexpr int kMaxGroups = 16;
 
@@ -69,6 +77,7 @@ struct IterationResult {
   double comm_s = 0;           ///< all bucket allreduces back to back, seconds
   double exposed_comm_s = 0;   ///< communication not hidden behind the backward, seconds
   double optimizer_s = 0;      ///< slowest rank's optimizer step, seconds
+  double broadcast_s = 0;      ///< DDP's buffer broadcast before the forward (note "buffer broadcast"), seconds
   double interference_s = 0;   ///< compute lost to collectives sharing its cores, seconds
   double samples_per_s = 0;
   double usd_per_hour = 0;     ///< whole cluster, USD/hour
@@ -82,7 +91,7 @@ struct IterationResult {
 
 /// One bucket's allreduce on the collective stream (for timelines).
 struct BucketEvent {
-  double ready_s = 0;   ///< all ranks have the bucket's gradients
+  double ready_s = 0;   ///< all ranks have the bucket's gradients (from the iteration's start, buffer broadcast included)
   double start_s = 0;
   double end_s = 0;
   double bytes = 0;
@@ -116,6 +125,11 @@ int max_local_batch(const Workload& workload, const InstanceSpec& instance, cons
 /// std::invalid_argument naming the field for bytes < 0 or non-finite, ranks < 1, a
 /// bandwidth not > 0 or a latency < 0 or non-finite.
 double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link);
+
+/// Broadcast of `bytes` from one rank to `ranks` ranks down a ring bounded by `link`, seconds:
+/// bytes / bandwidth + (n-1) * latency; 0 on one rank or for 0 bytes. Throws
+/// std::invalid_argument naming the field, as ring_allreduce_s does.
+double ring_broadcast_s(double bytes, int ranks, const LinkSpec& link);
 
 /// A sentence that says why a cluster is infeasible ("" when feasible).
 std::string describe_infeasible(const IterationResult& result, const SimOptions& options);

@@ -39,6 +39,12 @@ struct Workload {
   /// For each bucket, the fraction of the backward pass elapsed when its last gradient is
   /// ready, in [0, 1] and non-decreasing.
   std::vector<double> bucket_ready_fraction;
+  /// DDP's buffer broadcast (broadcast_buffers=True, DDP's default): before the first forward
+  /// of every iteration rank 0 sends the module's buffers (BatchNorm running statistics,
+  /// registered masks and tables) to every rank, one message per dtype of at most ~250 MiB,
+  /// bytes each. Empty: no buffers, or DDP built with broadcast_buffers=False. See the note
+  /// "buffer broadcast" in simulator.hpp.
+  std::vector<double> broadcast_bytes;
   /// Per-GPU memory independent of the batch: weights, gradients, DDP buckets, optimizer
   /// state and framework workspace, bytes.
   double fixed_memory_bytes = 0;
@@ -47,6 +53,7 @@ struct Workload {
 
   void validate() const;
   double total_gradient_bytes() const;
+  double total_broadcast_bytes() const;
 };
 
 }  // namespace srift
