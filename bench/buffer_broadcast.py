@@ -6,9 +6,11 @@
 Two emulated hosts (network namespaces, NICs shaped by tbf: srift.validate.netemu), one gloo
 rank on each, train a Linear(64, 64) that carries buffers of B MiB with DDP's
 ``forward_sync_buffers`` on and off (its default is on); the broadcast's cost is the difference
-of the median iterations. srift's prediction is its own rule (simulator.hpp note "buffer
-broadcast"): the messages srift.buckets.buffer_broadcasts finds, each bytes / NIC rate plus
-one ring step of the emulation's measured latency floor. Buffers come as one float32 tensor
+of the median iterations (the two runs alternate which goes first). The prediction is srift's
+rule (simulator.hpp note "buffer broadcast") on the emulated link as it is: the messages
+srift.buckets.buffer_broadcasts finds, each bytes / the shaped NIC rate plus one hop at half the
+emulation's measured round trip. (srift.predict would take the link from the catalog or a
+probe instead; this checks the rule, not a catalog's NIC figures.) Buffers come as one float32 tensor
 ("one") and as eight ("eight": one message, which DDP flattens and copies back: the copies run
 at host memory speed here, at HBM speed on a GPU). Prints one JSON line per configuration.
 Needs root (network namespaces); takes ~10 minutes at the defaults.
@@ -53,7 +55,7 @@ def worker(spec: dict) -> None:
     x = torch.randn(8, 64)
     for layout, mib in spec["configs"]:
         row = {"layout": layout, "mib": mib}
-        for sync in (True, False):
+        for sync in ((True, False) if len(out) % 2 == 0 else (False, True)):  # alternate: no order bias
             ddp = DDP(_model(layout, mib), forward_sync_buffers=sync)
             opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
             times = []
@@ -96,18 +98,25 @@ def main(argv: list[str] | None = None) -> int:
     configs = [("one", 0)] + [(layout, m) for m in args.mib for layout in ("one", "eight")]
     for k, rate in enumerate(args.rates):
         with netemu.emulate([rate, rate]) as emu:
-            latency = netemu.latency_floor(emu.hosts[0], emu.hosts[1])
+            latency = netemu.latency_floor(emu.hosts[0], emu.hosts[1]) / 2  # a round trip: two hops
             out = f"/tmp/srift_buffer_broadcast_{os.getpid()}.json"
             spec = {"configs": configs, "iterations": args.iterations, "warmup": args.warmup, "out": out}
             procs = []
-            for rank, host in enumerate(emu.hosts):
-                env = {**os.environ, "MASTER_ADDR": emu.hosts[0].address, "MASTER_PORT": str(29750 + k),
-                       "RANK": str(rank), "WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": host.ifname,
-                       "OMP_NUM_THREADS": "1"}
-                procs.append(subprocess.Popen(host.exec_prefix() + [sys.executable, __file__, "--worker",
-                                                                    json.dumps(spec)], env=env))
-            if any(p.wait(timeout=1800) != 0 for p in procs):
-                print(f"buffer_broadcast: a rank failed at {rate:g} Gbit/s", file=sys.stderr)
+            try:
+                for rank, host in enumerate(emu.hosts):
+                    env = {**os.environ, "MASTER_ADDR": emu.hosts[0].address, "MASTER_PORT": str(29750 + k),
+                           "RANK": str(rank), "WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": host.ifname,
+                           "OMP_NUM_THREADS": "1"}
+                    procs.append(subprocess.Popen(host.exec_prefix() + [sys.executable, __file__, "--worker",
+                                                                        json.dumps(spec)], env=env))
+                codes = [p.wait(timeout=1800) for p in procs]
+            finally:  # a failed or timed-out rank must not leave the other waiting on gloo
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+            if any(codes):
+                print(f"buffer_broadcast: rank exit codes {codes} at {rate:g} Gbit/s", file=sys.stderr)
                 return 1
             with open(out) as f:
                 rows = json.load(f)

@@ -125,6 +125,7 @@ struct State {
   int W = 0, N = 0;
   double price = 0, sum_pic = 0, sum_e = 0, opt = 0, e_min = kInf, L0 = 0, ready0 = 0, rate = 0;
   double intra_bw = kInf, intra_lat = 0, net_bw = kInf, net_lat = 0;
+  double intra_hops_lat = 0;  // Σ instances x (GPUs - 1) x intra latency: a broadcast chain's hops inside instances
 
   void push(const OfferInfo& o, int a) {
     info[n] = &o;
@@ -143,6 +144,7 @@ struct State {
     if (o.multi) {
       intra_bw = std::min(intra_bw, o.intra_bw);
       intra_lat = std::max(intra_lat, o.intra_lat);
+      intra_hops_lat += a * (o.gpus - 1.0) * o.intra_lat;
     }
     net_bw = std::min(net_bw, o.net_bw);
     net_lat = std::max(net_lat, o.net_lat);
@@ -261,8 +263,10 @@ class Searcher {
         lat = std::max(lat, P.net_lat);
       }
       const double w = P.W;
-      // the buffers go first and every time after them waits: it adds to the whole bound
-      broadcast = x_.broadcast_bytes / bw + x_.broadcast_count * (w - 1.0) * lat;
+      // the buffers go first and every time after them waits: it adds to the whole bound;
+      // a chain's hops only grow with more instances, and its slowest NIC only slows
+      const double chain = P.intra_hops_lat + (P.N > 1 ? (P.N - 1.0) * P.net_lat : 0.0);
+      broadcast = x_.broadcast_bytes / bw + x_.broadcast_count * chain;
       if (!x_.has_buckets) return t + broadcast + P.opt;
       const double alpha = 2.0 * (w - 1.0) / w / bw, beta = 2.0 * (w - 1.0) * lat;
       t = std::max(t, std::max(P.ready0, x_.f[0] * L) + alpha * x_.tail_bytes[0] + beta * x_.tail_count[0]);

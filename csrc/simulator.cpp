@@ -252,10 +252,14 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
   }
 
   // The ring's slowest link: NICs when the ring leaves an instance, NVLink/PCIe inside one.
+  double chain_latency = 0;  // a chain through every rank: each hop's own latency (note "buffer broadcast")
   if (workers > 1) {
     out.ring_bandwidth = kInf;
+    double network_latency = 0;
     for (int g = 0; g < n; ++g) {
       const InstanceSpec& inst = *groups[g].instance;
+      if (inst.gpus > 1) chain_latency += groups[g].count * (inst.gpus - 1.0) * inst.intra.latency;
+      if (instances > 1) network_latency = std::max(network_latency, inst.network.latency);
       if (inst.gpus > 1 && inst.intra.bandwidth < out.ring_bandwidth) {
         out.ring_bandwidth = inst.intra.bandwidth;
         out.bottleneck = Bottleneck::intra;
@@ -271,12 +275,15 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
         out.ring_latency = std::max(out.ring_latency, inst.network.latency);
       }
     }
+    chain_latency += (instances - 1.0) * network_latency;
   }
 
   // Buffers first (note "buffer broadcast" in simulator.hpp): every rank's forward waits for them.
   const LinkSpec ring{out.ring_bandwidth, out.ring_latency};
   if (workers > 1) {
-    for (double bytes : w.broadcast_bytes) out.broadcast_s += broadcast_s(bytes, workers, ring);
+    for (double bytes : w.broadcast_bytes) {
+      if (bytes > 0) out.broadcast_s += bytes / ring.bandwidth + chain_latency;
+    }
   }
   const double start_s = out.broadcast_s;  // every time below counts from the iteration's start
 

@@ -173,27 +173,38 @@ def timeline_figure(prediction: Prediction, *, phases: Sequence[tuple[float, flo
         raise ValueError("prediction has no bucket timeline: call srift.predict(..., timeline=True)")
     ms = 1e3
     groups = list(prediction.groups)
+    stream = "buffers, allreduce\n(one stream)" if getattr(prediction, "broadcast_s", 0.0) else "allreduce\n(one stream)"
     lanes = [f"{g.count}x {g.instance_type}\n{g.ranks}x {g.gpu}, batch {g.local_batch_high if g.ranks_high else g.local_batch_low}"
-             for g in groups] + ["allreduce\n(one stream)", "optimizer"]
+             for g in groups] + [stream, "optimizer"]
     height = max(3.2, 1.0 + 0.75 * len(lanes))
     fig = _figure((FIGSIZE[0], height))
     ax = fig.add_subplot()
     y_of = {name: len(lanes) - 1 - i for i, name in enumerate(lanes)}
     bar_h = 0.55
+    # DDP's buffer broadcast comes first and every rank's forward waits for it (simulator.hpp
+    # note "buffer broadcast"): the bucket times already count from the iteration's start
+    t0 = getattr(prediction, "broadcast_s", 0.0) or 0.0
     for i, g in enumerate(groups):
         y = y_of[lanes[i]]
         if phases is not None:
             fwd, bwd = phases[i]
-            ax.broken_barh([(0, fwd * ms)], (y - bar_h / 2, bar_h), facecolors="#8FB3DE", edgecolor="white")
-            ax.broken_barh([(fwd * ms, bwd * ms)], (y - bar_h / 2, bar_h), facecolors="#4C72B0", edgecolor="white")
+            ax.broken_barh([(t0 * ms, fwd * ms)], (y - bar_h / 2, bar_h), facecolors="#8FB3DE", edgecolor="white")
+            ax.broken_barh([((t0 + fwd) * ms, bwd * ms)], (y - bar_h / 2, bar_h), facecolors="#4C72B0",
+                           edgecolor="white")
             if i == 0:
-                ax.text(fwd * ms / 2, y, "fwd", ha="center", va="center", fontsize=8, color="#1F3B63")
-                ax.text((fwd + bwd / 2) * ms, y, "backward", ha="center", va="center", fontsize=8, color="white")
+                ax.text((t0 + fwd / 2) * ms, y, "fwd", ha="center", va="center", fontsize=8, color="#1F3B63")
+                ax.text((t0 + fwd + bwd / 2) * ms, y, "backward", ha="center", va="center", fontsize=8,
+                        color="white")
         else:
-            ax.broken_barh([(0, g.compute_s * ms)], (y - bar_h / 2, bar_h), facecolors="#4C72B0", edgecolor="white")
-            ax.text(g.compute_s * ms / 2, y, "forward + backward", ha="center", va="center", fontsize=8,
+            ax.broken_barh([(t0 * ms, g.compute_s * ms)], (y - bar_h / 2, bar_h), facecolors="#4C72B0",
+                           edgecolor="white")
+            ax.text((t0 + g.compute_s / 2) * ms, y, "forward + backward", ha="center", va="center", fontsize=8,
                     color="white")
     y = y_of[lanes[len(groups)]]
+    if t0 > 0:
+        ax.broken_barh([(0, t0 * ms)], (y - bar_h / 2, bar_h), facecolors="#8172B2", edgecolor="white")
+        if t0 > 0.04 * prediction.iteration_s:
+            ax.text(t0 / 2 * ms, y, "buffers", ha="center", va="center", fontsize=7, color="white")
     last_end = 0.0
     for k, b in enumerate(prediction.buckets):
         color = _COLORS[1] if k % 2 == 0 else "#C0622D"
@@ -213,7 +224,7 @@ def timeline_figure(prediction: Prediction, *, phases: Sequence[tuple[float, flo
     ax.text(prediction.iteration_s * ms, len(lanes) - 0.45, f" iteration {prediction.iteration_s * ms:.1f} ms",
             ha="right", va="bottom", fontsize=8)
     if prediction.exposed_comm_s > 0:
-        compute_end = prediction.compute_s * ms
+        compute_end = (t0 + prediction.compute_s + (getattr(prediction, "interference_s", 0.0) or 0.0)) * ms
         ax.axvspan(compute_end, last_end * ms, color="#C44E52", alpha=0.08, linewidth=0)
         ax.text((compute_end + last_end * ms) / 2, -0.75,
                 f"exposed communication {prediction.exposed_comm_s * ms:.1f} ms", ha="center", va="center",

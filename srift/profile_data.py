@@ -449,7 +449,12 @@ class Profile:
             return []
         if self.buffer_broadcast_bytes is None:
             return [float(self.buffer_bytes)] if self.buffer_bytes > 0 else []
-        return [float(b) for b in self.buffer_broadcast_bytes]
+        out = []
+        for k, b in enumerate(self.buffer_broadcast_bytes):  # a profile built in Python skips the schema
+            if isinstance(b, bool) or not isinstance(b, (int, float)) or not (0 <= b < math.inf):
+                raise ValueError(f"buffer_broadcast_bytes[{k}]: expected a finite number of bytes >= 0, got {b!r}")
+            out.append(float(b))
+        return out
 
     def allreduce_bucket_bytes(self) -> list[float]:
         """Bytes each bucket's allreduce carries, in reduction order (note "allreduce dtype").

@@ -193,6 +193,10 @@ def _speed_reason(faster: Any, slower: Any) -> str:
     f, s = faster.prediction, slower.prediction
     d_compute = s.compute_s - f.compute_s
     d_comm = s.exposed_comm_s - f.exposed_comm_s
+    d_buffers = getattr(s, "broadcast_s", 0.0) - getattr(f, "broadcast_s", 0.0)
+    if d_buffers > max(d_compute, d_comm, 0.0):
+        return (f"DDP's buffer broadcast takes {seconds(s.broadcast_s)} per iteration on the runner-up "
+                f"vs {seconds(f.broadcast_s)}")
     if d_comm > d_compute and d_comm > 0:
         return (f"{s.bottleneck} communication exposes {seconds(s.exposed_comm_s)} per iteration on the "
                 f"runner-up vs {seconds(f.exposed_comm_s)}")

@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   Workload workload;
   workload.bucket_bytes = {1.0e6, 26.2e6, 26.2e6, 25.2e6, 23.6e6};
   workload.bucket_ready_fraction = {0.04, 0.31, 0.55, 0.78, 0.96};
+  // DDP broadcasts its BatchNorm statistics (float32) and counters (int64) before each forward.
+  workload.broadcast_bytes = {212480, 424};
   workload.fixed_memory_bytes = 2.5e9;
   workload.activation_bytes_per_sample = 85e6;
 

@@ -364,6 +364,7 @@ def validate(
             cfg = {"mode": "ddp", "model": model, "options": options, "local_batches": local_batches,
                    "threads": [w.threads for w in workers], "optimizer": optimizer, "warmup": warmup,
                    "iterations": iterations, "bucket_cap_mb": base_profile.bucket_cap_mb, "probe": True,
+                   "forward_sync_buffers": base_profile.forward_sync_buffers,
                    "collective_timeout_s": min(timeout_s, 300.0), "compute_iterations": compute_iterations}
             if fail_rank is not None:
                 cfg["fail_rank"] = fail_rank

@@ -238,6 +238,8 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         dist.init_process_group(backend=backend, timeout=_dt.timedelta(seconds=float(cfg.get("collective_timeout_s", 120))))
         pg = dist
         ddp_kwargs = {"bucket_cap_mb": float(cfg.get("bucket_cap_mb", 25))}
+        if not cfg.get("forward_sync_buffers", True):  # as the profile says the user's DDP is built
+            ddp_kwargs["forward_sync_buffers"] = False
         if cuda:
             ddp_kwargs["device_ids"] = [local_rank]
         model = DDP(model, **ddp_kwargs)

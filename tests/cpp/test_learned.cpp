@@ -96,49 +96,57 @@ TEST(LearnedModel, MeanOfMembersEachWithItsOwnScaler) {
 
 // Where no comma-decimal locale is installed (a bare CI image), glibc's localedef builds
 // de_DE.UTF-8 into a temporary folder from its sources, and LOCPATH points setlocale there
-// (glibc reads LOCPATH at every setlocale). nullptr when that is not possible.
-// `made` receives the folder, for the caller to remove.
-const char* compile_comma_locale(std::string& made) {
+// (glibc reads LOCPATH at every setlocale). Undone, folder and LOCPATH, when it goes.
+class CommaLocale {
+ public:
+  CommaLocale() {
+    for (const char* n : {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"}) {
+      if ((set_ = std::setlocale(LC_NUMERIC, n)) != nullptr) return;
+    }
 #if defined(__linux__)
-  char dir[] = "/tmp/srift_locale_XXXXXX";
-  if (::mkdtemp(dir) == nullptr) return nullptr;
-  made = dir;
-  const std::string cmd = "localedef -i de_DE -f UTF-8 " + made + "/de_DE.UTF-8 >/dev/null 2>&1";
-  if (std::system(cmd.c_str()) != 0) return nullptr;
-  ::setenv("LOCPATH", dir, 1);
-  return std::setlocale(LC_NUMERIC, "de_DE.UTF-8");
-#else
-  return nullptr;
+    char dir[] = "/tmp/srift_locale_XXXXXX";
+    if (::mkdtemp(dir) == nullptr) return;
+    dir_ = dir;
+    // -c: localedef exits non-zero on mere warnings though it wrote the locale; setlocale decides
+    const int rc = std::system(("localedef -c -i de_DE -f UTF-8 " + dir_ + "/de_DE.UTF-8 >/dev/null 2>&1").c_str());
+    (void)rc;
+    const char* old = std::getenv("LOCPATH");
+    had_locpath_ = old != nullptr;
+    if (had_locpath_) old_locpath_ = old;
+    ::setenv("LOCPATH", dir, 1);
+    set_ = std::setlocale(LC_NUMERIC, "de_DE.UTF-8");
 #endif
-}
+  }
+  ~CommaLocale() {
+    std::setlocale(LC_NUMERIC, "C");
+#if defined(__linux__)
+    if (dir_.empty()) return;
+    if (had_locpath_) {
+      ::setenv("LOCPATH", old_locpath_.c_str(), 1);
+    } else {
+      ::unsetenv("LOCPATH");
+    }
+    const int rc = std::system(("rm -rf '" + dir_ + "'").c_str());
+    (void)rc;
+#endif
+  }
+  CommaLocale(const CommaLocale&) = delete;
+  CommaLocale& operator=(const CommaLocale&) = delete;
+  bool ok() const { return set_ != nullptr; }
+
+ private:
+  const char* set_ = nullptr;
+  std::string dir_, old_locpath_;
+  bool had_locpath_ = false;
+};
 
 TEST(LearnedModel, NumbersParseWhateverTheProcessLocale) {
   // strtod follows LC_NUMERIC: in a program that called setlocale(LC_ALL, "de_DE.UTF-8")
-  // "0.5" was malformed. Needs a comma-decimal locale installed (LOCPATH works too).
-  const char* names[] = {"de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "fr_FR.utf8"};
-  const char* set = nullptr;
-  for (const char* n : names) {
-    if ((set = std::setlocale(LC_NUMERIC, n)) != nullptr) break;
-  }
-  std::string made;
-  if (set == nullptr) set = compile_comma_locale(made);
-  struct Remove {  // the compiled locale's folder, once the test is done with it
-    const std::string& dir;
-    ~Remove() {
-      if (!dir.empty()) std::system(("rm -rf '" + dir + "'").c_str());
-    }
-  } remove{made};
-  if (set == nullptr) GTEST_SKIP() << "no comma-decimal locale installed, and localedef could not build one";
+  // "0.5" was malformed. An installed comma-decimal locale, else one localedef builds.
+  const CommaLocale comma;  // LC_NUMERIC back to "C" however the test ends
+  if (!comma.ok()) GTEST_SKIP() << "no comma-decimal locale installed, and localedef could not build one";
   ASSERT_EQ(std::string(std::localeconv()->decimal_point), ",");
-  double out = 0;
-  try {
-    out = srift::LearnedModel::from_json(kLinear).predict({3.0, 6.0});
-  } catch (...) {
-    std::setlocale(LC_NUMERIC, "C");
-    throw;
-  }
-  std::setlocale(LC_NUMERIC, "C");
-  EXPECT_DOUBLE_EQ(out, 2.5);
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(kLinear).predict({3.0, 6.0}), 2.5);
 }
 
 TEST(LearnedModel, SignedNumbersAreReadAsJsonHasThem) {

@@ -403,7 +403,9 @@ TEST(Simulator, BufferBroadcastDelaysTheWholeIteration) {
   EXPECT_DOUBLE_EQ(a.broadcast_s, 0.0);
   const LinkSpec ring{b.ring_bandwidth, b.ring_latency};
   ASSERT_EQ(b.bottleneck, srift::Bottleneck::network);
-  const double expected = (48e6 + 8e3) / ring.bandwidth + 2 * 15 * ring.latency;  // 16 ranks
+  // each message crosses a chain through the 16 ranks: 7 NVLink hops in each instance, 1 NIC hop
+  const double chain = 2 * 7 * s.intra.latency + 1 * s.network.latency;
+  const double expected = (48e6 + 8e3) / ring.bandwidth + 2 * chain;
   EXPECT_NEAR(b.broadcast_s, expected, 1e-15);
   EXPECT_NEAR(b.iteration_s, a.iteration_s + expected, 1e-12);
   EXPECT_DOUBLE_EQ(b.compute_s, a.compute_s);

@@ -57,6 +57,18 @@ def test_timeline_png(tmp_path, resnet50_profile, catalog):
     assert labels[0].startswith("2x p3.16xlarge") and "allreduce" in labels[2] and labels[3] == "optimizer"
     # one bar per bucket on the allreduce lane
     assert any("b0" in t.get_text() for t in fig.axes[0].texts)
+    # the buffer broadcast comes first: compute starts after it, and the shaded exposed
+    # communication is as wide as the figure it is labelled with
+    assert pred.broadcast_s > 0 and "buffers" in labels[2]
+    ax = fig.axes[0]
+    compute_starts = [path.get_extents().x0 for coll in ax.collections[:len(pred.groups) * 2]
+                      for path in coll.get_paths()]
+    assert min(compute_starts) == pytest.approx(pred.broadcast_s * 1e3, rel=1e-9)
+    span = next(p for p in ax.patches if p.get_alpha() == 0.08)
+    x0 = span.get_x()
+    width = span.get_width()
+    assert width == pytest.approx(pred.exposed_comm_s * 1e3, rel=1e-9)
+    assert x0 == pytest.approx((pred.broadcast_s + pred.compute_s + pred.interference_s) * 1e3, rel=1e-9)
 
 
 def test_plot_errors(tmp_path, resnet50_profile, front):

@@ -352,15 +352,16 @@ def test_module_buffers_take_gpu_memory(resnet50_profile):
     assert not huge.feasible
 
 
-def test_ddp_broadcasts_the_buffers_before_every_forward(resnet50_profile):
+def test_ddp_broadcasts_the_buffers_before_every_forward(resnet50_profile, catalog):
     """simulator.hpp note "buffer broadcast": DDP's forward_sync_buffers (on by default) sends
     rank 0's buffers down the ring before every iteration's forward: one message per dtype
     (ResNet-50: its BatchNorm statistics in float32, their counters in int64), each
-    bytes / ring bandwidth + (ranks - 1) x ring latency, added to the whole iteration."""
+    bytes / ring bandwidth plus a chain's latency through every rank (7 NVLink hops inside
+    each p3.16xlarge, 3 NIC hops between the 4), added to the whole iteration."""
     import dataclasses
 
     import srift
-    from srift import _core
+    from srift.engine import Engine
 
     assert resnet50_profile.forward_sync_buffers is True
     messages = resnet50_profile.buffer_broadcast_bytes
@@ -369,19 +370,16 @@ def test_ddp_broadcasts_the_buffers_before_every_forward(resnet50_profile):
     assert messages[1] == 8 * 53          # num_batches_tracked of its 53 BatchNorm layers
 
     pred = srift.predict(resnet50_profile, "4x p3.16xlarge", global_batch=256, timeline=True)
-    link = _core.LinkSpec()
-    link.bandwidth, link.latency = pred.ring_gbytes_s * 1e9, 0.0
     off = srift.predict(dataclasses.replace(resnet50_profile, forward_sync_buffers=False), "4x p3.16xlarge",
                         global_batch=256, timeline=True)
     assert off.broadcast_s == 0.0 and pred.broadcast_s > 0
     assert pred.iteration_s == pytest.approx(off.iteration_s + pred.broadcast_s, rel=1e-12)
     assert pred.compute_s == off.compute_s and pred.comm_s == off.comm_s
     assert pred.buckets[0].ready_s == pytest.approx(off.buckets[0].ready_s + pred.broadcast_s, rel=1e-12)
-    # the bandwidth part alone, then the latency: 31 hops per message
-    latency = (pred.broadcast_s - sum(messages) / (pred.ring_gbytes_s * 1e9)) / (2 * 31)
-    assert latency > 0
-    assert pred.broadcast_s == pytest.approx(sum(_core.ring_broadcast_s(m, 32, _core.LinkSpec(link.bandwidth, latency))
-                                                 for m in messages), rel=1e-9)
+    spec = Engine(resnet50_profile, catalog).instance_spec("p3.16xlarge")
+    chain = 4 * 7 * spec.intra.latency + 3 * spec.network.latency
+    bandwidth = pred.ring_gbytes_s * 1e9
+    assert pred.broadcast_s == pytest.approx(sum(messages) / bandwidth + 2 * chain, rel=1e-9)
     # one GPU broadcasts to nobody
     assert srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=32).broadcast_s == 0.0
     # a profile from before srift recorded the messages: its buffers as one message
@@ -390,5 +388,4 @@ def test_ddp_broadcasts_the_buffers_before_every_forward(resnet50_profile):
     # a big registered mask (e.g. nanoGPT's causal mask without flash attention) costs more
     big = dataclasses.replace(resnet50_profile, buffer_broadcast_bytes=[*messages, 48 * 2**20])
     slow = srift.predict(big, "4x p3.16xlarge", global_batch=256)
-    assert slow.broadcast_s - pred.broadcast_s == pytest.approx(
-        48 * 2**20 / (pred.ring_gbytes_s * 1e9) + 31 * latency, rel=1e-9)
+    assert slow.broadcast_s - pred.broadcast_s == pytest.approx(48 * 2**20 / bandwidth + chain, rel=1e-9)

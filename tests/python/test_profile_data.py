@@ -296,3 +296,7 @@ def test_buffer_broadcast_fields_round_trip_and_default_to_ddps(tmp_path):
     legacy = Profile.load(_write(tmp_path, old))
     assert legacy.forward_sync_buffers is True and legacy.buffer_broadcast_bytes is None
     assert legacy.broadcast_bytes() == [4104.0]
+    for bad in (-5, float("nan"), "8"):  # built in Python, past the schema: named as the profile's field
+        legacy.buffer_broadcast_bytes = [8, bad]
+        with pytest.raises(ValueError, match=r"buffer_broadcast_bytes\[1\]"):
+            legacy.broadcast_bytes()

@@ -52,6 +52,16 @@ def test_why_line_names_the_runner_up_and_the_reason(cheapest, fastest):
     assert report.why_best(cheapest.best, [], "min_cost") == "the only plan that meets the constraints"
 
 
+def test_speed_reason_names_the_buffer_broadcast_when_it_decides():
+    def plan(compute, exposed, buffers, workers=16):
+        return SimpleNamespace(prediction=SimpleNamespace(compute_s=compute, exposed_comm_s=exposed,
+                                                          broadcast_s=buffers, workers=workers, bottleneck="network"))
+
+    why = report._speed_reason(plan(0.1, 0.02, 0.001), plan(0.1, 0.02, 0.03))
+    assert why.startswith("DDP's buffer broadcast takes 30.0 ms per iteration on the runner-up vs 1.0 ms")
+    assert "communication exposes" in report._speed_reason(plan(0.1, 0.02, 0.001), plan(0.1, 0.06, 0.002))
+
+
 def test_explain_breakdown(cheapest, catalog):
     text = report.explain_prediction(cheapest.best.prediction, catalog)
     for needle in ("compute", "exposed comm", "optimizer", "bottleneck link:", "headroom", "where the time goes"):

@@ -14,9 +14,15 @@ namespace srift {
 // module's buffers from rank 0 in the forward that follows a synchronising backward, i.e. once
 // per iteration, before its first micro-step's forward (no_sync() micro-steps skip it). The
 // forward waits for it, so every rank starts computing broadcast_s later: the messages of
-// Workload::broadcast_bytes run one after another on the ring's bottleneck link, each
-// bytes / bandwidth + (ranks - 1) x latency (NCCL pipelines a broadcast down the ring, so its
-// bus bandwidth equals its algorithm bandwidth). Nothing overlaps it; one rank broadcasts nothing.
+// Workload::broadcast_bytes run one after another, each bytes / bandwidth of the ring's
+// bottleneck link plus the latency of a chain through every rank. NCCL pipelines a broadcast
+// down its ring from the root, so its bus bandwidth is its algorithm bandwidth and a chunk
+// crosses every hop once: (GPUs - 1) hops inside each instance at its intra-node latency and
+// (instances - 1) network hops at the slowest NIC's. (An allreduce's 2(n-1) ring steps each
+// wait for their slowest hop instead.) Nothing overlaps it; one rank broadcasts nothing.
+// Not modelled: gloo (CPU ranks) broadcasts along a binomial tree, ceil(log2 n) rounds of the
+// whole message, more than this beyond two ranks; DDP's Join adds a small allreduce before it; a
+// buffer comm hook replaces it; and DDP skips it after a forward under torch.no_grad().
 
 /// Most instance groups one cluster may have.
 constexpr int kMaxGroups = 16;
@@ -126,8 +132,8 @@ int max_local_batch(const Workload& workload, const InstanceSpec& instance, cons
 /// bandwidth not > 0 or a latency < 0 or non-finite.
 double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link);
 
-/// Broadcast of `bytes` from one rank to `ranks` ranks down a ring bounded by `link`, seconds:
-/// bytes / bandwidth + (n-1) * latency; 0 on one rank or for 0 bytes. Throws
+/// Broadcast of `bytes` from one rank to `ranks` ranks down a ring whose every hop is `link`,
+/// seconds: bytes / bandwidth + (n-1) * latency; 0 on one rank or for 0 bytes. Throws
 /// std::invalid_argument naming the field, as ring_allreduce_s does.
 double ring_broadcast_s(double bytes, int ranks, const LinkSpec& link);
 
