@@ -3,16 +3,19 @@
 
     sudo python bench/buffer_broadcast.py [--rates 1 4] [--mib 8 32 128] [--iterations 30]
 
-Two emulated hosts (network namespaces, NICs shaped by tbf: srift.validate.netemu), one gloo
-rank on each, train a Linear(64, 64) that carries buffers of B MiB with DDP's
+Two emulated hosts (network namespaces, NICs shaped by tbf: srift.validate.netemu; --hosts
+for more), one gloo rank on each, train a Linear(64, 64) that carries buffers of B MiB with DDP's
 ``forward_sync_buffers`` on and off (its default is on); the broadcast's cost is the difference
 of the median iterations (the two runs alternate which goes first). The prediction is srift's
 rule (simulator.hpp note "buffer broadcast") on the emulated link as it is: the messages
 srift.buckets.buffer_broadcasts finds, each bytes / the shaped NIC rate plus one hop at half the
 emulation's measured round trip. (srift.predict would take the link from the catalog or a
-probe instead; this checks the rule, not a catalog's NIC figures.) Buffers come as one float32 tensor
-("one") and as eight ("eight": one message, which DDP flattens and copies back: the copies run
-at host memory speed here, at HBM speed on a GPU). Prints one JSON line per configuration.
+probe instead; this checks the rule, not a catalog's NIC figures.) Buffers come as one float32
+tensor ("one") and as eight ("eight": one message, which DDP flattens and copies back: the
+copies run at host memory speed here, at HBM speed on a GPU). Prints one JSON line per
+configuration. ``--hosts N`` runs N ranks, one per host: the rule is NCCL's pipelined ring, a
+chain of N - 1 hops; gloo broadcasts otherwise, and there the rule under-predicts (README
+"Buffers").
 Needs root (network namespaces); takes ~10 minutes at the defaults.
 """
 from __future__ import annotations
@@ -79,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rates", type=float, nargs="+", default=[1.0, 4.0], help="NIC Gbit/s")
     ap.add_argument("--mib", type=int, nargs="+", default=[8, 32, 128], help="buffer MiB")
+    ap.add_argument("--hosts", type=int, default=2, help="emulated hosts, one rank each")
     ap.add_argument("--iterations", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -97,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     configs = [("one", 0)] + [(layout, m) for m in args.mib for layout in ("one", "eight")]
     for k, rate in enumerate(args.rates):
-        with netemu.emulate([rate, rate]) as emu:
+        with netemu.emulate([rate] * args.hosts) as emu:
             latency = netemu.latency_floor(emu.hosts[0], emu.hosts[1]) / 2  # a round trip: two hops
             out = f"/tmp/srift_buffer_broadcast_{os.getpid()}.json"
             spec = {"configs": configs, "iterations": args.iterations, "warmup": args.warmup, "out": out}
@@ -105,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 for rank, host in enumerate(emu.hosts):
                     env = {**os.environ, "MASTER_ADDR": emu.hosts[0].address, "MASTER_PORT": str(29750 + k),
-                           "RANK": str(rank), "WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": host.ifname,
+                           "RANK": str(rank), "WORLD_SIZE": str(args.hosts), "GLOO_SOCKET_IFNAME": host.ifname,
                            "OMP_NUM_THREADS": "1"}
                     procs.append(subprocess.Popen(host.exec_prefix() + [sys.executable, __file__, "--worker",
                                                                         json.dumps(spec)], env=env))
@@ -124,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         link = _core.LinkSpec(rate * 1e9 / 8, latency)
         for row in rows:
             messages = buffer_broadcasts(_model(row["layout"], row["mib"]))
-            predicted = sum(_core.ring_broadcast_s(m, 2, link) for m in messages)
+            predicted = sum(_core.ring_broadcast_s(m, args.hosts, link) for m in messages)
             measured = row["sync_s"] - row["nosync_s"]
             print(json.dumps({"gbit_s": rate, **row, "messages": messages, "measured_cost_s": measured,
                               "predicted_cost_s": predicted,

@@ -20,8 +20,8 @@ namespace srift {
 // crosses every hop once: (GPUs - 1) hops inside each instance at its intra-node latency and
 // (instances - 1) network hops at the slowest NIC's. (An allreduce's 2(n-1) ring steps each
 // wait for their slowest hop instead.) Nothing overlaps it; one rank broadcasts nothing.
-// Not modelled: gloo (CPU ranks) broadcasts along a binomial tree, ceil(log2 n) rounds of the
-// whole message, more than this beyond two ranks; DDP's Join adds a small allreduce before it; a
+// Not modelled: gloo (CPU ranks) broadcasts otherwise, measured at 2.9x and 5.2x this on 4 and
+// 8 emulated hosts (bench/buffer_broadcast.py --hosts); DDP's Join adds a small allreduce before it; a
 // buffer comm hook replaces it; and DDP skips it after a forward under torch.no_grad().
 
 /// Most instance groups one cluster may have.
