@@ -139,11 +139,6 @@ inline double ring_s(double bytes, int ranks, const LinkSpec& link) {
   const double n = ranks;
   return 2.0 * (n - 1.0) / n * bytes / link.bandwidth + 2.0 * (n - 1.0) * link.latency;
 }
-// ring_broadcast_s without the checks.
-inline double broadcast_s(double bytes, int ranks, const LinkSpec& link) {
-  if (ranks <= 1 || bytes <= 0) return 0.0;
-  return bytes / link.bandwidth + (ranks - 1.0) * link.latency;
-}
 void check_link(double bytes, int ranks, const LinkSpec& link) {
   detail::require_finite_nonneg("bytes", bytes);
   if (ranks < 1) detail::fail("ranks", ">= 1", ranks);
@@ -159,7 +154,8 @@ double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
 
 double ring_broadcast_s(double bytes, int ranks, const LinkSpec& link) {
   check_link(bytes, ranks, link);
-  return broadcast_s(bytes, ranks, link);
+  if (ranks <= 1 || bytes <= 0) return 0.0;
+  return bytes / link.bandwidth + (ranks - 1.0) * link.latency;
 }
 
 void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,

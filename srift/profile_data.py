@@ -385,8 +385,8 @@ class Profile:
     # added field: DDP built with find_unused_parameters=True (buckets in registration order)
     find_unused_parameters: bool = False
     # added fields: DDP's per-iteration buffer broadcast (simulator.hpp note "buffer
-    # broadcast"). The messages DDP's broadcast carries, bytes (one per dtype, at most
-    # ~250 MiB; srift.buckets.buffer_broadcasts); None: an older profile, whose buffers are
+    # broadcast"). The messages DDP's broadcast carries, bytes (one per dtype, each closed once
+    # it reaches 250 MiB; srift.buckets.buffer_broadcasts); None: an older profile, whose buffers are
     # taken as one message of buffer_bytes. forward_sync_buffers: as passed to DDP
     # (broadcast_buffers before torch 2.13); False: no broadcast.
     buffer_broadcast_bytes: list[int] | None = None

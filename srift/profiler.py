@@ -569,7 +569,8 @@ def profile(
     order. ``forward_sync_buffers``: as passed to DDP (``broadcast_buffers`` before torch
     2.13; both default to True): rank 0 then broadcasts the model's buffers before every
     iteration's forward, which predictions add to the iteration (srift.buckets
-    :func:`~srift.buckets.buffer_broadcasts`). ``progress`` shows a progress bar (tqdm, on stderr) over the timed iterations.
+    :func:`~srift.buckets.buffer_broadcasts`). ``progress`` shows a progress bar (tqdm, on
+    stderr) over the timed iterations.
     """
     for label, flag in (("find_unused_parameters", find_unused_parameters),
                         ("forward_sync_buffers", forward_sync_buffers)):

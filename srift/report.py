@@ -188,12 +188,19 @@ def _same_instances(a: Any, b: Any) -> bool:
     return sorted(map(str, a.cluster.groups)) == sorted(map(str, b.cluster.groups))
 
 
+def _broadcast_s(pred: Any) -> float:
+    """DDP's buffer broadcast of a prediction, seconds (0 when absent or not a number: a
+    prediction saved before srift modelled it)."""
+    value = getattr(pred, "broadcast_s", 0.0)
+    return value if _finite(value) else 0.0
+
+
 def _speed_reason(faster: Any, slower: Any) -> str:
     """Why one prediction's iteration is shorter than another's, in a few words."""
     f, s = faster.prediction, slower.prediction
     d_compute = s.compute_s - f.compute_s
     d_comm = s.exposed_comm_s - f.exposed_comm_s
-    d_buffers = getattr(s, "broadcast_s", 0.0) - getattr(f, "broadcast_s", 0.0)
+    d_buffers = _broadcast_s(s) - _broadcast_s(f)
     if d_buffers > max(d_compute, d_comm, 0.0):
         return (f"DDP's buffer broadcast takes {seconds(s.broadcast_s)} per iteration on the runner-up "
                 f"vs {seconds(f.broadcast_s)}")
@@ -295,7 +302,7 @@ def prediction_text(pred: Any) -> str:
              *([f"  interference   {seconds(pred.interference_s)}  (compute lost to collectives on shared cores)"]
                if _finite(pred.interference_s) and pred.interference_s > 0 else []),
              *([f"  buffers        {seconds(pred.broadcast_s)}  (DDP broadcasts rank 0's buffers before the forward)"]
-               if _finite(getattr(pred, "broadcast_s", 0.0)) and getattr(pred, "broadcast_s", 0.0) > 0 else []),
+               if _broadcast_s(pred) > 0 else []),
              f"  optimizer      {seconds(pred.optimizer_s)}",
              f"cost             {usd(pred.usd_per_hour)}/h, {usd(pred.usd_per_1k_samples)} per 1k samples"]
     if pred.iterations is not None:
@@ -340,8 +347,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
         "",
         f"where the time goes: compute {percent(pred.compute_s / it)}, exposed communication "
         f"{percent(pred.exposed_comm_s / it)}, "
-        + (f"buffer broadcast {percent(pred.broadcast_s / it)}, "
-           if _finite(getattr(pred, "broadcast_s", 0.0)) and getattr(pred, "broadcast_s", 0.0) > 0 else "")
+        + (f"buffer broadcast {percent(pred.broadcast_s / it)}, " if _broadcast_s(pred) > 0 else "")
         + f"optimizer {percent(pred.optimizer_s / it)}; "
         f"{seconds(hidden)} of allreduce hides behind the backward",
         f"bottleneck link: {bottleneck_link(pred, catalog)}",

@@ -239,7 +239,11 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         pg = dist
         ddp_kwargs = {"bucket_cap_mb": float(cfg.get("bucket_cap_mb", 25))}
         if not cfg.get("forward_sync_buffers", True):  # as the profile says the user's DDP is built
-            ddp_kwargs["forward_sync_buffers"] = False
+            import inspect
+
+            # torch 2.13 renamed broadcast_buffers (now deprecated) to forward_sync_buffers
+            renamed = "forward_sync_buffers" in inspect.signature(DDP.__init__).parameters
+            ddp_kwargs["forward_sync_buffers" if renamed else "broadcast_buffers"] = False
         if cuda:
             ddp_kwargs["device_ids"] = [local_rank]
         model = DDP(model, **ddp_kwargs)

@@ -10,19 +10,20 @@
 
 namespace srift {
 
-// Note "buffer broadcast". With broadcast_buffers=True (its default) DDP broadcasts the
-// module's buffers from rank 0 in the forward that follows a synchronising backward, i.e. once
-// per iteration, before its first micro-step's forward (no_sync() micro-steps skip it). The
-// forward waits for it, so every rank starts computing broadcast_s later: the messages of
-// Workload::broadcast_bytes run one after another, each bytes / bandwidth of the ring's
-// bottleneck link plus the latency of a chain through every rank. NCCL pipelines a broadcast
-// down its ring from the root, so its bus bandwidth is its algorithm bandwidth and a chunk
-// crosses every hop once: (GPUs - 1) hops inside each instance at its intra-node latency and
-// (instances - 1) network hops at the slowest NIC's. (An allreduce's 2(n-1) ring steps each
-// wait for their slowest hop instead.) Nothing overlaps it; one rank broadcasts nothing.
-// Not modelled: gloo (CPU ranks) broadcasts otherwise, measured at 2.9x and 5.2x this on 4 and
-// 8 emulated hosts (bench/buffer_broadcast.py --hosts); DDP's Join adds a small allreduce before it; a
-// buffer comm hook replaces it; and DDP skips it after a forward under torch.no_grad().
+// Note "buffer broadcast". With forward_sync_buffers=True (broadcast_buffers before torch 2.13;
+// the default either way) DDP broadcasts the module's buffers from rank 0 in the forward that
+// follows a synchronising backward, i.e. once per iteration, before its first micro-step's
+// forward (no_sync() micro-steps skip it). The forward waits for it, so every rank starts
+// computing broadcast_s later: the messages of Workload::broadcast_bytes run one after another,
+// each bytes / bandwidth of the ring's bottleneck link plus the latency of a chain through
+// every rank. NCCL pipelines a broadcast down its ring from the root, so its bus bandwidth is
+// its algorithm bandwidth and a chunk crosses every hop once: (GPUs - 1) hops inside each
+// instance at its intra-node latency and (instances - 1) network hops at the slowest NIC's.
+// (An allreduce's 2(n-1) ring steps each wait for their slowest hop instead.) Nothing overlaps
+// it; one rank broadcasts nothing. Not modelled: gloo (CPU ranks) broadcasts otherwise,
+// measured at 2.9x and 5.2x this on 4 and 8 emulated hosts (bench/buffer_broadcast.py
+// --hosts); DDP's Join adds a small allreduce before it; a buffer comm hook replaces it; and
+// DDP skips it after a forward under torch.no_grad().
 
 /// Most instance groups one cluster may have.
 constexpr int kMaxGroups = 16;

@@ -39,11 +39,11 @@ struct Workload {
   /// For each bucket, the fraction of the backward pass elapsed when its last gradient is
   /// ready, in [0, 1] and non-decreasing.
   std::vector<double> bucket_ready_fraction;
-  /// DDP's buffer broadcast (broadcast_buffers=True, DDP's default): before the first forward
-  /// of every iteration rank 0 sends the module's buffers (BatchNorm running statistics,
-  /// registered masks and tables) to every rank, one message per dtype of at most ~250 MiB,
-  /// bytes each. Empty: no buffers, or DDP built with broadcast_buffers=False. See the note
-  /// "buffer broadcast" in simulator.hpp.
+  /// DDP's buffer broadcast (forward_sync_buffers=True, DDP's default; broadcast_buffers before
+  /// torch 2.13): before the first forward of every iteration rank 0 sends the module's buffers
+  /// (BatchNorm running statistics, registered masks and tables) to every rank: the messages,
+  /// bytes, one per dtype, each closed once it reaches 250 MiB. Empty: no buffers, or the flag
+  /// off. See the note "buffer broadcast" in simulator.hpp.
   std::vector<double> broadcast_bytes;
   /// Per-GPU memory independent of the batch: weights, gradients, DDP buckets, optimizer
   /// state and framework workspace, bytes.
