@@ -172,6 +172,21 @@ def allreduce_times(sizes: list[int], repeats: int, device: Any, cuda: bool) -> 
     return medians, spreads
 
 
+def ddp_options(cfg: dict[str, Any], ddp_class: Any, device_ids: list[int] | None) -> dict[str, Any]:
+    """DistributedDataParallel's keyword arguments for the run: the profile's bucket cap and,
+    when the profile says the user's DDP does not broadcast its buffers, that (torch 2.13
+    renamed broadcast_buffers, now deprecated, to forward_sync_buffers)."""
+    import inspect
+
+    out: dict[str, Any] = {"bucket_cap_mb": float(cfg.get("bucket_cap_mb", 25))}
+    if not cfg.get("forward_sync_buffers", True):
+        renamed = "forward_sync_buffers" in inspect.signature(ddp_class.__init__).parameters
+        out["forward_sync_buffers" if renamed else "broadcast_buffers"] = False
+    if device_ids is not None:
+        out["device_ids"] = device_ids
+    return out
+
+
 def _allreduce_sweep(cfg: dict[str, Any], rank: int, world: int, local_rank: int, device: Any,
                      cuda: bool) -> dict[str, Any]:
     """Median seconds of one allreduce per message size, every rank starting together."""
@@ -237,16 +252,7 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
         backend = cfg.get("backend") or ("nccl" if cuda else "gloo")
         dist.init_process_group(backend=backend, timeout=_dt.timedelta(seconds=float(cfg.get("collective_timeout_s", 120))))
         pg = dist
-        ddp_kwargs = {"bucket_cap_mb": float(cfg.get("bucket_cap_mb", 25))}
-        if not cfg.get("forward_sync_buffers", True):  # as the profile says the user's DDP is built
-            import inspect
-
-            # torch 2.13 renamed broadcast_buffers (now deprecated) to forward_sync_buffers
-            renamed = "forward_sync_buffers" in inspect.signature(DDP.__init__).parameters
-            ddp_kwargs["forward_sync_buffers" if renamed else "broadcast_buffers"] = False
-        if cuda:
-            ddp_kwargs["device_ids"] = [local_rank]
-        model = DDP(model, **ddp_kwargs)
+        model = DDP(model, **ddp_options(cfg, DDP, [local_rank] if cuda else None))
         # latency floor of one tiny allreduce and the achieved bandwidth of a big one
         if cfg.get("probe", True) and world > 1:
             t = torch.zeros(1, device=device)

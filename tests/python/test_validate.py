@@ -278,3 +278,23 @@ def test_rank_batches_follow_the_plan() -> None:
 
     cat = Catalog.default().with_overrides(overrides)  # a valid overrides document
     assert cat.instance("emu-cpu-t1-x2-1g").gpu_count == 2
+
+
+def test_the_measured_ddp_is_built_as_the_profile_says() -> None:
+    """srift validate times the DDP the profile describes: without the buffer broadcast when
+    the profile says forward_sync_buffers=False (broadcast_buffers=False on a torch before
+    2.13, which lacks the new name), and with DDP's default otherwise."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from srift.validate.worker import ddp_options
+
+    assert ddp_options({"bucket_cap_mb": 5}, DDP, None) == {"bucket_cap_mb": 5.0}
+    assert ddp_options({"forward_sync_buffers": False}, DDP, [1]) == {
+        "bucket_cap_mb": 25.0, "forward_sync_buffers": False, "device_ids": [1]}
+
+    class OlderDDP:
+        def __init__(self, module, device_ids=None, broadcast_buffers=True, bucket_cap_mb=None):
+            pass
+
+    assert ddp_options({"forward_sync_buffers": False}, OlderDDP, None) == {
+        "bucket_cap_mb": 25.0, "broadcast_buffers": False}
