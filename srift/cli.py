@@ -336,6 +336,13 @@ def _cmd_profile(args: argparse.Namespace) -> int:
                  f"forward {prof.total_forward_flops() / 1e9:.2f} GFLOP/sample, backward "
                  f"{prof.total_backward_flops() / 1e9:.2f} GFLOP/sample, activations "
                  f"{prof.activation_bytes_per_sample / 2**20:.1f} MiB/sample"]
+        messages = prof.broadcast_bytes()
+        if messages:
+            lines.append(f"buffers {report.data_size(sum(messages))}, broadcast by DDP before every forward "
+                         f"in {len(messages)} message{'s' if len(messages) > 1 else ''} (--no-forward-sync-buffers "
+                         "if your DDP does not)")
+        elif prof.buffer_bytes and not prof.forward_sync_buffers:
+            lines.append("buffers not broadcast (forward_sync_buffers=False)")
         if t is not None:
             rows = [(b, report.seconds(f), report.seconds(bw), report.seconds(it))
                     for b, f, bw, it in zip(t.batch_sizes, t.forward_s, t.backward_s, t.iteration_s)]

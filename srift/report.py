@@ -75,6 +75,16 @@ def gib(value: float | None) -> str:
     return "-" if not _finite(value) else f"{value:.1f} GiB"
 
 
+def data_size(n_bytes: float | None) -> str:
+    """Bytes in the binary unit that reads best: 208 KiB, 48.0 MiB, 1.5 GiB."""
+    if not _finite(n_bytes):
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:.1f} {unit}"
+    return f"{n_bytes / 2**10:.0f} KiB" if n_bytes >= 2**10 else f"{n_bytes:.0f} B"
+
+
 def percent(value: float | None) -> str:
     return "-" if not _finite(value) else f"{value * 100:.0f}%"
 

@@ -52,6 +52,11 @@ def test_why_line_names_the_runner_up_and_the_reason(cheapest, fastest):
     assert report.why_best(cheapest.best, [], "min_cost") == "the only plan that meets the constraints"
 
 
+def test_data_size_reads_in_binary_units():
+    assert [report.data_size(b) for b in (512, 212_904, 48 * 2**20, 1.5 * 2**30, float("nan"))] == [
+        "512 B", "208 KiB", "48.0 MiB", "1.5 GiB", "-"]
+
+
 def test_speed_reason_names_the_buffer_broadcast_when_it_decides():
     def plan(compute, exposed, buffers, workers=16):
         return SimpleNamespace(prediction=SimpleNamespace(compute_s=compute, exposed_comm_s=exposed,
