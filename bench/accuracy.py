@@ -41,6 +41,10 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    engine's path, learned_pcie_links (v0 links, but a PCIe
                                    cluster's intra-node link from the line fitted on the other
                                    PCIe cluster: srift.learn.pcie_link note "pcie class")
+  multi_gpu_engine_misses/*        where the engine's path misses Sia's multi-node steps: its
+                                   signed median error by cluster and GPUs per node, and whether
+                                   the 1-GPU step's host share (log of it over the
+                                   no-measurement model's GPU time) orders the misses (Spearman)
   multi_gpu_link_calibrated        Sia multi-GPU steps, given the test model's 1-GPU steps and
                                    its cluster's links calibrated on the other models, as
                                    `srift probe-network` would measure them (srift.learn.comm
@@ -184,6 +188,7 @@ def main() -> None:
             for k in kinds:
                 out[k] = stats(ape(preds[k][m], truth[m]))
             print(json.dumps(out))
+    engine_misses(cases, w, engine_path, truth, sites, multinode)
     steps = instance_anchored_steps(cases, w, rows)
     instance_anchored(steps, cases, base, truth, sites)
     link_calibrated(cases, w, base, truth, sites)
@@ -933,6 +938,50 @@ def blended_band_coverage(w, rows, report) -> None:
         r = np.concatenate(inner)
         lo[test], hi[test] = np.quantile(r, 0.1), np.quantile(r, 0.9)
     report(f"compute_anchored_blend_{weight}_shrink_{shrink}_leave_one_gpu_out", resid, lo, hi, held)
+
+
+def engine_misses(cases, w, engine_path, truth, sites, multinode) -> None:
+    """multi_gpu_engine_misses/*: the engine path's signed error on Sia's multi-node steps by
+    cluster and GPUs per node, and whether the 1-GPU step's host share orders the misses."""
+    from scipy.stats import spearmanr
+
+    from srift.learn import default_models
+    from srift.learn.features import roofline_per_sample
+    from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS
+
+    signed = 100 * (np.exp(engine_path - truth) - 1)
+    per_node = np.array([max(int(ch) for ch in c.placement) for c in cases])
+    for g in sorted(set(sites)):
+        by = {}
+        for n in sorted(set(per_node)):
+            k = multinode & (sites == g) & (per_node == n)
+            if k.any():
+                by[str(n)] = {"signed_median_pct": round(float(np.median(signed[k])), 1), "n": int(k.sum())}
+        if by:
+            print(json.dumps({"split": f"multi_gpu_engine_misses/by_gpus_per_node/{g}", **by}))
+    # The 1-GPU step over the no-measurement model's GPU time at its batch: how much of it is
+    # the host (input pipeline, harness) rather than the GPU.
+    models, share, cache = default_models(), np.zeros(len(cases)), {}
+    for i, c in enumerate(cases):
+        key = (c.cluster, c.workload, c.local_bsz)
+        if key not in cache:
+            gpu, wl = TRAINING_GPUS[DATA_GPU_NAMES[c.cluster]], w[c.workload]
+            corr = models.absolute_corrections(wl, gpu, np.array([c.local_bsz]), "amp")[0]
+            cache[key] = math.log(c.one_gpu_time / (c.local_bsz * roofline_per_sample(wl, gpu, "amp", c.local_bsz)
+                                                    * math.exp(corr)))
+        share[i] = cache[key]
+    names = np.array([c.model for c in cases])
+    groups = [(g, m) for g in sorted(set(sites)) for m in sorted(set(names))
+              if (multinode & (sites == g) & (names == m)).any()]
+    med_share = [float(np.median(share[multinode & (sites == g) & (names == m)])) for g, m in groups]
+    med_signed = [float(np.median(signed[multinode & (sites == g) & (names == m)])) for g, m in groups]
+    rho, p = spearmanr(med_share, med_signed)
+    rho_rows, _ = spearmanr(share[multinode], signed[multinode])
+    print(json.dumps({"split": "multi_gpu_engine_misses/host_share", "spearman_by_cluster_model": round(float(rho), 2),
+                      "p_value": round(float(p), 2), "groups": len(groups),
+                      "spearman_by_step": round(float(rho_rows), 2), "steps": int(multinode.sum()),
+                      "by_cluster_model": {f"{g}/{m}": {"host_share_x": round(math.exp(a), 1), "signed_median_pct": round(b, 1)}
+                                           for (g, m), a, b in zip(groups, med_share, med_signed)}}))
 
 
 def measurement_noise(cases) -> None:
