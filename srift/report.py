@@ -252,8 +252,10 @@ def _versus(best: Any, runner_up: Any, objective: str) -> str:
                 return f"ties with the same instances in {runner_up.region} ({usd(best.total_usd)} each)"
             return (f"{_share(saving)} cheaper than the same instances in {runner_up.region} because "
                     f"{best.region} prices them at {usd(best.usd_per_hour)}/h vs {usd(runner_up.usd_per_hour)}/h")
-        if abs(saving) < 5e-4:
-            return f"ties on cost with {other} ({usd(best.total_usd)}) and finishes no later"
+        if abs(saving) < 5e-4:  # within 0.05%: both prices as the table prints them
+            mine, theirs = usd(best.total_usd), usd(runner_up.total_usd)
+            cost = mine if mine == theirs else f"{mine} vs {theirs}"
+            return f"ties on cost with {other} ({cost}) and finishes no later"
         rate_saving = _pct(best.usd_per_hour, runner_up.usd_per_hour)
         time_saving = _pct(best.total_hours, runner_up.total_hours)
         head = (f"{saving:.1%} cheaper than {other} ({usd(best.total_usd)} vs {usd(runner_up.total_usd)}) "

@@ -52,6 +52,17 @@ def test_why_line_names_the_runner_up_and_the_reason(cheapest, fastest):
     assert report.why_best(cheapest.best, [], "min_cost") == "the only plan that meets the constraints"
 
 
+def test_a_cost_tie_prints_both_prices_when_the_table_does():
+    def plan(instance, usd, hours):
+        return SimpleNamespace(cluster=SimpleNamespace(groups=[instance]), region="us-east-1", total_usd=usd,
+                               total_s=hours * 3600, usd_per_hour=usd / hours, prediction=None)
+
+    best, other = plan("1x g7e.2xlarge", 26.3126, 7.82), plan("2x g5.2xlarge", 26.3152, 10.86)
+    assert "ties on cost with 2x g5.2xlarge in us-east-1 ($26.31 vs $26.32)" in report._versus(best, other, "min_cost")
+    same = plan("2x g5.2xlarge", 26.3127, 10.86)
+    assert "($26.31) and finishes no later" in report._versus(best, same, "min_cost")
+
+
 def test_data_size_reads_in_binary_units():
     assert [report.data_size(b) for b in (512, 212_904, 48 * 2**20, 1.5 * 2**30, float("nan"))] == [
         "512 B", "208 KiB", "48.0 MiB", "1.5 GiB", "-"]
