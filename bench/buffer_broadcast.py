@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.hosts < 2:
+        ap.error(f"--hosts: a broadcast needs at least 2 hosts, got {args.hosts}")
     if args.worker:
         worker(json.loads(args.worker))
         return 0
