@@ -48,10 +48,4 @@ double Workload::total_gradient_bytes() const {
   return total;
 }
 
-double Workload::total_broadcast_bytes() const {
-  double total = 0;
-  for (double b : broadcast_bytes) total += b;
-  return total;
-}
-
 }  // namespace srift

@@ -61,8 +61,7 @@ void bind_hardware(py::module_& m) {
       .def_readwrite("fixed_memory_bytes", &Workload::fixed_memory_bytes)
       .def_readwrite("activation_bytes_per_sample", &Workload::activation_bytes_per_sample)
       .def("validate", &Workload::validate)
-      .def("total_gradient_bytes", &Workload::total_gradient_bytes)
-      .def("total_broadcast_bytes", &Workload::total_broadcast_bytes);
+      .def("total_gradient_bytes", &Workload::total_gradient_bytes);
 }
 
 }  // namespace srift::bindings

@@ -53,7 +53,6 @@ struct Workload {
 
   void validate() const;
   double total_gradient_bytes() const;
-  double total_broadcast_bytes() const;
 };
 
 }  // namespace srift
