@@ -210,7 +210,11 @@ def validate_catalog_dict(data: Any, origin: str = "catalog") -> None:
         err = jsonschema.exceptions.best_match(errors) or errors[0]
         where = format_json_path(err.absolute_path)
         raise ValueError(f"{origin}: {where}: {err.message}")
-    # Cross references the schema cannot express.
+    # Cross references and formats the schema cannot express.
+    for key in ("generated_at", "refreshed_at"):
+        if data.get(key) is not None and _parse_stamp(data[key]) is None:
+            raise ValueError(f"{origin}: {format_json_path([key])} = {data[key]!r}: must be an ISO 8601 date or "
+                             "time such as '2026-01-21' or '2026-01-21T12:00:00Z'")
     gpus, instances = data["gpus"], data["instances"]
     for name, inst in instances.items():
         if inst["gpu"] not in gpus:
@@ -222,6 +226,17 @@ def validate_catalog_dict(data: Any, origin: str = "catalog") -> None:
         for name in data[table]:
             if name not in instances:
                 raise ValueError(f"{origin}: {format_json_path([table, name])}: unknown instance type {name!r}")
+
+
+def _parse_stamp(stamp: Any) -> _dt.datetime | None:
+    """An ISO 8601 date or time as an aware UTC datetime; None when it is not one."""
+    if not isinstance(stamp, str):
+        return None
+    try:
+        when = _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=_dt.timezone.utc)
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -340,15 +355,41 @@ class Catalog:
         return self._origin
 
     def age_days(self, now: _dt.datetime | None = None) -> float | None:
-        """Days since the newest of refreshed_at/generated_at (None when neither is recorded)."""
-        stamp = self.refreshed_at or self.generated_at
-        if not stamp:
+        """Days since the newest of refreshed_at/generated_at (None when neither is recorded).
+
+        That is the age of the file; its prices can be older (``price_dates``)."""
+        when = _parse_stamp(self.refreshed_at or self.generated_at)
+        if when is None:
             return None
-        when = _dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=_dt.timezone.utc)
         now = now or _dt.datetime.now(_dt.timezone.utc)
         return (now - when).total_seconds() / 86400.0
+
+    def price_dates(self, market: str = "on-demand") -> tuple[str | None, str | None, int]:
+        """(oldest, newest) ``as_of`` date of the market's prices, and how many carry no date."""
+        self._check_market(market)
+        table = self._data["on_demand" if market == "on-demand" else "spot"]
+        days = sorted(str(rec["as_of"])[:10] for by_region in table.values() for rec in by_region.values()
+                      if rec.get("as_of"))
+        undated = sum(1 for by_region in table.values() for rec in by_region.values() if not rec.get("as_of"))
+        return (days[0] if days else None, days[-1] if days else None, undated)
+
+    def describe_dates(self, now: _dt.datetime | None = None) -> str:
+        """How old the prices are, in words: "on-demand prices dated 2026-01-21 (306 days old); ..."."""
+        now = now or _dt.datetime.now(_dt.timezone.utc)
+        parts = []
+        for market in MARKETS:
+            oldest, newest, undated = self.price_dates(market)
+            if oldest is None and not undated:
+                continue
+            if oldest is None:
+                parts.append(f"{undated} {market} prices undated")
+                continue
+            when = _parse_stamp(oldest)
+            age = f", the oldest {(now - when).days} days old" if when is not None else ""
+            span = oldest if oldest == newest else f"{oldest} to {newest}"
+            extra = f", {undated} undated" if undated else ""
+            parts.append(f"{market} prices dated {span}{age}{extra}")
+        return "; ".join(parts) or "no prices"
 
     def gpu_keys(self) -> list[str]:
         return sorted(self._gpus)
@@ -473,6 +514,8 @@ class Catalog:
         for name in sorted(self._instances):
             it = self._instances[name]
             if not include_retired and it.status != "current":
+                continue
+            if region not in it.regions:  # a price left behind where the type is not offered
                 continue
             for market in markets:
                 table = self._data["on_demand" if market == "on-demand" else "spot"]

@@ -12,14 +12,28 @@ botocore's adaptive mode. Per-region results are cached as JSON with their fetch
 $SRIFT_CACHE_DIR or $XDG_CACHE_HOME/srift (default ~/.cache/srift), written atomically.
 
 Merge (note "live-merge"): live values override the snapshot field by field; interconnect
-facts, which AWS does not publish through the API, stay from the snapshot; a snapshot type that
-AWS no longer lists where it used to be offered gets status "unlisted" and keeps its prices;
-every price keeps its own timestamp and source.
+facts, which AWS does not publish through the API, stay from the snapshot. In each refreshed
+region, a type of the refresh's scope that AWS does not offer there loses the region and its
+prices there (AWS lists a region's types: what it does not list cannot be launched there); a
+type left in no region gets status "unlisted" (a retired one stays "retired"), and keeps the
+regions nobody refreshed. A type AWS offers in a refreshed region but quotes no spot price for
+loses its old spot price there (DescribeSpotPriceHistory quotes every AZ that sells it); one
+with no on-demand price from the Price List keeps its old price, with a warning. Every price
+keeps its own timestamp and source.
+
+Regions (note "opt-in regions"): EC2 answers AuthFailure or OptInRequired in a region the
+account has not enabled (af-south-1, me-south-1, ...). Such a region is skipped with a warning;
+only when every region refuses is it an error.
+
+Cache (note "cache scope"): each region's answer is cached with the scope it was fetched for
+(the types asked, the patterns, spot, on-demand) and is reused only for a request it covers, so
+a refresh of one type never stands in for a whole region's answer.
 """
 from __future__ import annotations
 
 import concurrent.futures as _futures
 import datetime as _dt
+import fnmatch
 import json
 import math
 import os
@@ -73,11 +87,15 @@ _ACCESS_CODES = {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation
 _THROTTLE_CODES = {"Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException",
                    "ThrottledException", "RequestThrottled", "RequestThrottledException", "SlowDown",
                    "EC2ThrottledException", "PriorRequestNotComplete"}
+# What EC2 answers in a region the account has not enabled (note "opt-in regions").
+_REGION_DISABLED_CODES = {"AuthFailure", "OptInRequired"}
 _AZ_NAME_RE = re.compile(r"^[a-z]{2}-[a-z]+-\d+[a-z]$")  # "us-east-1a"; Local Zones add a city
 
 
 class CatalogRefreshError(RuntimeError):
-    """A live refresh failed in a way the user must act on."""
+    """A live refresh failed in a way the user must act on (``code``: AWS's error code, if any)."""
+
+    code: str | None = None
 
 
 class AwsAccessDeniedError(CatalogRefreshError, PermissionError):
@@ -108,6 +126,9 @@ class RefreshReport:
     spot_rows: int = 0
     from_cache: list[str] = field(default_factory=list)
     unlisted: list[str] = field(default_factory=list)
+    withdrawn: list[str] = field(default_factory=list)  # "type@region": no longer offered there, prices dropped
+    spot_withdrawn: list[str] = field(default_factory=list)  # "type@region": no spot price quoted, old one dropped
+    skipped_regions: list[str] = field(default_factory=list)  # refused as not enabled (note "opt-in regions")
     new_types: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     fallback: str | None = None  # why an older catalog was used, if it was
@@ -189,6 +210,11 @@ class AwsClients:
         return getattr(self.session, "profile_name", None) or "default"
 
 
+def _with_code(code: str, err: CatalogRefreshError) -> CatalogRefreshError:
+    err.code = code
+    return err
+
+
 def _translate(exc: BaseException, action: str, region: str, clients: AwsClients | None) -> BaseException:
     """botocore exception -> our error with the IAM action and what to do."""
     from botocore import exceptions as bexc
@@ -198,19 +224,19 @@ def _translate(exc: BaseException, action: str, region: str, clients: AwsClients
         code, msg = err.get("Code", "?"), err.get("Message", "")
         if code in _ACCESS_CODES:
             who = f" (profile {clients.profile()!r})" if clients is not None else ""
-            return AwsAccessDeniedError(
+            return _with_code(code, AwsAccessDeniedError(
                 f"AWS denied {action} in {region}: {code}: {msg}. The credentials in use{who} need "
                 f"the IAM action {action!r}; see docs for the minimal policy "
                 "(ec2:DescribeInstanceTypes, ec2:DescribeInstanceTypeOfferings, "
                 "ec2:DescribeSpotPriceHistory, pricing:GetProducts)."
-            )
+            ))
         if code in _THROTTLE_CODES:
             n = clients.max_attempts if clients is not None else "all"
-            return AwsThrottledError(
+            return _with_code(code, AwsThrottledError(
                 f"AWS throttled {action} in {region} ({code}) through {n} attempts with adaptive "
                 "retries; try again later, refresh fewer regions, or raise max_attempts."
-            )
-        return CatalogRefreshError(f"{action} in {region} failed: {code}: {msg}")
+            ))
+        return _with_code(code, CatalogRefreshError(f"{action} in {region} failed: {code}: {msg}"))
     if isinstance(exc, (bexc.EndpointConnectionError, bexc.ConnectTimeoutError, bexc.ReadTimeoutError,
                         bexc.ConnectionClosedError)):
         return AwsUnreachableError(f"AWS endpoint unreachable for {action} in {region}: {exc}")
@@ -445,8 +471,9 @@ def merge_live(base: Catalog, live: dict[str, dict[str, Any]], fetched_at: str,
         inst = instances.get(name)
         if inst is None:
             if len(keys) != 1:
-                report.warnings.append(
-                    f"{name}: GPU {fields['gpu_name']!r} is not in the catalog; add it with an overrides file")
+                msg = f"{name}: GPU {fields['gpu_name']!r} is not in the catalog; add it with an overrides file"
+                report.warnings.append(msg)
+                warnings.warn(msg, RuntimeWarning, stacklevel=3)
                 continue
             inst = instances[name] = {
                 "family": name.split(".")[0], "gpu": keys[0], "status": "current",
@@ -462,32 +489,50 @@ def merge_live(base: Catalog, live: dict[str, dict[str, Any]], fetched_at: str,
             if fields.get(k) is not None:
                 inst[k] = fields[k]
         inst["network_gbps"] = fields["network_baseline_gbps"] or fields["network_peak_gbps"] or inst.get("network_gbps")
-        if inst.get("status") == "unlisted":
-            inst["status"] = "current"
         if SRC_LIVE_TYPES not in inst["sources"]:
             inst["sources"] = [*inst["sources"], SRC_LIVE_TYPES]
         inst["regions"] = sorted((set(inst.get("regions", [])) - queried) | offered.get(name, set()))
-
-    for name, inst in instances.items():
-        if name in seen or (scope is not None and name not in scope):
-            continue
-        if queried & set(inst.get("regions", [])):
-            # AWS stopped listing it where it used to be offered: keep it, say so.
-            inst["status"] = "unlisted"
-            report.unlisted.append(name)
+        if inst.get("status") == "unlisted" and inst["regions"]:
+            inst["status"] = "current"
 
     on_demand, spot, spot_zones = data["on_demand"], data["spot"], data.setdefault("spot_zones", {})
+    for name, inst in instances.items():
+        if name not in seen and (scope is None or name in scope):
+            # AWS lists no such type in the refreshed regions: it is not offered there now.
+            inst["regions"] = sorted(set(inst.get("regions", [])) - queried)
+        if name not in seen and scope is not None and name not in scope:
+            continue
+        for region in sorted(queried - set(inst.get("regions", []))):
+            dropped = [table.pop(region) for table in (on_demand.get(name, {}), spot.get(name, {}))
+                       if region in table]
+            spot_zones.get(name, {}).pop(region, None)
+            if dropped:
+                report.withdrawn.append(f"{name}@{region}")
+        if not inst.get("regions") and inst.get("status") == "current":
+            inst["status"] = "unlisted"  # offered nowhere we know of; a retired type stays retired
+            report.unlisted.append(name)
+    for table in (on_demand, spot, spot_zones):
+        for name in [n for n, by_region in table.items() if not by_region]:
+            del table[name]
+
     for region, res in live.items():
         for name, by_region in res.get("on_demand", {}).items():
-            if name in instances and region in by_region:
+            if name in instances and region in by_region and region in instances[name]["regions"]:
                 on_demand.setdefault(name, {})[region] = by_region[region]
         for name, rows in res.get("spot_zones", {}).items():
-            if name not in instances or not rows:
+            if name not in instances or not rows or region not in instances[name]["regions"]:
                 continue
             spot_zones.setdefault(name, {})[region] = rows
             regular = [z for z in rows if not z.get("local_zone")] or rows
             best = regular[0]
             spot.setdefault(name, {})[region] = {k: best[k] for k in ("usd_per_hour", "zone", "as_of", "source")}
+        if (res.get("scope") or {}).get("spot"):
+            for name in res.get("offered", []):
+                if name in instances and not res.get("spot_zones", {}).get(name):
+                    had = spot.get(name, {}).pop(region, None)
+                    spot_zones.get(name, {}).pop(region, None)
+                    if had is not None:
+                        report.spot_withdrawn.append(f"{name}@{region}")
     intr = data["interruption"]
     for name, inst in instances.items():
         for region in inst.get("regions", []):
@@ -500,7 +545,12 @@ def merge_live(base: Catalog, live: dict[str, dict[str, Any]], fetched_at: str,
                   f"({SPOT_PRODUCT}), Pricing GetProducts; regions {', '.join(sorted(queried))}",
         "as_of": fetched_at,
     }]
+    for table in (spot, spot_zones):
+        for name in [n for n, by_region in table.items() if not by_region]:
+            del table[name]
     report.unlisted.sort()
+    report.withdrawn.sort()
+    report.spot_withdrawn.sort()
     return Catalog(data, origin=f"{base.origin} + live AWS ({fetched_at})")
 
 
@@ -520,12 +570,64 @@ def _progress(total: int, enabled: bool) -> Any:
         return _Null()
 
 
-def _read_region_cache(path: Path, max_age_s: float, now: _dt.datetime) -> dict[str, Any] | None:
+def _fetch_scope(instance_types: Iterable[str] | None, type_patterns: Iterable[str] | None,
+                 spot: bool, on_demand: bool) -> dict[str, Any]:
+    """What one region's answer was fetched for (note "cache scope")."""
+    return {"instance_types": sorted(instance_types) if instance_types else None,
+            "type_patterns": sorted(type_patterns) if type_patterns and not instance_types else None,
+            "spot": bool(spot), "on_demand": bool(on_demand)}
+
+
+def _scope_covers(cached: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether an answer fetched for ``cached`` holds everything a request for ``wanted`` asks."""
+    if (wanted["spot"] and not cached.get("spot")) or (wanted["on_demand"] and not cached.get("on_demand")):
+        return False
+    have_types, have_patterns = cached.get("instance_types"), cached.get("type_patterns")
+    if have_types is not None:  # fetched for named types only
+        return wanted["instance_types"] is not None and set(wanted["instance_types"]) <= set(have_types)
+    if have_patterns is None:  # fetched for every type
+        return True
+    if wanted["instance_types"] is not None:
+        return all(any(fnmatch.fnmatchcase(n, p) for p in have_patterns) for n in wanted["instance_types"])
+    return wanted["type_patterns"] is not None and set(wanted["type_patterns"]) <= set(have_patterns)
+
+
+def _is_price(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf
+
+
+def _region_doc_is_whole(doc: Any) -> bool:
+    """The shape ``refresh`` writes; anything else (another version, a hand edit) is a miss."""
+    try:
+        types, offered = doc["instance_types"], doc["offered"]
+        ok = (isinstance(types, dict) and isinstance(offered, list) and all(isinstance(n, str) for n in offered)
+              and isinstance(doc["scope"], dict) and isinstance(doc["spot_zones"], dict)
+              and isinstance(doc["on_demand"], dict))
+        ok = ok and all(isinstance(f, dict) and isinstance(f["gpu_name"], str) and isinstance(f["gpu_count"], int)
+                        for f in types.values())
+        ok = ok and all(isinstance(z, dict) and isinstance(z["zone"], str) and _is_price(z["usd_per_hour"])
+                        and "as_of" in z and isinstance(z["source"], str)
+                        for rows in doc["spot_zones"].values() for z in rows)
+        ok = ok and all(isinstance(by_region, dict) and all(
+                            isinstance(r, dict) and _is_price(r["usd_per_hour"]) and isinstance(r["source"], str)
+                            and "as_of" in r for r in by_region.values())
+                        for by_region in doc["on_demand"].values())
+        return bool(ok)
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
+def _read_region_cache(path: Path, max_age_s: float, now: _dt.datetime,
+                       wanted: dict[str, Any]) -> dict[str, Any] | None:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         when = _dt.datetime.fromisoformat(doc["fetched_at"].replace("Z", "+00:00"))
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=_dt.timezone.utc)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # a missing or unreadable cache entry is just a miss
+    if not _region_doc_is_whole(doc) or not _scope_covers(doc["scope"], wanted):
+        return None
     return doc if (now - when).total_seconds() <= max_age_s else None
 
 
@@ -545,9 +647,7 @@ def _fallback(reason: str, base: Catalog | None, cache: bool, report: RefreshRep
         catalog = base if given else Catalog.default()
         what = (f"the given catalog ({catalog.origin}) generated {catalog.generated_at}" if given
                 else f"the bundled snapshot generated {catalog.generated_at}")
-    age = catalog.age_days()
-    age_txt = f"{age:.0f} days old" if age is not None else "age unknown"
-    msg = f"{reason}; using {what} ({age_txt})"
+    msg = f"{reason}; using {what} ({catalog.describe_dates()})"
     report.fallback = msg
     warnings.warn(msg, StaleCatalogWarning, stacklevel=3)
     return catalog
@@ -593,16 +693,19 @@ def refresh(
             raise
     cdir = cache_dir() / "aws"
     live: dict[str, dict[str, Any]] = {}
+    wanted = _fetch_scope(instance_types, type_patterns, spot, on_demand)
 
     def warn(msg: str) -> None:
         report.warnings.append(msg)
         warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
     bar = _progress(len(region_list) * 3 + 1, progress)
+    refused: list[CatalogRefreshError] = []
     try:
         todo = []
         for region in region_list:
-            hit = _read_region_cache(cdir / f"{region}.json", max_age_s, now) if cache and max_age_s > 0 else None
+            hit = (_read_region_cache(cdir / f"{region}.json", max_age_s, now, wanted)
+                   if cache and max_age_s > 0 else None)
             if hit is not None:
                 live[region] = hit
                 report.from_cache.append(region)
@@ -613,8 +716,20 @@ def refresh(
         for region in todo:
             ec2 = clients.ec2(region)
             bar.set_postfix_str(region)
-            types = _guard("ec2:DescribeInstanceTypes", region, clients,
-                           lambda: fetch_instance_types(ec2, instance_types=instance_types, type_patterns=type_patterns))
+            try:
+                types = _guard("ec2:DescribeInstanceTypes", region, clients,
+                               lambda: fetch_instance_types(ec2, instance_types=instance_types,
+                                                            type_patterns=type_patterns))
+            except AwsAccessDeniedError as exc:
+                if exc.code not in _REGION_DISABLED_CODES:
+                    raise
+                refused.append(exc)  # note "opt-in regions": skip it, keep the others
+                report.skipped_regions.append(region)
+                warn(f"{region}: skipped: EC2 answered {exc.code}, so the region is not enabled for this "
+                     "account (opt-in regions are enabled under Account > AWS Regions) or these "
+                     "credentials are not valid there; its snapshot facts and prices are kept")
+                bar.update(3)
+                continue
             bar.update(1)
             offered = _guard("ec2:DescribeInstanceTypeOfferings", region, clients, lambda: fetch_offerings(ec2, region))
             offered &= set(types)
@@ -625,8 +740,12 @@ def refresh(
                 zones = _guard("ec2:DescribeSpotPriceHistory", region, clients,
                                lambda: fetch_spot_prices(spot_client, offered, now, warn))
             bar.update(1)
-            fresh[region] = {"region": region, "fetched_at": fetched_at, "instance_types": types,
+            fresh[region] = {"region": region, "fetched_at": fetched_at, "scope": wanted, "instance_types": types,
                              "offered": sorted(offered), "spot_zones": zones, "on_demand": {}}
+        if refused and not fresh and not live:
+            raise AwsAccessDeniedError(
+                f"every region refused DescribeInstanceTypes ({', '.join(report.skipped_regions)}): "
+                f"{refused[0]}") from refused[0]
         if on_demand and fresh:
             wanted = [(n, r) for r, res in fresh.items() for n in res["offered"]]
             bar.total = (bar.total or 0) + len(wanted)
@@ -639,9 +758,9 @@ def refresh(
                     fresh[region]["on_demand"].setdefault(name, {})[region] = rec
             missing = sorted((n, r) for n, r in wanted if r not in prices.get(n, {}))
             if missing:
-                report.warnings.append(
-                    f"{len(missing)} offered (type, region) pairs had no on-demand price from GetProducts; "
-                    "their snapshot prices (with their old dates) are kept")
+                shown = ", ".join(f"{n}@{r}" for n, r in missing[:5]) + (", ..." if len(missing) > 5 else "")
+                warn(f"{len(missing)} offered (type, region) pairs had no on-demand price from GetProducts "
+                     f"({shown}); their snapshot prices (with their old dates) are kept")
         bar.update(1)
     except AwsUnreachableError as exc:
         if not fallback:
@@ -655,13 +774,24 @@ def refresh(
         # One file per region, each replaced atomically: an interruption leaves whole old or new files.
         for region, res in fresh.items():
             _atomic_write_text(cdir / f"{region}.json", json.dumps(res, indent=1, default=str) + "\n")
-    catalog = merge_live(base, live, fetched_at, report, scope=set(instance_types) if instance_types else None)
+    scope: set[str] | None = None
+    if instance_types:
+        scope = set(instance_types)
+    elif type_patterns:
+        scope = {n for n in base.instance_names() if any(fnmatch.fnmatchcase(n, p) for p in type_patterns)}
+    catalog = merge_live(base, live, fetched_at, report, scope=scope)
+    if report.spot_withdrawn:
+        warn(f"{len(report.spot_withdrawn)} offered (type, region) pairs have no spot price on AWS now "
+             f"({', '.join(report.spot_withdrawn[:5])}{', ...' if len(report.spot_withdrawn) > 5 else ''}); "
+             "their snapshot spot prices were dropped")
     out = catalog.to_dict()
-    report.instance_types = sum(1 for i in out["instances"].values() if set(i.get("regions", [])) & set(live))
+    report.instance_types = len({n for res in live.values() for n in res.get("offered", [])} & set(out["instances"]))
     report.offered_pairs = sum(len(res.get("offered", [])) for res in live.values())
     report.on_demand_prices = sum(len(v) for res in live.values() for v in res.get("on_demand", {}).values())
     report.spot_rows = sum(len(v) for res in live.values() for v in res.get("spot_zones", {}).values())
-    if cache:
+    if cache and base is Catalog.default():
+        # Only a refresh of the bundled snapshot stands in for it later (_fallback); a refresh of
+        # the user's own catalog or of one with their overrides is theirs, returned, not cached.
         path = cache_dir() / "catalog.json"
         catalog.save(path)
         report.cache_path = str(path)

@@ -236,6 +236,10 @@ def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overr
         if key not in _TOP_LEVEL:
             raise ValueError(f"{origin}: {format_json_path([key])}: unknown section (known: {', '.join(sorted(_TOP_LEVEL))})")
     base = catalog.to_dict()
+    for section in ("gpus", "instances"):
+        if data.get(section) is not None and not isinstance(data[section], Mapping):
+            raise ValueError(f"{origin}: $.{section} = {data[section]!r}: must be a table/object "
+                             f"{{name: {{field: value}}}}")
     gpu_keys = set(base["gpus"])
     for key, entry in (data.get("gpus") or {}).items():
         _check_fields(origin, ["gpus", key], entry, _GPU_FIELDS, "gpu")

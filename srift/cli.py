@@ -123,7 +123,8 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                         "intra-instance allreduce included")
     _add_ddp(g)
     g.add_argument("--catalog", dest="catalog_path", metavar="FILE", help="a catalog JSON (default: bundled)")
-    g.add_argument("--catalog-overrides", metavar="FILE", help="prices, quotas or instances to override (JSON/TOML)")
+    g.add_argument("--catalog-overrides", metavar="FILE", action="append",
+                   help="prices, quotas or instances to override (JSON/TOML); repeat to apply several in order")
 
 
 def _add_ddp(g: Any) -> None:
@@ -205,8 +206,8 @@ def _catalog(args: argparse.Namespace) -> Any:
     from srift.catalog import Catalog
 
     catalog = Catalog.load(args.catalog_path) if args.catalog_path else Catalog.default()
-    if getattr(args, "catalog_overrides", None):
-        catalog = catalog.with_overrides(args.catalog_overrides)
+    for path in getattr(args, "catalog_overrides", None) or []:  # in order: a later file wins
+        catalog = catalog.with_overrides(path)
     return catalog
 
 

@@ -13,22 +13,29 @@ from typing import Any
 from srift import jsonout
 from srift.catalog import Catalog, diff_catalogs
 
-__all__ = ["register", "add_catalog_arguments", "catalog_from_args", "cmd_show", "cmd_refresh", "cmd_diff"]
+__all__ = ["register", "add_catalog_arguments", "catalog_from_args", "apply_override_args", "cmd_show", "cmd_refresh", "cmd_diff"]
 
 
 def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
     """``--catalog PATH`` (default: bundled snapshot) and ``--catalog-overrides FILE``."""
     parser.add_argument("--catalog", metavar="PATH", default=None,
                         help="catalog JSON to use (default: the bundled snapshot)")
-    parser.add_argument("--catalog-overrides", metavar="FILE", default=None,
-                        help="JSON or TOML file of overrides (schema srift.catalog-overrides/1)")
+    parser.add_argument("--catalog-overrides", metavar="FILE", action="append", default=None,
+                        help="JSON or TOML file of overrides (schema srift.catalog-overrides/1); "
+                             "repeat to apply several in order, a later file winning")
 
 
-def catalog_from_args(args: argparse.Namespace) -> Catalog:
+def catalog_from_args(args: argparse.Namespace, *, overrides: bool = True) -> Catalog:
     path = getattr(args, "catalog", None)
     cat = Catalog.load(path) if path else Catalog.default()
-    overrides = getattr(args, "catalog_overrides", None)
-    return cat.with_overrides(overrides) if overrides else cat
+    return apply_override_args(cat, args) if overrides else cat
+
+
+def apply_override_args(cat: Catalog, args: argparse.Namespace) -> Catalog:
+    """Every ``--catalog-overrides`` file over ``cat``, in the order given."""
+    for path in getattr(args, "catalog_overrides", None) or []:
+        cat = cat.with_overrides(path)
+    return cat
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
@@ -61,7 +68,8 @@ def cmd_show(args: argparse.Namespace) -> int:
              if (not families or t.family in families) and (gpu_keys is None or t.gpu in gpu_keys)
              and (args.all or t.status != "retired")]
     if args.json:
-        out: dict[str, Any] = {"schema": "srift.catalog/1", "generated_at": cat.generated_at,
+        # A listing, not a catalog: its own schema id, so nothing mistakes it for one.
+        out: dict[str, Any] = {"schema": "srift.catalog-show/1", "generated_at": cat.generated_at,
                                "refreshed_at": cat.refreshed_at, "region": args.region, "instances": []}
         for t in types:
             d = t.to_dict()
@@ -87,9 +95,16 @@ def cmd_show(args: argparse.Namespace) -> int:
             row.append(str(len(t.regions)))
         rows.append(row)
     print(_table(headers, rows))
-    stamp = cat.refreshed_at or cat.generated_at
-    print(f"\n{len(types)} instance types; catalog as of {stamp} ({cat.origin})")
+    stamp = f"refreshed {cat.refreshed_at}" if cat.refreshed_at else f"generated {cat.generated_at}"
+    print(f"\n{len(types)} instance types; catalog {stamp}, {cat.describe_dates()} ({cat.origin})")
     return 0
+
+
+def _some(names: list[str], shown: int = 8) -> str:
+    """The first few names of a long list, and how many there are (``--json`` lists them all)."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return f"{', '.join(names[:shown])}, ... ({len(names)} in all; --json lists them)"
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
@@ -103,7 +118,9 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     except botocore.exceptions.ProfileNotFound:
         raise ValueError(f"--profile {args.profile!r}: no such AWS profile in the AWS config and credentials "
                          "files (aws configure list-profiles lists them)") from None
-    base = catalog_from_args(args)
+    # Refresh the catalog itself and lay the user's overrides over the result: live public prices
+    # must not replace negotiated ones, and the shared cache must not hold them.
+    base = catalog_from_args(args, overrides=False)
     regions = None
     if args.regions and args.regions != ["all"]:
         regions = [r for chunk in args.regions for r in chunk.split(",") if r]
@@ -121,6 +138,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     for w in caught:
         if issubclass(w.category, (StaleCatalogWarning, RuntimeWarning)):
             print(f"warning: {w.message}", file=sys.stderr)
+    catalog = apply_override_args(catalog, args)
     if args.out:
         catalog.save(args.out)
         report.cache_path = report.cache_path or None
@@ -134,12 +152,18 @@ def cmd_refresh(args: argparse.Namespace) -> int:
                   f" ({len(report.from_cache)} from cache)")
             print(f"  instance types offered: {report.instance_types}; offered (type, region) pairs: "
                   f"{report.offered_pairs}; on-demand prices: {report.on_demand_prices}; spot rows: {report.spot_rows}")
-            if report.unlisted:
-                print(f"  no longer listed by AWS (kept, status 'unlisted'): {', '.join(report.unlisted)}")
+            for label, names in (("skipped (not enabled for this account)", report.skipped_regions),
+                                 ("no longer offered there (prices dropped)", report.withdrawn),
+                                 ("no spot price now (old spot prices dropped)", report.spot_withdrawn),
+                                 ("offered in no known region now (status 'unlisted')", report.unlisted)):
+                if names:
+                    print(f"  {label}: {_some(names)}")
             if report.new_types:
                 print(f"  new types: {', '.join(report.new_types)}")
             if report.cache_path:
                 print(f"  cached at {report.cache_path}")
+        if getattr(args, "catalog_overrides", None):
+            print(f"  overrides applied over the refreshed catalog: {', '.join(args.catalog_overrides)}")
         if args.out:
             print(f"  wrote {args.out}")
     return 0

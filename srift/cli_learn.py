@@ -98,6 +98,10 @@ def _probe_document(instance_type: str, link: str, backend: str, ranks: int, nod
     """A catalog-overrides document storing the sweep's fitted ring bus bandwidth and per-step
     latency as the instance type's `link` ("intra": inside one instance; "network": the ring
     across instances), fitted with the simulator's own ring model over all `ranks`."""
+    from srift.catalog import Catalog
+
+    # The catalog's own spelling: the overrides file is keyed by it ("G4DN.12XLARGE" would be a new type).
+    instance_type = Catalog.default().instance(instance_type).name
     big = [(s, t) for s, t in zip(sizes, times) if s >= MIN_BANDWIDTH_BYTES] or list(zip(sizes, times))
     bw, _ = fit_alpha_beta([s for s, _ in big], [t for _, t in big], ranks)
     if not math.isfinite(bw):

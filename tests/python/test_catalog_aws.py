@@ -220,11 +220,16 @@ def test_refresh_end_to_end(moto_url: str, aws_env: Path) -> None:
     assert [z["zone"] for z in cat.spot_zones("p4d.24xlarge", "us-east-1")] == ["us-east-1b", "us-east-1a"]
     # Other regions keep the snapshot's prices, with the snapshot's date.
     assert cat.price_info("p4d.24xlarge", "eu-west-1") == base.price_info("p4d.24xlarge", "eu-west-1")
-    # Moto does not list p3.2xlarge: AWS "stopped listing" it, so it is marked, not dropped.
-    assert cat.instance("p3.2xlarge").status == "unlisted"
-    assert cat.price("p3.2xlarge", "us-east-1") == base.price("p3.2xlarge", "us-east-1")
+    # Moto does not list p3.2xlarge in us-east-1: it is not offered there now, so it loses the
+    # region and its prices there, and keeps every region nobody refreshed (note "live-merge").
+    assert "us-east-1" not in cat.instance("p3.2xlarge").regions
+    assert set(cat.instance("p3.2xlarge").regions) == set(base.instance("p3.2xlarge").regions) - {"us-east-1"}
+    assert cat.instance("p3.2xlarge").status == "current"
+    assert cat.price("p3.2xlarge", "us-east-1") is None and cat.price("p3.2xlarge", "us-east-1", "spot") is None
+    assert cat.price("p3.2xlarge", "eu-west-1") == base.price("p3.2xlarge", "eu-west-1")
     assert "p3.2xlarge" not in {o.instance for o in cat.offers("us-east-1")}
-    assert report.unlisted == ["p3.2xlarge"]
+    assert "p3.2xlarge" in {o.instance for o in cat.offers("eu-west-1")}
+    assert report.withdrawn == ["p3.2xlarge@us-east-1"] and report.unlisted == []
     # Types outside the refresh's scope are untouched.
     assert cat.instance("p5.48xlarge").status == "current"
     assert cat.refreshed_at == FETCHED
@@ -248,18 +253,25 @@ def test_refresh_end_to_end(moto_url: str, aws_env: Path) -> None:
     assert again.price("p4d.24xlarge", "us-east-1") == pytest.approx(21.9576)
 
 
+G5_XLARGE_FIELDS = {"gpu_name": "A10G", "gpu_memory_gib": 22.354, "gpu_count": 1, "vcpus": 4, "memory_gib": 16.0,
+                    "network_performance": "Up to 10 Gigabit", "network_baseline_gbps": 2.5,
+                    "network_peak_gbps": 10.0, "network_cards": 1, "efa": False, "max_efa_interfaces": None}
+
+
 def test_from_aws_classmethod_uses_cache(moto_url: str, aws_env: Path) -> None:
     """Catalog.from_aws delegates to the refresh (here: a cached region, so no AWS call)."""
     (aws_env / "aws").mkdir(parents=True)
     (aws_env / "aws" / "us-west-2.json").write_text(json.dumps({
         "region": "us-west-2", "fetched_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-        "instance_types": {}, "offered": [], "spot_zones": {},
+        "scope": {"instance_types": ["g5.xlarge"], "type_patterns": None, "spot": True, "on_demand": True},
+        "instance_types": {"g5.xlarge": G5_XLARGE_FIELDS}, "offered": ["g5.xlarge"], "spot_zones": {},
         "on_demand": {"g5.xlarge": {"us-west-2": {"usd_per_hour": 0.9, "as_of": "2026-11-20T00:00:00Z", "source": SRC_LIVE_PRICING}}},
     }))
     cat = Catalog.from_aws(regions=["us-west-2"], progress=False, instance_types=["g5.xlarge"])
     assert cat.price("g5.xlarge", "us-west-2") == 0.9
-    # Listed nowhere in that cached answer -> unlisted, as AWS would have said.
-    assert cat.instance("g5.xlarge").status == "unlisted"
+    # It quoted no spot price there: the old one goes (DescribeSpotPriceHistory quotes every AZ that sells it).
+    assert cat.price("g5.xlarge", "us-west-2", "spot") is None
+    assert cat.price("g5.xlarge", "us-east-1") == Catalog.default().price("g5.xlarge", "us-east-1")
 
 
 # ----------------------------------------------------------------------------- pagination, shapes
@@ -414,7 +426,10 @@ def test_throttling_retried_then_succeeds(moto_url: str) -> None:
 
 def test_unreachable_endpoint_falls_back_to_snapshot() -> None:
     url = closed_port_url()
-    with pytest.warns(StaleCatalogWarning, match=r"unreachable.*bundled snapshot generated \S+ \(\d+ days old\)"):
+    # The age given is the prices' (2026-01-21), not the file's: a snapshot generated yesterday
+    # can hold prices from months ago.
+    with pytest.warns(StaleCatalogWarning, match=r"unreachable.*bundled snapshot generated \S+ \(on-demand prices "
+                                                 r"dated 2026-01-21, the oldest \d+ days old; 82 spot prices undated\)"):
         cat = refresh_catalog(["us-east-1"], progress=False, endpoint_url=url, max_attempts=2)
     assert cat.to_dict() == Catalog.default().to_dict()
 
@@ -591,3 +606,300 @@ def test_cli_diff_reports_interruptions_quotas_and_gpus(tmp_path: Path, capsys: 
     assert out["added_gpus"] == ["X100-99GB"] and out["removed_gpus"] == []
     assert _run(["catalog", "diff", str(tmp_path / "a.json"), str(tmp_path / "a.json")]) == 0
     assert capsys.readouterr().out.strip() == "no differences"
+
+
+# ----------------------------------------------------------------------------- review: refresh merge
+
+def _refresh_one_region(region: str, listed: list[dict], ask: list[str], **kwargs: Any) -> tuple[Catalog, Any]:
+    """Refresh ``region`` for the types ``ask`` where EC2 lists (and offers) only ``listed``."""
+    client, stub = stubbed("ec2")
+    stub.add_response("describe_instance_types", {"InstanceTypes": listed},
+                      {"Filters": [{"Name": "instance-type", "Values": sorted(ask)}]})
+    stub.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": [
+        {"InstanceType": t["InstanceType"], "LocationType": "region", "Location": region} for t in listed]},
+        {"LocationType": "region", "Filters": [{"Name": "location", "Values": [region]}]})
+    kwargs.setdefault("base", Catalog.default())
+    return refresh([region], clients=Clients(None, ec2_client=client), progress=False, now=NOW,
+                   instance_types=ask, spot=False, on_demand=False, **kwargs)
+
+
+def test_a_type_missing_in_one_region_stays_offered_in_the_others() -> None:
+    # refreshing ap-northeast-1 alone, where EC2 no longer lists p4d, used to mark p4d
+    # "unlisted" for the whole catalog: it vanished from us-east-1, which nobody asked about
+    base = Catalog.default()
+    assert "ap-northeast-1" in base.instance("p4d.24xlarge").regions
+    cat, report = _refresh_one_region("ap-northeast-1", [], ["p4d.24xlarge"])
+    p4d = cat.instance("p4d.24xlarge")
+    assert p4d.status == "current" and "ap-northeast-1" not in p4d.regions and "us-east-1" in p4d.regions
+    assert "p4d.24xlarge" in {o.instance for o in cat.offers("us-east-1")}
+    assert "p4d.24xlarge" not in {o.instance for o in cat.offers("ap-northeast-1", ["on-demand", "spot"])}
+    assert cat.price("p4d.24xlarge", "ap-northeast-1") is None
+    assert report.withdrawn == ["p4d.24xlarge@ap-northeast-1"] and report.unlisted == []
+
+
+def test_a_type_no_longer_offered_in_a_region_loses_its_prices_there() -> None:
+    # the region left the type's list but its snapshot price stayed, and recommend planned it there
+    base = Catalog.default()
+    g4dn = instance_type_entry("g4dn.xlarge", "T4", 1, 16384, 5.0)
+    client, stub = stubbed("ec2")
+    stub.add_response("describe_instance_types", {"InstanceTypes": [g4dn]},
+                      {"Filters": [{"Name": "instance-type", "Values": ["g4dn.xlarge"]}]})
+    stub.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": []},  # listed, not offered
+                      {"LocationType": "region", "Filters": [{"Name": "location", "Values": ["us-east-1"]}]})
+    cat, report = refresh(["us-east-1"], clients=Clients(None, ec2_client=client), progress=False, now=NOW,
+                          instance_types=["g4dn.xlarge"], spot=False, on_demand=False, cache=False)
+    assert base.price("g4dn.xlarge", "us-east-1")
+    assert cat.price("g4dn.xlarge", "us-east-1") is None and cat.price("g4dn.xlarge", "us-east-1", "spot") is None
+    assert cat.spot_zones("g4dn.xlarge", "us-east-1") == []
+    assert not [o for o in cat.offers("us-east-1", ["on-demand", "spot"]) if o.instance == "g4dn.xlarge"]
+    assert cat.price("g4dn.xlarge", "eu-west-1") == base.price("g4dn.xlarge", "eu-west-1")
+    assert report.withdrawn == ["g4dn.xlarge@us-east-1"] and report.instance_types == 0
+
+
+def test_a_retired_type_stays_retired_through_refreshes() -> None:
+    # retired -> "unlisted" (a region without it) -> "current" (a region with it) used to make
+    # a retired generation plannable
+    base = Catalog.default()
+    assert base.instance("g3.4xlarge").status == "retired"
+    gone, _ = _refresh_one_region("ap-northeast-1", [], ["g3.4xlarge"], cache=False)
+    assert gone.instance("g3.4xlarge").status == "retired"
+    region = next(r for r in gone.instance("g3.4xlarge").regions)
+    back, _ = _refresh_one_region(region, [instance_type_entry("g3.4xlarge", "M60", 1, 8192, 10.0)],
+                                  ["g3.4xlarge"], base=gone, cache=False)
+    assert back.instance("g3.4xlarge").status == "retired"
+    assert "g3.4xlarge" not in {o.instance for o in back.offers(region)}
+
+
+def test_a_type_offered_nowhere_after_a_refresh_is_unlisted() -> None:
+    base = Catalog.default()
+    regions = base.instance("p5.48xlarge").regions
+    client, stub = stubbed("ec2")
+    for region in sorted(regions):
+        stub.add_response("describe_instance_types", {"InstanceTypes": []},
+                          {"Filters": [{"Name": "instance-type", "Values": ["p5.48xlarge"]}]})
+        stub.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": []},
+                          {"LocationType": "region", "Filters": [{"Name": "location", "Values": [region]}]})
+    cat, report = refresh(regions, clients=Clients(None, ec2_client=client), progress=False, now=NOW,
+                          instance_types=["p5.48xlarge"], spot=False, on_demand=False, cache=False)
+    assert cat.instance("p5.48xlarge").status == "unlisted" and not cat.instance("p5.48xlarge").regions
+    assert report.unlisted == ["p5.48xlarge"]
+
+
+def test_patterns_scope_what_a_refresh_can_withdraw() -> None:
+    # type_patterns=["p5*"] asks EC2 about p5 only: every g type, never asked about, keeps its regions
+    client, stub = stubbed("ec2")
+    stub.add_response("describe_instance_types", {"InstanceTypes": []},
+                      {"Filters": [{"Name": "instance-type", "Values": ["p5*"]}]})
+    stub.add_response("describe_instance_type_offerings", {"InstanceTypeOfferings": []},
+                      {"LocationType": "region", "Filters": [{"Name": "location", "Values": ["us-east-1"]}]})
+    cat, report = refresh(["us-east-1"], clients=Clients(None, ec2_client=client), progress=False, now=NOW,
+                          type_patterns=["p5*"], spot=False, on_demand=False, cache=False)
+    assert "us-east-1" in cat.instance("g5.xlarge").regions
+    assert report.withdrawn and all(w.startswith("p5") for w in report.withdrawn)
+
+
+def test_no_live_spot_price_drops_the_old_one_and_says_so() -> None:
+    # it used to keep the snapshot's undated spot price silently, and the planner bought it
+    base = Catalog.default()
+    assert base.price("p3.16xlarge", "us-east-1", "spot")
+    p3 = instance_type_entry("p3.16xlarge", "V100", 8, 16384, 25.0)
+    ec2, _ = stub_ec2_flow([p3])
+    spot_client, spot_stub = stubbed("ec2")
+    expect_spot(spot_stub, ["p3.16xlarge"], [])
+    with pytest.warns(RuntimeWarning, match=r"1 offered \(type, region\) pairs have no spot price on AWS now "
+                                            r"\(p3.16xlarge@us-east-1\)"):
+        cat, report = refresh(["us-east-1"], clients=Clients(None, spot_client=spot_client, ec2_client=ec2),
+                              progress=False, now=NOW, instance_types=["p3.16xlarge"], on_demand=False, cache=False)
+    assert cat.price("p3.16xlarge", "us-east-1", "spot") is None and cat.spot_zones("p3.16xlarge", "us-east-1") == []
+    assert cat.price("p3.16xlarge", "us-east-1") == base.price("p3.16xlarge", "us-east-1")
+    assert report.spot_withdrawn == ["p3.16xlarge@us-east-1"]
+
+
+# ----------------------------------------------------------------------------- review: cache, regions
+
+def test_a_narrow_refresh_is_not_reused_for_a_whole_region(aws_env: Path) -> None:
+    # a refresh of one type, cached by region alone, answered a later full refresh without a
+    # call and marked every other type unlisted
+    g4dn = instance_type_entry("g4dn.xlarge", "T4", 1, 16384, 5.0)
+    ec2, _ = stub_ec2_flow([g4dn])
+    refresh(["us-east-1"], clients=Clients(None, ec2_client=ec2), progress=False, now=NOW,
+            instance_types=["g4dn.xlarge"], spot=False, on_demand=False)
+    assert (aws_env / "aws" / "us-east-1.json").is_file()
+
+    class Refuses(AwsClients):
+        def ec2(self, region: str) -> Any:
+            raise RuntimeError("called AWS")
+
+    with pytest.raises(RuntimeError, match="called AWS"):  # a miss: the cached answer does not cover this
+        refresh(["us-east-1"], clients=Refuses(), progress=False, now=NOW + dt.timedelta(hours=1))
+    with pytest.raises(RuntimeError, match="called AWS"):  # nor a request for its spot prices
+        refresh(["us-east-1"], clients=Refuses(), progress=False, now=NOW + dt.timedelta(hours=1),
+                instance_types=["g4dn.xlarge"], on_demand=False)
+    # what it covers is served from the cache
+    _, report = refresh(["us-east-1"], clients=Refuses(), progress=False, now=NOW + dt.timedelta(hours=1),
+                        instance_types=["g4dn.xlarge"], spot=False, on_demand=False)
+    assert report.from_cache == ["us-east-1"]
+
+
+def test_scope_cover_rules() -> None:
+    from srift.catalog_aws import _fetch_scope, _scope_covers
+
+    everything = _fetch_scope(None, None, True, True)
+    gp = _fetch_scope(None, ["g*", "p*"], True, True)
+    one = _fetch_scope(["g5.xlarge"], None, True, False)
+    assert _scope_covers(everything, gp) and _scope_covers(gp, _fetch_scope(["p5.48xlarge"], None, True, True))
+    assert not _scope_covers(gp, everything) and not _scope_covers(one, gp)
+    assert _scope_covers(one, _fetch_scope(["g5.xlarge"], None, True, False))
+    assert not _scope_covers(one, _fetch_scope(["g5.xlarge"], None, True, True))  # no on-demand prices in it
+    assert not _scope_covers(gp, _fetch_scope(["inf2.xlarge"], None, False, False))
+
+
+@pytest.mark.parametrize("bad", [
+    {"spot_zones": {"g5.xlarge": [{"zone": "us-west-2a", "usd_per_hour": 0.4}]}},  # a row without as_of/source
+    {"instance_types": []},
+    {"on_demand": {"g5.xlarge": {"us-west-2": {"usd_per_hour": -1, "as_of": None, "source": "x"}}}},
+    {"scope": None},
+])
+def test_a_cache_entry_of_another_shape_is_a_miss(aws_env: Path, bad: dict) -> None:
+    # used to end in KeyError / AttributeError tracebacks
+    doc = {"region": "us-west-2", "fetched_at": FETCHED,
+           "scope": {"instance_types": ["g5.xlarge"], "type_patterns": None, "spot": True, "on_demand": True},
+           "instance_types": {"g5.xlarge": G5_XLARGE_FIELDS}, "offered": ["g5.xlarge"], "spot_zones": {},
+           "on_demand": {}}
+    from srift.catalog_aws import _fetch_scope, _read_region_cache
+
+    aws_env.mkdir(parents=True, exist_ok=True)
+    path = aws_env / "r.json"
+    path.write_text(json.dumps(doc))
+    wanted = _fetch_scope(["g5.xlarge"], None, True, True)
+    assert _read_region_cache(path, 3600, NOW, wanted) is not None
+    path.write_text(json.dumps({**doc, **bad}))
+    assert _read_region_cache(path, 3600, NOW, wanted) is None
+
+
+def _auth_failure(stub: Stubber, code: str = "AuthFailure") -> None:
+    stub.add_client_error("describe_instance_types", service_error_code=code, http_status_code=401,
+                          service_message="AWS was not able to validate the provided access credentials")
+
+
+def test_a_region_not_enabled_is_skipped_not_fatal() -> None:
+    # the default refresh covers 11 opt-in regions; the first one's AuthFailure aborted everything
+    g4dn = instance_type_entry("g4dn.xlarge", "T4", 1, 16384, 5.0)
+    disabled, dstub = stubbed("ec2")
+    _auth_failure(dstub)
+    enabled, _ = stub_ec2_flow([g4dn])
+
+    class PerRegion(AwsClients):
+        def ec2(self, region: str) -> Any:
+            return disabled if region == "af-south-1" else enabled
+
+    with pytest.warns(RuntimeWarning, match="af-south-1: skipped: EC2 answered AuthFailure"):
+        cat, report = refresh(["af-south-1", "us-east-1"], clients=PerRegion(), progress=False, now=NOW,
+                              instance_types=["g4dn.xlarge"], spot=False, on_demand=False, cache=False)
+    assert report.skipped_regions == ["af-south-1"]
+    base = Catalog.default()
+    assert cat.instance("g4dn.xlarge").regions == base.instance("g4dn.xlarge").regions  # af-south-1 untouched
+
+
+def test_every_region_refused_is_an_error() -> None:
+    client, stub = stubbed("ec2")
+    _auth_failure(stub, "OptInRequired")
+    with pytest.raises(PermissionError, match=r"every region refused DescribeInstanceTypes \(me-south-1\)"):
+        refresh(["me-south-1"], clients=Clients(None, ec2_client=client), progress=False, now=NOW,
+                instance_types=["g4dn.xlarge"], spot=False, on_demand=False, cache=False)
+
+
+def test_access_denied_still_stops_the_refresh() -> None:
+    client, stub = stubbed("ec2")
+    stub.add_client_error("describe_instance_types", service_error_code="UnauthorizedOperation",
+                          http_status_code=403, service_message="not authorized")
+    with pytest.raises(PermissionError, match="ec2:DescribeInstanceTypes"):
+        refresh(["us-east-1", "us-west-2"], clients=Clients(None, ec2_client=client), progress=False, now=NOW,
+                instance_types=["g4dn.xlarge"], spot=False, on_demand=False, cache=False)
+
+
+# ----------------------------------------------------------------------------- review: CLI, overrides
+
+def test_refresh_keeps_negotiated_prices_and_out_of_the_cache(aws_env: Path, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # --catalog-overrides on refresh: the live public price replaced the negotiated one, and the
+    # shared cache kept the user's private prices
+    import srift.catalog_aws as aws
+
+    ov = tmp_path / "neg.toml"
+    ov.write_text('schema = "srift.catalog-overrides/1"\n[[prices]]\ninstance = "g4dn.xlarge"\n'
+                  'region = "us-east-1"\nmarket = "on-demand"\nusd_per_hour = 0.30\nsource = "our EDP"\n')
+    g4dn = instance_type_entry("g4dn.xlarge", "T4", 1, 16384, 5.0)
+    ec2, _ = stub_ec2_flow([g4dn])
+    pricing, pstub = stubbed("pricing")
+    expect_price(pstub, "g4dn.xlarge", "us-east-1", price_document("SKU", "g4dn.xlarge", "us-east-1", "0.5260000000"))
+    real = aws.refresh
+
+    def fake(regions, session, **kw):  # the CLI's call, with our stubbed clients and scope
+        return real(regions, session, **{**kw, "clients": Clients(None, pricing_client=pricing, ec2_client=ec2),
+                                        "instance_types": ["g4dn.xlarge"], "spot": False, "now": NOW, "workers": 1})
+
+    monkeypatch.setattr(aws, "refresh", fake)
+    out = tmp_path / "cat.json"
+    assert _run(["catalog", "refresh", "--regions", "us-east-1", "--catalog-overrides", str(ov),
+                 "--out", str(out)]) == 0
+    assert "overrides applied over the refreshed catalog" in capsys.readouterr().out
+    assert Catalog.load(out).price("g4dn.xlarge", "us-east-1") == 0.30
+    assert Catalog.load(aws_env / "catalog.json").price("g4dn.xlarge", "us-east-1") == pytest.approx(0.526)
+
+
+def test_a_refresh_of_a_given_catalog_is_not_cached(aws_env: Path) -> None:
+    g4dn = instance_type_entry("g4dn.xlarge", "T4", 1, 16384, 5.0)
+    ec2, _ = stub_ec2_flow([g4dn])
+    mine = Catalog(Catalog.default().to_dict(), origin="mine.json")
+    _, report = refresh(["us-east-1"], clients=Clients(None, ec2_client=ec2), progress=False, now=NOW, base=mine,
+                        instance_types=["g4dn.xlarge"], spot=False, on_demand=False)
+    assert report.cache_path is None and not (aws_env / "catalog.json").exists()
+
+
+def test_repeated_catalog_overrides_apply_in_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # only the last --catalog-overrides counted: probe-network's intra and network files together lost one
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text('schema = "srift.catalog-overrides/1"\n[quotas]\n"p3.2xlarge" = 3\n'
+                 '[[prices]]\ninstance = "p3.2xlarge"\nregion = "us-east-1"\nmarket = "on-demand"\nusd_per_hour = 1.0\n')
+    b.write_text('schema = "srift.catalog-overrides/1"\n'
+                 '[[prices]]\ninstance = "p3.2xlarge"\nregion = "us-east-1"\nmarket = "on-demand"\nusd_per_hour = 2.0\n')
+    assert _run(["catalog", "show", "--family", "p3", "--region", "us-east-1", "--json",
+                 "--catalog-overrides", str(a), "--catalog-overrides", str(b)]) == 0
+    p32 = next(i for i in json.loads(capsys.readouterr().out)["instances"] if i["name"] == "p3.2xlarge")
+    assert p32["on_demand"]["usd_per_hour"] == 2.0  # the later file wins
+    from srift.cli import build_parser, _catalog
+
+    args = build_parser().parse_args(["predict", "--model", "resnet50", "--cluster", "p3.2xlarge",
+                                      "--global-batch", "8", "--catalog-overrides", str(a),
+                                      "--catalog-overrides", str(b)])
+    cat = _catalog(args)
+    assert cat.quota("p3.2xlarge") == 3 and cat.price("p3.2xlarge", "us-east-1") == 2.0
+
+
+@pytest.mark.parametrize("text", ['schema = "srift.catalog-overrides/1"\ninstances = 5\n',
+                                  '{"schema": "srift.catalog-overrides/1", "gpus": ["T4"]}'])
+def test_an_overrides_section_that_is_not_a_table_is_named(tmp_path: Path, text: str) -> None:
+    path = tmp_path / ("o.toml" if "instances" in text else "o.json")
+    path.write_text(text)
+    with pytest.raises(ValueError, match=r"\$\.(instances|gpus) = .*: must be a table"):
+        Catalog.default().with_overrides(path)
+
+
+def test_show_json_is_not_mistaken_for_a_catalog(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["catalog", "show", "--family", "p5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == "srift.catalog-show/1"
+
+
+def test_show_names_the_prices_dates(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["catalog", "show", "--family", "p5"]) == 0
+    assert "on-demand prices dated 2026-01-21" in capsys.readouterr().out
+
+
+def test_a_bad_generated_at_is_named(tmp_path: Path) -> None:
+    d = Catalog.default().to_dict()
+    d["generated_at"] = "last tuesday"
+    (tmp_path / "c.json").write_text(json.dumps(d))
+    with pytest.raises(ValueError, match=r"c.json: \$\.generated_at = 'last tuesday': must be an ISO 8601"):
+        Catalog.load(tmp_path / "c.json")
