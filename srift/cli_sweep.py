@@ -30,7 +30,7 @@ def _jobs(text: str) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from srift import report
-    from srift.sweep import load_spec, run_sweep
+    from srift.sweep import load_spec, run_sweep, tasks
 
     spec = load_spec(args.spec)
     result = run_sweep(spec, args.output, engine=args.engine, jobs=args.jobs, ray_address=args.ray_address,
@@ -44,12 +44,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if result.failed:
             print(f"{result.failed} rows failed: see their `error` column; they are retried on the next run")
         if not args.quiet and result.rows:
-            print(_summary(result.output, report))
+            print(_summary(result.output, report, {t["key"] for t in tasks(spec)}))
     return 0
 
 
-def _summary(path: str, report: Any) -> str:
-    """The cheapest found plan per model, from the output table."""
+def _summary(path: str, report: Any, keys: set[str]) -> str:
+    """The cheapest found plan per model among this spec's rows (``keys``) of the output table:
+    rows there from other specs, or from before a profile or catalog was edited, are left out."""
     import csv
 
     if not path.endswith(".csv"):
@@ -57,7 +58,7 @@ def _summary(path: str, report: Any) -> str:
     best: dict[str, dict[str, str]] = {}
     with open(path, newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
-            if row.get("found") != "True" or not row.get("total_usd"):
+            if row.get("key") not in keys or row.get("found") != "True" or not row.get("total_usd"):
                 continue
             cur = best.get(row["model"])
             if cur is None or float(row["total_usd"]) < float(cur["total_usd"]):
@@ -76,8 +77,9 @@ def register(subparsers: Any) -> None:
         description="Runs `srift recommend` for every combination in a YAML spec and writes one row per "
                     "combination. Rows already in the output are skipped, so rerunning resumes.",
         epilog="spec keys: models, global_batch, iterations, constraints (required); schema (srift.sweep/1), "
-               "device, regions, markets, types, exclude, max_types, max_instances_per_type, precision, catalog, "
-               "catalog_overrides, output. See docs/tutorial.md.")
+               "device, batch_size, regions, markets, types, exclude, max_types, max_instances_per_type, precision, "
+               "max_accumulation_steps, max_local_batch, catalog, catalog_overrides, output. Entries of an axis "
+               "must differ. See the docstring of srift/sweep.py.")
     p.add_argument("spec", help="sweep spec (YAML or JSON)")
     p.add_argument("-o", "--output", default=None, help="results .csv (or .parquet with pyarrow); "
                    "default: the spec's `output`")

@@ -1,19 +1,22 @@
 """``srift sweep``: many models x constraints x regions -> one table.
 
 A spec (YAML or JSON) names the axes; every combination is one ``srift.recommend`` call and
-one row of the output (CSV, or Parquet when pyarrow is installed). Rows are keyed by a hash
-of everything that determines them, written as they finish, and skipped when the output
-already holds them, so an interrupted sweep resumes where it stopped. Rows that failed are
-retried on the next run.
+one row of the output (CSV, or Parquet when pyarrow is installed: the same columns, typed,
+empty cells as nulls). Rows are keyed by a hash of everything that determines them (profile,
+catalog and overrides files by their content, so editing one recomputes its rows), written as
+they finish, and skipped when the output already holds them, so an interrupted sweep resumes
+where it stopped; a key held twice counts once (the later row). Rows that failed, or were cut
+short mid-write, are retried on the next run. Each row is the best plan only.
 
 Spec (every key but ``models``, ``global_batch``, ``iterations`` and ``constraints`` optional)::
 
     schema: srift.sweep/1        # optional: the format's version (specs without it are read as /1)
     models:                      # zoo names, or mappings
       - resnet50
-      - {name: gpt2, batch_size: 4}
-      - {profile: my_model.json}          # a saved profile
+      - {name: gpt2, batch_size: 4, device: meta}   # batch_size, device: zoo models only
+      - {profile: my_model.json}          # a saved profile (profiled at its own batch and device)
     device: meta                 # how zoo models are profiled (default: cuda if present, else meta)
+    batch_size: 32               # optional: the batch zoo models are profiled at (default: each model's)
     global_batch: [256, 1024]
     iterations: 100000
     constraints:                 # each: deadline and/or budget and/or max_usd_per_hour
@@ -31,6 +34,9 @@ Spec (every key but ``models``, ``global_batch``, ``iterations`` and ``constrain
     max_local_batch: 32          # optional: the most samples one GPU runs per micro-step (default: memory)
     catalog: my_catalog.json     # optional; catalog_overrides: FILE too
     output: results.csv
+
+Entries of an axis (models, global_batch, iterations, constraints, regions, markets) must
+differ: ``global_batch: [64, 64]`` or ``iterations: [1000, 1e3]`` is refused, naming the repeat.
 
 Engines: ``processes`` (concurrent.futures, ``jobs`` workers) and ``ray`` (an existing Ray
 cluster: ``ray.init(address=...)``, or the Ray instance this process already started).
@@ -70,11 +76,18 @@ COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline
 
 _SPEC_KEYS = {"schema", "models", "device", "global_batch", "iterations", "constraints", "regions", "markets",
               "types", "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
-              "output", "batch_size", "top", "max_accumulation_steps", "max_local_batch"}
+              "output", "batch_size", "max_accumulation_steps", "max_local_batch"}
 # A spec nests a few levels; thousands ([[[[...]]]]) exhaust Python's recursion limit.
 _TOO_DEEP = "lists or mappings nested too deeply to be a sweep spec"
 _CONSTRAINT_KEYS = {"deadline", "budget", "max_usd_per_hour", "confidence"}
 _MODEL_KEYS = {"name", "profile", "batch_size", "device"}
+_ZOO_ONLY_MODEL_KEYS = ("batch_size", "device")  # how the sweep profiles a zoo model
+# Parquet column types (the rest are strings); CSV cells are text, so they are converted at the end.
+_INT_COLUMNS = {"global_batch", "instances", "gpus", "evaluated"}
+_FLOAT_COLUMNS = {"iterations", "deadline_hours", "budget_usd", "max_usd_per_hour", "total_hours", "total_hours_p10",
+                  "total_hours_p90", "deadline_probability", "total_usd", "samples_per_s", "usd_per_hour",
+                  "usd_per_1k_samples", "iteration_s", "search_s"}
+_BOOL_COLUMNS = {"found"}
 
 
 # ---- the spec -------------------------------------------------------------------------------
@@ -160,6 +173,20 @@ def _non_empty_list(data: Mapping[str, Any], key: str, default: Any) -> list[Any
     return items
 
 
+def _refuse_repeats(key: str, given: Sequence[Any], canonical: Sequence[Any],
+                    hint: str = "remove one or fix the typo") -> None:
+    """ValueError for an axis entry equal to an earlier one (``canonical``: the parsed values):
+    the two would be the same rows under one key, computed twice and counted twice in any
+    total. Most likely a typo, so it is refused rather than merged."""
+    first: dict[Any, int] = {}
+    for i, value in enumerate(canonical):
+        j = first.setdefault(value, i)
+        if j != i:
+            earlier = f" = {given[j]!r}" if given[j] != given[i] else ""
+            raise ValueError(f"{key}[{i}] = {given[i]!r} repeats {key}[{j}]{earlier}: each entry of an axis must "
+                             f"differ; {hint}")
+
+
 def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> SweepSpec:
     """Validates a spec mapping (see the module docstring); ValueError names the key."""
     base = Path(base_dir) if base_dir is not None else Path.cwd()
@@ -189,6 +216,11 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
             raise ValueError(f"{where}: key {bad[0]!r} is unknown; known: {', '.join(sorted(_MODEL_KEYS))}")
         if "name" not in m and "profile" not in m:
             raise ValueError(f"{where} needs name (a zoo model) or profile (a saved profile file), got {dict(m)!r}")
+        for key in _ZOO_ONLY_MODEL_KEYS:
+            if "profile" in m and key in m:
+                raise ValueError(f"{where}.{key}: applies to a zoo model (name without profile), which the sweep "
+                                 f"profiles; a saved profile keeps the batch and device it was profiled with, got "
+                                 f"{key}: {m[key]!r}")
         batch = m.get("batch_size", default_batch)
         batch = None if batch is None else _positive_number(batch, f"{where}.batch_size", integer=True)
         if "profile" in m:
@@ -212,9 +244,9 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
                                  + (f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(zoo.names())}"))
             models.append(ModelSpec(label=name, name=name, batch_size=batch,
                                     device=m.get("device", data.get("device"))))
-    labels = [m.label for m in models]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"models must have distinct names, got {labels}")
+    # rows are told apart by model name; two models of one name would share keys
+    _refuse_repeats("models", _as_list(data["models"]), [m.label for m in models],
+                    hint="give each model a distinct name (name: ...)")
     constraints = []
     for i, c in enumerate(_as_list(data["constraints"])):
         where = f"constraints[{i}]"
@@ -238,15 +270,19 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
                 raise ValueError(f"{where}.confidence must be a number in [0.5, 1), got {q!r}")
             out["deadline_confidence"] = float(q)
         constraints.append(out)
+    _refuse_repeats("constraints", _as_list(data["constraints"]), [tuple(sorted(c.items())) for c in constraints])
     markets = []
-    for i, m in enumerate(_non_empty_list(data, "markets", "on-demand")):
+    given_markets = _non_empty_list(data, "markets", "on-demand")
+    for i, m in enumerate(given_markets):
         chosen = [x.strip() for x in str(m).split(",") if x.strip()]
         bad = [x for x in chosen if x not in ("on-demand", "spot")]
         if bad or not chosen:
             raise ValueError(f"markets[{i}] must be on-demand, spot or both (comma-separated), got {m!r}")
         markets.append(chosen)
+    _refuse_repeats("markets", given_markets, [frozenset(m) for m in markets])
     regions: list[str | None] = []
-    for i, r in enumerate(_non_empty_list(data, "regions", [None])):
+    given_regions = _non_empty_list(data, "regions", [None])
+    for i, r in enumerate(given_regions):
         given = r
         if isinstance(r, (list, tuple)):  # [us-east-1, us-west-2]: one search over both
             r = ",".join(str(x) for x in r)
@@ -254,6 +290,9 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
             raise ValueError(f"regions[{i}] must name a region, several (a list or comma-separated) or all, "
                              f"got {given!r}")
         regions.append(None if r is None else str(r))
+    # the same regions in another order or spacing are the same search (their keys would differ)
+    _refuse_repeats("regions", given_regions,
+                    [None if r is None else frozenset(x.strip() for x in r.split(",") if x.strip()) for r in regions])
 
     def names(key: str) -> list[str] | None:
         value = data.get(key)
@@ -277,10 +316,12 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
         path = Path(str(value))
         return str(path if path.is_absolute() else base / path)
 
+    global_batch = [_positive_number(b, "global_batch", integer=True) for b in _as_list(data["global_batch"])]
+    _refuse_repeats("global_batch", _as_list(data["global_batch"]), global_batch)
+    iterations = [_positive_number(x, "iterations") for x in _as_list(data["iterations"])]
+    _refuse_repeats("iterations", _as_list(data["iterations"]), iterations)
     return SweepSpec(
-        models=models,
-        global_batch=[_positive_number(b, "global_batch", integer=True) for b in _as_list(data["global_batch"])],
-        iterations=[_positive_number(x, "iterations") for x in _as_list(data["iterations"])],
+        models=models, global_batch=global_batch, iterations=iterations,
         constraints=constraints, regions=regions, markets=markets, types=names("types"), exclude=names("exclude"),
         max_types=_positive_number(data.get("max_types", 2), "max_types", integer=True, high=MAX_TYPES),
         max_instances_per_type=_positive_number(data.get("max_instances_per_type", 16), "max_instances_per_type",
@@ -351,9 +392,22 @@ def _constraint_text(c: Mapping[str, float]) -> str:
     return " ".join(parts)
 
 
+def _file_identity(path: str | None, key: str) -> str | None:
+    """The content hash of the spec's catalog or overrides file (None when not given, so keys
+    of sweeps without one stay as they were): a file edited in place, a new negotiated price or
+    `srift catalog refresh --out` over it, gives new keys, and its rows are computed again."""
+    if path is None:
+        return None
+    try:
+        return hashlib.sha1(read_input_bytes(path)).hexdigest()[:16]
+    except OSError as exc:
+        raise ValueError(f"{key} {path!r}: cannot read ({exc.strerror or exc})") from None
+
+
 def tasks(spec: SweepSpec, model_ids: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every combination, as plain dicts (picklable, JSON-able), each with its ``key``."""
     ids = model_ids or {m.label: m.identity() for m in spec.models}
+    catalog_id = [_file_identity(spec.catalog, "catalog"), _file_identity(spec.catalog_overrides, "catalog_overrides")]
     out = []
     for m in spec.models:
         for gb in spec.global_batch:
@@ -370,7 +424,7 @@ def tasks(spec: SweepSpec, model_ids: Mapping[str, Any] | None = None) -> list[d
                                 t["max_accumulation_steps"] = spec.max_accumulation_steps
                             if spec.max_local_batch is not None:
                                 t["max_local_batch"] = spec.max_local_batch
-                            ident = {**t, "model_id": ids[m.label], "catalog": [spec.catalog, spec.catalog_overrides]}
+                            ident = {**t, "model_id": ids[m.label], "catalog": catalog_id}
                             t["key"] = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
                             out.append(t)
     return out
@@ -475,11 +529,12 @@ class _Output:
             raise FileNotFoundError(f"output folder {str(path.parent)!r} does not exist")
 
     def existing(self) -> list[dict[str, Any]]:
+        """The rows already written, as CSV text, one per key: the later copy where a key is
+        held twice (a Parquet run killed after start() copied the file's rows into the sidecar,
+        which the next run reads after the file)."""
         rows: list[dict[str, Any]] = []
         if self.parquet and self.path.exists():
-            import pandas as pd
-
-            rows += pd.read_parquet(self.path).astype(str).replace({"nan": "", "None": ""}).to_dict("records")
+            rows += self._parquet_rows()
         if self.csv_path.exists():
             with self.csv_path.open(newline="", encoding="utf-8") as f:
                 reader = csv.DictReader(f)
@@ -487,7 +542,17 @@ class _Output:
                     raise ValueError(f"{self.csv_path}: its columns are not a srift sweep table's; "
                                      "name another output or delete it")
                 rows += list(reader)
-        return rows
+        return list({r["key"]: r for r in rows if r.get("key")}.values())
+
+    def _parquet_rows(self) -> list[dict[str, Any]]:
+        """The Parquet file's rows as the CSV writes them: nulls as "", True, 1.5 as text."""
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(self.path)
+        if table.column_names != COLUMNS:
+            raise ValueError(f"{self.path}: its columns are not a srift sweep table's; "
+                             "name another output or delete it")
+        return [{k: "" if v is None else str(v) for k, v in r.items()} for r in table.to_pylist()]
 
     def start(self, keep: list[dict[str, Any]]) -> None:
         """Rewrites the CSV with only ``keep`` (drops failed rows so they are retried)."""
@@ -508,10 +573,44 @@ class _Output:
     def finish(self) -> None:
         self._file.close()
         if self.parquet:
-            import pandas as pd
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-            pd.read_csv(self.csv_path, dtype=str, keep_default_na=False).to_parquet(self.path, index=False)
+            with self.csv_path.open(newline="", encoding="utf-8") as f:
+                rows = list(csv.DictReader(f))
+            schema = pa.schema([(c, _arrow_type(pa, c)) for c in COLUMNS])
+            table = pa.Table.from_pydict({c: [_typed(c, r[c]) for r in rows] for c in COLUMNS}, schema=schema)
+            # written aside and renamed, so a run killed while writing leaves the old file whole
+            tmp = self.path.with_name(self.path.name + ".tmp")
+            pq.write_table(table, tmp)
+            os.replace(tmp, self.path)
             self.csv_path.unlink()
+
+
+def _arrow_type(pa: Any, column: str) -> Any:
+    if column in _BOOL_COLUMNS:
+        return pa.bool_()
+    if column in _INT_COLUMNS:
+        return pa.int64()
+    return pa.float64() if column in _FLOAT_COLUMNS else pa.string()
+
+
+def _typed(column: str, text: str) -> Any:
+    """One CSV cell as its Parquet value; an empty cell (no plan, no error, no deadline) is null."""
+    if text == "":
+        return None
+    if column in _BOOL_COLUMNS:
+        return text == "True"
+    if column in _INT_COLUMNS:
+        return int(text)
+    return float(text) if column in _FLOAT_COLUMNS else text
+
+
+def _is_done(row: Mapping[str, Any]) -> bool:
+    """A row computed in full, without an error. One cut short mid-write (a crash, a full disk)
+    lacks its last cells, which csv reads as None, or its ``found``: it is computed again."""
+    return (bool(row.get("key")) and not row.get("error") and row.get("found") in ("True", "False")
+            and None not in row and all(row.get(k) is not None for k in COLUMNS))
 
 
 @dataclass
@@ -614,11 +713,12 @@ def run_sweep(spec: SweepSpec, output: str | os.PathLike[str] | None = None, *, 
             raise ValueError("--engine ray needs Ray installed here (pip install ray) and a running Ray "
                              "cluster; or use --engine processes") from None
     start = time.perf_counter()
+    # keyed before the catalog is loaded: a file edited in between gives rows keyed by the old
+    # content, recomputed next run, never new-content keys on rows of the old prices
+    all_tasks = tasks(spec)
     catalog = _catalog_dict(spec)
     _check_names(spec, catalog)
-    all_tasks = tasks(spec)
-    existing = out.existing()
-    keep = [r for r in existing if r.get("key") and not r.get("error")]
+    keep = [r for r in out.existing() if _is_done(r)]
     done = {r["key"] for r in keep}
     todo = [t for t in all_tasks if t["key"] not in done]
     if limit is not None:

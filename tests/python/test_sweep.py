@@ -253,3 +253,193 @@ def test_spec_file_errors_name_the_file(tmp_path):
     latin.write_bytes(b"models: [r\xe9snet50]\n")
     with pytest.raises(ValueError, match=r"latin\.yaml'?: not UTF-8"):
         load_spec(latin)
+
+
+# ---- rows keyed by what determines them; resuming exactly once per key ---------------------------
+_P3_OVERRIDES = ('schema = "srift.catalog-overrides/1"\n[[prices]]\ninstance = "p3.2xlarge"\nregion = "us-east-1"\n'
+                 'market = "on-demand"\nusd_per_hour = {price}\n')
+
+
+def test_editing_the_catalog_overrides_recomputes_their_rows(tmp_path, resnet50_profile):
+    """Rows are keyed by the overrides' content, not their path: a new negotiated price in the
+    same file gives new rows, not the old ones under the old price."""
+    resnet50_profile.save(tmp_path / "r50.json")
+    overrides = tmp_path / "ov.toml"
+    overrides.write_text(_P3_OVERRIDES.format(price=3.06))
+    spec = parse_spec({"models": [{"profile": "r50.json", "name": "r50"}], "global_batch": 64, "iterations": 1000,
+                       "constraints": [{"budget": 100}], "regions": "us-east-1", "types": ["p3.2xlarge"],
+                       "catalog_overrides": "ov.toml"}, base_dir=tmp_path)
+    out = tmp_path / "ov.csv"
+    run_sweep(spec, out, jobs=0, progress=False)
+    assert float(_rows(out)[0]["usd_per_hour"]) == 3.06
+    overrides.write_text(_P3_OVERRIDES.format(price=0.5))
+    again = run_sweep(spec, out, jobs=0, progress=False)
+    assert again.computed == 1
+    assert [float(r["usd_per_hour"]) for r in _rows(out) if r["key"] == tasks(spec)[0]["key"]] == [0.5]
+
+
+def test_cli_summary_leaves_out_rows_from_before_a_price_rise(tmp_path, resnet50_profile, capsys):
+    """The old rows stay in the table under their old keys; the cheapest-plan summary is of this
+    spec's rows, so a price rise does not leave the old, cheaper plan as the answer."""
+    import yaml
+
+    from srift import report
+    from srift.cli import main
+
+    resnet50_profile.save(tmp_path / "r50.json")
+    overrides = tmp_path / "ov.toml"
+    overrides.write_text(_P3_OVERRIDES.format(price=0.5))
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"models": [{"profile": "r50.json", "name": "r50"}], "global_batch": 64,
+                                    "iterations": 1000, "constraints": [{"budget": 100}], "regions": "us-east-1",
+                                    "types": ["p3.2xlarge"], "catalog_overrides": "ov.toml"}))
+    out = tmp_path / "s.csv"
+    assert main(["sweep", str(spec), "-o", str(out), "--jobs", "0"]) == 0
+    (cheap,) = _rows(out)
+    overrides.write_text(_P3_OVERRIDES.format(price=3.06))
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "-o", str(out), "--jobs", "0"]) == 0
+    text = capsys.readouterr().out
+    dear = next(r for r in _rows(out) if r["key"] != cheap["key"])
+    assert report.usd(float(dear["total_usd"])) in text and report.usd(float(cheap["total_usd"])) not in text
+
+
+def test_task_keys_follow_the_catalog_file_content(tmp_path):
+    from srift.catalog import Catalog
+
+    Catalog.default().save(tmp_path / "cat.json")
+    spec = parse_spec({**_BASE, "catalog": "cat.json"}, base_dir=tmp_path)
+    ids = {"resnet50": {"zoo": "resnet50"}}
+    before = [t["key"] for t in tasks(spec, ids)]
+    assert before == [t["key"] for t in tasks(spec, ids)]
+    (tmp_path / "moved.json").write_bytes((tmp_path / "cat.json").read_bytes())
+    moved = parse_spec({**_BASE, "catalog": "moved.json"}, base_dir=tmp_path)
+    assert [t["key"] for t in tasks(moved, ids)] == before  # the content, not where it lies
+    with (tmp_path / "cat.json").open("a") as f:
+        f.write("\n")
+    assert [t["key"] for t in tasks(spec, ids)] != before
+    # no catalog: the keys of sweeps before content hashing stay as they were
+    assert tasks(parse_spec(_BASE), ids)[0]["key"] == tasks(parse_spec(_BASE), ids)[0]["key"]
+
+
+@pytest.mark.parametrize("key", ["catalog", "catalog_overrides"])
+def test_missing_catalog_file_is_named_by_its_key(tmp_path, key):
+    spec = parse_spec({**_BASE, key: "nope.json"}, base_dir=tmp_path)
+    with pytest.raises(ValueError, match=rf"^{key} '.*nope\.json': cannot read \(No such file"):
+        tasks(spec, {"resnet50": {"zoo": "resnet50"}})
+    with pytest.raises(ValueError, match=rf"^{key} '.*nope\.json': cannot read"):
+        run_sweep(spec, tmp_path / "out.csv", jobs=0, progress=False)
+
+
+def _write_rows(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def test_resume_keeps_one_row_per_key_the_last(spec_file, tmp_path):
+    """A table holding a key twice (a run killed between copying and converting) resumes with
+    one row per key, the later copy."""
+    spec = load_spec(spec_file)
+    out = tmp_path / "dup.csv"
+    run_sweep(spec, out, jobs=0, progress=False, limit=2)
+    rows = _rows(out)
+    later = [{**r, "search_s": "9.5"} for r in rows]
+    _write_rows(out, rows + later)
+    result = run_sweep(spec, out, jobs=0, progress=False, limit=0)
+    assert (result.rows, result.skipped) == (2, 2)
+    assert _rows(out) == later
+
+
+def test_parquet_sweep_killed_mid_run_resumes_without_duplicates(spec_file, tmp_path, monkeypatch):
+    pytest.importorskip("pyarrow", reason="Parquet output needs pyarrow, which is not installed here")
+    import pyarrow.parquet as pq
+
+    import srift.sweep as sweep
+
+    spec = load_spec(spec_file)
+    out = tmp_path / "k.parquet"
+    run_sweep(spec, out, jobs=0, progress=False, limit=2)
+    # killed (SIGKILL, the OOM killer): no `finally`, so the sidecar is never converted
+    with monkeypatch.context() as m:
+        m.setattr(sweep._Output, "finish", lambda self: self._file.close())
+        run_sweep(spec, out, jobs=0, progress=False, limit=1)
+    assert (tmp_path / "k.parquet.partial.csv").exists()
+    result = run_sweep(spec, out, jobs=0, progress=False)
+    keys = pq.read_table(out).column("key").to_pylist()
+    assert (result.computed, result.skipped, result.rows) == (5, 3, 8)
+    assert len(keys) == len(set(keys)) == 8
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"global_batch": [64, 128, 64]}, r"^global_batch\[2\] = 64 repeats global_batch\[0\]"),
+    ({"iterations": [1000, "1e3"]}, r"^iterations\[1\] = '1e3' repeats iterations\[0\] = 1000"),
+    ({"constraints": [{"deadline": "12h"}, {"deadline": "720m"}]},
+     r"^constraints\[1\] = \{'deadline': '720m'\} repeats constraints\[0\] = \{'deadline': '12h'\}"),
+    ({"regions": ["us-east-1,us-west-2", ["us-west-2", " us-east-1"]]}, r"^regions\[1\] = .* repeats regions\[0\]"),
+    ({"markets": ["spot,on-demand", "on-demand, spot"]}, r"^markets\[1\] = 'on-demand, spot' repeats markets\[0\]"),
+    ({"models": ["resnet50", {"name": "resnet50"}]}, r"^models\[1\] = \{'name': 'resnet50'\} repeats models\[0\]"),
+])
+def test_repeated_axis_values_are_refused(extra, message):
+    """Two equal entries of an axis are the same rows under one key: computed twice, counted
+    twice in any total. Most likely a typo, so the spec is refused."""
+    with pytest.raises(ValueError, match=message):
+        parse_spec({**_BASE, **extra})
+
+
+@pytest.mark.parametrize("cut", ["before_found", "after_found"])
+def test_row_cut_mid_write_is_recomputed(spec_file, tmp_path, cut):
+    """A crash or a full disk mid-write leaves the last row without its result columns: it is
+    not done, so it is computed again and replaced."""
+    spec = load_spec(spec_file)
+    out = tmp_path / "cut.csv"
+    run_sweep(spec, out, jobs=0, progress=False, limit=3)
+    text = out.read_text().rstrip("\r\n")
+    head, last = text.rsplit("\n", 1)
+    out.write_text(head + "\n" + (last[:40] if cut == "before_found" else last[:-3]))
+    cut_key = _rows(out)[-1]["key"]
+    seen = []
+    run_sweep(spec, out, jobs=0, progress=False, on_row=seen.append)
+    assert cut_key in {r["key"] for r in seen}
+    after = _rows(out)
+    assert len(after) == len({r["key"] for r in after}) == 8
+    assert all(r["found"] in ("True", "False") and r["error"] is not None for r in after)
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"top": 5}, r"^sweep spec key 'top' is unknown"),  # one plan per row: the table has no place for more
+    ({"models": [{"profile": "r50.json", "batch_size": 32}]}, r"^models\[0\]\.batch_size: .*zoo model"),
+    ({"models": [{"profile": "r50.json", "device": "cuda"}]}, r"^models\[0\]\.device: .*zoo model"),
+])
+def test_spec_keys_that_would_be_ignored_are_refused(tmp_path, resnet50_profile, extra, message):
+    resnet50_profile.save(tmp_path / "r50.json")
+    with pytest.raises(ValueError, match=message):
+        parse_spec({**_BASE, **extra}, base_dir=tmp_path)
+
+
+def test_parquet_columns_are_typed(spec_file, tmp_path):
+    pytest.importorskip("pyarrow", reason="Parquet output needs pyarrow, which is not installed here")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    spec = load_spec(spec_file)
+    out = tmp_path / "t.parquet"
+    run_sweep(spec, out, jobs=0, progress=False, limit=3)
+    table = pq.read_table(out)
+    assert table.column_names == COLUMNS
+    types = dict(zip(table.column_names, table.schema.types))
+    assert types["found"] == pa.bool_()
+    assert all(types[c] == pa.int64() for c in ("global_batch", "instances", "gpus", "evaluated"))
+    assert all(types[c] == pa.float64() for c in ("iterations", "deadline_hours", "total_usd", "search_s"))
+    assert all(types[c] == pa.string() for c in ("key", "model", "plan", "error"))
+    rows = table.to_pylist()
+    assert all(r["error"] is None for r in rows)  # missing values are nulls, not ""
+    assert {r["deadline_hours"] for r in rows} <= {12.0, None} and None in {r["budget_usd"] for r in rows}
+    found = [r for r in rows if r["found"]]
+    assert found and all(r["total_usd"] > 0 and r["gpus"] >= 1 for r in found)
+    # resuming reads the typed table back: nothing recomputed, the kept rows unchanged
+    again = run_sweep(spec, out, jobs=0, progress=False)
+    assert (again.computed, again.skipped) == (5, 3)
+    after = pq.read_table(out)
+    assert after.schema == table.schema and after.to_pylist()[:3] == rows
