@@ -459,6 +459,10 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     if args.emit:
         if rec.best is None:
             print(f"srift: no plan fits: {rec.why_none}", file=sys.stderr)
+            if args.json:  # a script reading JSON gets a document, not an empty stdout
+                payload = rec.to_dict()
+                payload["why"] = None
+                _emit(args, payload, lambda: "")
             return 3
         if _write_emit(args, rec.best):
             return 0
@@ -471,7 +475,10 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                 + " and ".join(x for x in (rec.budget_usd and report.usd(rec.budget_usd),
                                            rec.max_usd_per_hour and report.usd(rec.max_usd_per_hour) + "/h") if x))
         exactness = ("optimal" if s.optimal else
-                     f"stopped early{' (cancelled)' if s.cancelled else ''}: within {s.gap:.1%} of the optimum")
+                     f"stopped early ({'time limit' if args.time_limit else 'interrupted'}): "
+                     + (f"within {s.gap:.1%} of the optimum" if math.isfinite(s.gap) else
+                        "no plan found yet, so no bound on the optimum")
+                     )
         head = (f"{prof.model}, global batch {rec.global_batch}, {rec.precision}: {goal}\n"
                 f"searched {s.space:,.3g} plans over {s.offers} offers in {len(s.regions)} region(s) "
                 f"({', '.join(s.markets)}) in {s.seconds * 1e3:.0f} ms: simulated {s.evaluated:,}, "
@@ -502,8 +509,9 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                 f"spot: {b.interruptions_per_hour * 24 * 30:.2f} interruptions/month expected across the plan, "
                 f"{b.expected_interruptions:.2f} in this run; checkpoint every "
                 f"{report.hours(b.checkpoint_interval_hours) if b.checkpoint_interval_hours else 'never'} "
-                f"({b.checkpoint_s:.1f} s each), restart {b.restart_s:.0f} s; expected {report.hours(b.total_hours)} "
-                f"vs {report.hours(b.nominal_hours)} uninterrupted, p90 {report.hours(b.p90_hours)}"
+                f"({b.checkpoint_s:.1f} s each), restart {b.restart_s:.0f} s; with preemption alone (the "
+                f"prediction taken as exact): expected {report.hours(b.total_hours)} vs "
+                f"{report.hours(b.nominal_hours)} uninterrupted, p90 {report.hours(b.p90_hours)}"
                 + (f", P(miss deadline) {b.miss_probability:.1%}" if rec.deadline_hours else ""))
         if args.explain:
             lines += ["", report.explain_prediction(b.prediction, catalog)]
@@ -522,7 +530,7 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
     from srift.planning import pareto
 
     prof = _profile(args)
-    plans = pareto(prof, catalog=_catalog(args), **_space_kwargs(args))
+    plans = pareto(prof, catalog=_catalog(args), max_instances=args.max_instances, **_space_kwargs(args))
     if not plans:
         _emit(args, {"plans": [], "why_none": plans.why_none}, lambda: f"no plan runs: {plans.why_none}")
         return 3

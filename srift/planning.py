@@ -250,9 +250,11 @@ class _Space:
         for name in (allowed or set()) | set(exclude or ()) | set(self.spot.interruptions_per_hour):
             catalog.instance(name)  # unknown names raise with suggestions
         excluded = set(exclude or ())
-        held_types = {g.instance_type for g in held_cluster.groups} if held_cluster else set()
-        if allowed is not None:
-            allowed |= held_types
+        held_markets = {(g.instance_type, g.market) for g in held_cluster.groups} if held_cluster else set()
+        # A held type the user did not allow (or excluded) stays in every plan as held, and no
+        # more of it is rented: its offer is kept at the held count (_held_groups).
+        self._not_wanted = {name for name, _ in held_markets
+                            if (allowed is not None and name not in allowed) or name in excluded}
 
         request = _core.SearchRequest()
         request.workload = self.engine.workload
@@ -264,8 +266,9 @@ class _Space:
         for region_id, region in enumerate(self.regions):
             for info in catalog.offers(region, self.markets):
                 name = info.instance
-                if (allowed is not None and name not in allowed) or (name in excluded and name not in held_types):
-                    continue
+                if (allowed is not None and name not in allowed) or name in excluded:
+                    if (name, info.market) not in held_markets:
+                        continue
                 if name not in instance_index:
                     instance_index[name] = len(instances)
                     instances.append(self.engine.instance_spec(name))
@@ -300,9 +303,11 @@ class _Space:
         params.read_bytes_per_s = _positive("spot.read_gbytes_s", self.spot.read_gbytes_s) * 1e9
         params.provisioning_s = float(self.spot.provisioning_s)
         request.spot = params
-        if held_cluster is not None:
-            request.held = self._held_groups(held_cluster)
         self.request = request
+        if held_cluster is not None:
+            self._offers = offers
+            request.held = self._held_groups(held_cluster)
+            request.offers = offers  # the request holds copies: set them again with the held caps
 
     def _held_groups(self, held: Cluster) -> list[Any]:
         groups = []
@@ -315,6 +320,8 @@ class _Space:
             if len(regions) > 1:
                 raise ValueError(f"held group {g} is offered in several regions ({', '.join(regions)}); "
                                  f"say which one with '@REGION' (e.g. '{held} @{regions[0]}')")
+            if g.instance_type in self._not_wanted:
+                self._offers[matches[0]].max_count = g.count  # kept, never grown
             groups.append(_core.PlanGroup(matches[0], g.count))
         return groups
 
@@ -464,12 +471,14 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
            min_gpu_memory_gib: float | None = None, spot_assumptions: SpotAssumptions | None = None,
            precision: str | None = None, config: EngineConfig | None = None,
            threads: int | None = None, max_accumulation_steps: int | None = None,
-           max_local_batch: int | None = None) -> ParetoFront:
+           max_local_batch: int | None = None, max_instances: int | None = None) -> ParetoFront:
     """Every plan not beaten on both total (expected) time and total USD, fastest first (a
-    list; empty when nothing runs, with the reason in its ``why_none``)."""
+    list; empty when nothing runs, with the reason in its ``why_none``). ``max_instances``:
+    instances per plan, all types together."""
     from srift.catalog import Catalog
 
     checks.integer("max_types", max_types, high=_core.MAX_GROUPS)
+    checks.optional_integer("max_instances", max_instances)
     check_objects(profile, catalog, config)
     catalog = catalog if catalog is not None else Catalog.default()
     space = _Space(profile, catalog, global_batch=global_batch, iterations=iterations, regions=regions,
@@ -480,6 +489,7 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     request = space.request
     request.objective = _core.Objective.min_cost
     request.max_types = max_types
+    request.max_instances = max_instances or (1 << 30)
     request.top_k = 1
     request.collect_pareto = True
     request.threads = _threads(threads)

@@ -237,8 +237,8 @@ def why_best(best: Any, alternatives: Sequence[Any], objective: str) -> str:
         if abs(key(twin) - key(best)) <= 5e-4 * abs(key(best)):
             tie_note = f"; the same instances tie in {twin.region}"
     if not others:
-        if twins:
-            return _versus(best, twins[0], objective) + tie_note
+        if twins:  # the runner-up is the twin itself: its line says the tie already
+            return _versus(best, twins[0], objective)
         return "the only plan that meets the constraints"
     return _versus(best, others[0], objective) + tie_note
 
@@ -268,6 +268,15 @@ def _versus(best: Any, runner_up: Any, objective: str) -> str:
                            f"{usd(runner_up.usd_per_hour)}/h), which outweighs running {_share(-time_saving)} longer")
         return head + (f"it finishes {_share(time_saving)} sooner, which outweighs a {_share(-rate_saving)} higher "
                        f"hourly rate ({_speed_reason(best, runner_up)})")
+    if best.uses_spot or runner_up.uses_spot:
+        # The search ranks by expected time under preemption, not by the uninterrupted speed.
+        sooner = runner_up.total_hours / best.total_hours - 1 if best.total_hours else 0.0
+        if abs(sooner) >= 5e-4:
+            lost, lost_other = best.total_hours - best.nominal_hours, runner_up.total_hours - runner_up.nominal_hours
+            reason = (f"preemption costs it {hours(lost)} where it costs the runner-up {hours(lost_other)}"
+                      if best.samples_per_s <= runner_up.samples_per_s else _speed_reason(best, runner_up))
+            return (f"finishes {sooner:.1%} sooner than {other} in expectation ({hours(best.total_hours)} vs "
+                    f"{hours(runner_up.total_hours)} with preemption) because {reason}")
     gain = best.samples_per_s / runner_up.samples_per_s - 1 if runner_up.samples_per_s else 0.0
     if abs(gain) < 5e-4:
         if _same_instances(best, runner_up):

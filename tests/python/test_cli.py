@@ -160,3 +160,34 @@ def test_ddp_options_reach_the_profile_and_the_prediction(capsys, tmp_path, resn
     assert main(["profile", "--model", "resnet50", "--device", "meta", "--batch-size", "2",
                  "--no-forward-sync-buffers"]) == 0
     assert "buffers not broadcast (forward_sync_buffers=False)" in capsys.readouterr().out
+
+
+def test_pareto_keeps_max_instances(capsys, tmp_path, resnet50_profile):
+    # --max-instances was accepted and ignored: 24 of 30 front plans had several instances
+    path = resnet50_profile.save(tmp_path / "p.json")
+    assert main(["pareto", "--profile", str(path), "--global-batch", "256", "--iterations", "1e5",
+                 "--regions", "us-east-1", "--max-instances", "1", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    assert plans and all(sum(g["count"] for g in p["groups"]) == 1 for p in plans)
+
+
+def test_emit_json_with_no_plan_still_writes_json(capsys, tmp_path, resnet50_profile):
+    path = resnet50_profile.save(tmp_path / "p.json")
+    code = main(["recommend", "--profile", str(path), "--global-batch", "256", "--iterations", "1e6",
+                 "--deadline", "1m", "--types", "g4dn.xlarge", "--emit", "json", "--json"])
+    captured = capsys.readouterr()
+    assert code == 3 and "no plan fits" in captured.err
+    out = json.loads(captured.out)
+    assert out["found"] is False and out["why_none"]
+
+
+def test_spot_line_says_it_is_preemption_alone(capsys, tmp_path, resnet50_profile):
+    # "meets the deadline with probability 52% (p90 3.42 h)" then "p90 1.54 h, P(miss deadline) 0.1%"
+    path = resnet50_profile.save(tmp_path / "p.json")
+    assert main(["recommend", "--profile", str(path), "--global-batch", "256", "--iterations", "1e5",
+                 "--deadline", "12h", "--spot", "--types", "g4dn.12xlarge,p3.16xlarge",
+                 "--regions", "us-east-1"]) == 0
+    text = capsys.readouterr().out
+    spot = [line for line in text.splitlines() if line.startswith("spot:")]
+    if spot:  # the best plan may be on-demand
+        assert "with preemption alone (the prediction taken as exact)" in spot[0]

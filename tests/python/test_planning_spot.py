@@ -58,6 +58,22 @@ def test_held_groups_stay_in_every_plan(resnet50_profile):
         assert p.region == "us-east-1"
 
 
+@pytest.mark.parametrize("filters", [{"instance_types": ["g4dn.12xlarge", "p3.8xlarge"]},
+                                     {"exclude": ["p3.16xlarge"]}])
+def test_a_held_type_the_filters_rule_out_is_kept_not_grown(resnet50_profile, filters):
+    # replan rented more of a held type that --types left out or --exclude named
+    kw = {"instance_types": TYPES, **filters}
+    rec = _rec(resnet50_profile, deadline_hours=24, held="1x p3.16xlarge @us-east-1", spot=True, **kw)
+    plans = [rec.best, *rec.alternatives]
+    assert plans[0] is not None
+    for p in plans:
+        held = [g for g in p.cluster.groups if g.instance_type == "p3.16xlarge"]
+        assert [(g.count, g.market) for g in held] == [(1, "on-demand")]  # no more, and no spot p3.16xlarge
+        others = {g.instance_type for g in p.cluster.groups} - {"p3.16xlarge"}
+        allowed = set(filters.get("instance_types", TYPES)) - set(filters.get("exclude", []))
+        assert others <= allowed
+
+
 def test_why_none_names_the_held_group_whose_nic_bounds_every_plan(resnet50_profile):
     """A held g5.xlarge (one A10G, a 2.5 Gbit/s NIC) stays in every plan, so its NIC bounds
     every plan's allreduce: the answer says so instead of only "the fastest takes 13 h"."""
