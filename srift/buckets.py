@@ -17,7 +17,10 @@ How DDP (torch 2.x, checked against 2.13) assigns gradients to buckets:
    open bucket reaches ``>=`` its current limit, close it and move that (dtype, device) to
    the next limit (the last limit repeats). A parameter whose module produces sparse
    gradients (``nn.Embedding(sparse=True)``) gets a bucket of its own. Open buckets are
-   appended at the end. In ready order the result is not sorted.
+   appended at the end in the iteration order of the reducer's ``std::unordered_map``
+   (:func:`hash_map_order`): for the dtypes a gradient can have, on cpu, meta and cuda:0,
+   that is the reverse of the order the (dtype, device) pairs were first seen. In ready
+   order the result is not sorted.
 4. With ``find_unused_parameters=True`` DDP never rebuilds: it assigns in *registration*
    order with limits ``[first, cap]``, sorts buckets by their smallest index and reverses
    the list, so the 1 MiB bucket holds the first-registered parameters and is reduced last.
@@ -49,6 +52,7 @@ __all__ = [
     "Bucket",
     "ddp_parameters",
     "assign_by_size",
+    "hash_map_order",
     "ddp_buckets",
     "BROADCAST_BUCKET_BYTES",
     "buffer_broadcasts",
@@ -87,6 +91,7 @@ class Bucket:
     bytes: int
     dtype: str
     device: str
+    numel: int = 0  # gradient elements: what a comm hook's cast sends is numel x its element size
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +101,7 @@ class Bucket:
             "bytes": self.bytes,
             "dtype": self.dtype,
             "device": self.device,
+            "numel": self.numel,
         }
 
 
@@ -132,6 +138,70 @@ def ddp_parameters(model: Any) -> list[DdpParam]:
     return out
 
 
+# c10::ScalarType's values (torch/headeronly/core/ScalarType.h), by torch's dtype names
+_SCALAR_TYPE = {name: value for value, name in enumerate((
+    "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32", "complex64",
+    "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16", "quint4x2", "quint2x4", "bits1x8", "bits2x4",
+    "bits4x2", "bits8", "bits16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz", "uint16",
+    "uint32", "uint64", "uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7", "int1", "int2", "int3",
+    "int4", "int5", "int6", "int7", "float8_e8m0fnu", "float4_e2m1fn_x2",
+))}
+# c10::DeviceType's values (torch/headeronly/core/DeviceType.h), by torch's device type names
+_DEVICE_TYPE = {name: value for value, name in enumerate((
+    "cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep", "hip", "fpga", "maia", "xla", "vulkan", "metal", "xpu",
+    "mps", "meta", "hpu", "ve", "lazy", "ipu", "mtia", "privateuseone",
+))}
+_U64 = (1 << 64) - 1
+# libstdc++'s bucket counts as the table grows (_Prime_rehash_policy: 13 first, then the least
+# prime of its list >= twice the count), past the 46 dtypes of one device
+_PRIMES = (13, 29, 59, 127, 257)
+
+
+def _bucket_key_hash(dtype: str, device: str) -> int:
+    """reducer.cpp's ``BucketKey::hash``: ``c10::get_hash(type, device)``, i.e. c10's
+    ``hash_combine(hash(device), hash(type))``, with std::hash<c10::Device> packing the device
+    type and index into ``type << 16 | uint8(index)`` and a ScalarType hashing as its value."""
+    kind, _, index = device.partition(":")
+    device_hash = (_DEVICE_TYPE[kind] << 16) | ((int(index) if index else -1) & 0xFF)
+    value = _SCALAR_TYPE[dtype]
+    return device_hash ^ ((value + 0x9E3779B9 + ((device_hash << 6) & _U64) + (device_hash >> 2)) & _U64)
+
+
+def hash_map_order(keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The order a libstdc++ ``std::unordered_map`` (what torch's Linux wheels are built with)
+    iterates (dtype, device) keys inserted in ``keys``' order, as reducer.cpp's
+    ``compute_bucket_assignment_by_size`` walks its open buckets.
+
+    libstdc++ keeps one singly linked list: a key whose hash bucket (hash mod the bucket
+    count: 13 until a 14th key) is empty goes to the front, one whose bucket is taken goes
+    just before that bucket's first key. Growing the table re-inserts the list in its order
+    by the same rule. The differentiable dtypes on cpu, meta and cuda:0 all land in distinct
+    hash buckets, so for them this is reverse first-seen order. A dtype or device this table
+    does not know keeps that reverse order."""
+    try:
+        hashes = {key: _bucket_key_hash(*key) for key in keys}
+    except (KeyError, ValueError):
+        return list(reversed(keys))
+
+    def insert(order: list[tuple[str, str]], key: tuple[str, str], buckets: int) -> None:
+        bucket = hashes[key] % buckets
+        at = next((i for i, k in enumerate(order) if hashes[k] % buckets == bucket), 0)
+        order.insert(at, key)
+
+    order: list[tuple[str, str]] = []
+    buckets = _PRIMES[0]
+    for key in keys:
+        if len(order) + 1 > buckets:  # max_load_factor 1: grow, then re-insert in list order
+            buckets = next((p for p in _PRIMES if p >= 2 * buckets), 0)
+            if not buckets:
+                return list(reversed(keys))
+            previous, order = order, []
+            for k in previous:
+                insert(order, k, buckets)
+        insert(order, key, buckets)
+    return order
+
+
 def assign_by_size(
     params: Sequence[DdpParam],
     order: Sequence[int],
@@ -165,9 +235,9 @@ def assign_by_size(
             indices, size = [], 0
             limit_pos[key] = min(pos + 1, len(limits) - 1)
         open_buckets[key] = (indices, size)
-    # torch iterates an unordered_map here; with one dtype/device the order is unambiguous,
-    # with several we use first-seen order.
-    for indices, _ in open_buckets.values():
+    # torch appends the open buckets as its std::unordered_map iterates them
+    for key in hash_map_order(list(open_buckets)):
+        indices = open_buckets[key][0]
         if indices:
             result.append(indices)
     if sort_by_min_index:
@@ -228,6 +298,7 @@ def ddp_buckets(
             bytes=sum(params[i].nbytes for i in g),
             dtype=params[g[0]].dtype,
             device=params[g[0]].device,
+            numel=sum(params[i].numel for i in g),
         )
         for k, g in enumerate(groups)
     ]

@@ -13,8 +13,9 @@ which gives the same forward count). Attention backward follows torch's fused-ke
 formulas: 5 bmm-equivalents including the recompute of the score matrix (2.5x forward).
 Because the math path on ``meta`` (and on cpu with dropout) has no recompute (4 bmms) and
 stores the score matrix, :class:`FusedAttention` routes ``F.scaled_dot_product_attention`` on
-cpu and meta tensors to the fused CPU kernel (its meta implementation on meta), so cpu, cuda
-(flash/efficient) and meta counts agree. Causal masking is not discounted, as in torch.
+cpu and meta tensors to the fused CPU kernel (its meta implementation on meta), grouped-query
+attention (``enable_gqa=True``) included, so cpu, cuda (flash/efficient) and meta counts
+agree. Causal masking is not discounted, as in torch.
 """
 from __future__ import annotations
 
@@ -157,7 +158,10 @@ class FusedAttention(TorchFunctionMode):
         if (
             isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor)
             and q.device.type in ("meta", "cpu") and q.dim() == k.dim() == v.dim() == 4
-            and q.shape[1] == k.shape[1] == v.shape[1] and not a.get("enable_gqa", False)
+            and k.shape[1] == v.shape[1] and (
+                q.shape[1] == k.shape[1]
+                # grouped-query attention: the fused kernel (cpu and meta) takes fewer K/V heads
+                or (a.get("enable_gqa", False) and k.shape[1] > 0 and q.shape[1] % k.shape[1] == 0))
             and q.dtype == k.dtype == v.dtype
         ):
             mask = a.get("attn_mask")

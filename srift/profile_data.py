@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -40,6 +41,8 @@ LAYER_KINDS = ("matmul", "conv", "attention", "norm", "elementwise", "embedding"
 PRECISIONS = ("fp32", "tf32", "amp")
 # Bytes per gradient element a DDP communication hook sends (Profile note "allreduce dtype").
 ALLREDUCE_DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+# Element sizes a gradient can have (float16/bfloat16 to complex128): a bucket's bytes / numel
+GRADIENT_ELEMENT_SIZES = (1, 2, 4, 8, 16)
 
 
 def check_allreduce_dtype(value: Any) -> None:
@@ -92,10 +95,42 @@ def _legacy_bytes_dtype(data: dict[str, Any]) -> str | None:
     return value
 
 
+def _first_non_finite(data: Any) -> tuple[list[Any], float] | None:
+    """The path and value of the first infinite or NaN float in ``data``, else None. JSON reads
+    a number past a double (1e400) as infinity, and a profile built in Python may hold one;
+    the schema's bounds would name some of them, and the writer none."""
+    stack: list[tuple[list[Any], Any]] = [([], data)]
+    while stack:  # iterative: a deeply nested file must not exhaust the recursion limit here
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path, value
+        if isinstance(value, dict):
+            stack.extend((path + [k], v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((path + [i], v) for i, v in reversed(list(enumerate(value))))
+    return None
+
+
+def _schema_message(err: Any) -> str:
+    """jsonschema's message, with bounds written short: its own repeats the value, which may
+    have hundreds of digits (10**400 is a valid JSON integer)."""
+    bound = {"maximum": "greater than the maximum", "minimum": "less than the minimum",
+             "exclusiveMaximum": "not less than the exclusive maximum",
+             "exclusiveMinimum": "not greater than the exclusive minimum"}.get(err.validator)
+    if bound is not None:
+        return f"{bound} of {err.validator_value:g}"
+    return err.message
+
+
 def _validate_schema(data: Any) -> None:
     """Raise ValueError naming the JSON path and value of the first schema violation."""
     if not isinstance(data, dict):
         raise ValueError(f"$: a profile must be a JSON object, got {type(data).__name__}")
+    bad_number = _first_non_finite(data)
+    if bad_number is not None:
+        path, value = bad_number
+        raise ValueError(f"{_json_path(path)}: invalid value {value!r}: not a finite number (a number past "
+                         "1.8e308, such as 1e400, reads as infinity)")
     version = data.get("schema")
     if version not in SUPPORTED_SCHEMAS:
         raise ValueError(
@@ -104,18 +139,19 @@ def _validate_schema(data: Any) -> None:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(profile_schema())
-    errors = []
-    stack = list(validator.iter_errors(data))
-    while stack:  # include sub-errors of anyOf/oneOf so the deepest path is named
-        e = stack.pop()
-        errors.append(e)
-        stack.extend(e.context or ())
+    errors = list(validator.iter_errors(data))
+    for e in errors:  # include sub-errors of anyOf/oneOf so the deepest path is named
+        errors.extend(e.context or ())
     if errors:
-        # deepest error first: it names the offending field rather than a parent
+        # deepest error first (the first in file order among those): it names the offending
+        # field rather than a parent
         err = max(errors, key=lambda e: len(e.absolute_path))
         path = _json_path(err.absolute_path)
-        raise ValueError(f"{path}: invalid value {_short(err.instance)}: {err.message}")
+        raise ValueError(f"{path}: invalid value {_short(err.instance)}: {_schema_message(err)}")
     # cross-field rules JSON Schema cannot express
+    if data["param_count"] > data["param_bytes"]:
+        raise ValueError(f"$.param_count: invalid value {_short(data['param_count'])}: more parameters than "
+                         f"param_bytes ({data['param_bytes']}), at least one byte each")
     n_layers = len(data["layers"])
     for k, b in enumerate(data["buckets"]):
         if b["index"] != k:
@@ -124,6 +160,11 @@ def _validate_schema(data: Any) -> None:
             raise ValueError(
                 f"$.buckets[{k}].last_layer: invalid value {b['last_layer']}: only {n_layers} layers"
             )
+        numel = b.get("numel")
+        if numel is not None and not (b["bytes"] == numel == 0 or (
+                numel > 0 and b["bytes"] % numel == 0 and b["bytes"] // numel in GRADIENT_ELEMENT_SIZES)):
+            raise ValueError(f"$.buckets[{k}].numel: invalid value {numel}: bytes ({b['bytes']}) must be numel "
+                             f"x a gradient element size ({', '.join(map(str, GRADIENT_ELEMENT_SIZES))})")
     t = data.get("timings")
     if t is not None:
         n = len(t["batch_sizes"])
@@ -178,6 +219,9 @@ class BucketProfile:
     # added field: the share of the backward's FLOPs done when the bucket was ready, in the
     # order the profiled backward ran (what a CPU or meta profile's ready time stands in for)
     ready_flops_fraction: float | None = None
+    # added field: the bucket's gradient elements (bytes / their element size), what a comm
+    # hook's cast sends (Profile note "allreduce dtype"); None: an older profile
+    numel: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -189,6 +233,8 @@ class BucketProfile:
         }
         if self.ready_flops_fraction is not None:
             out["ready_flops_fraction"] = self.ready_flops_fraction
+        if self.numel is not None:
+            out["numel"] = self.numel
         return out
 
     @classmethod
@@ -200,6 +246,7 @@ class BucketProfile:
             last_layer=d["last_layer"],
             ready_fraction=d["ready_fraction"],
             ready_flops_fraction=d.get("ready_flops_fraction"),
+            numel=d.get("numel"),
         )
 
 
@@ -278,15 +325,25 @@ class Measurement:
         return _checked_measurement(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
-def _check_positive(name: str, value: Any, *, integer: bool = False, optional: bool = False) -> None:
+def _check_positive(name: str, value: Any, *, integer: bool = False, optional: bool = False) -> Any:
+    """``value`` as a Python int (``integer``) or float, after checking it is one and > 0;
+    numpy scalars are taken (numbers.Integral / numbers.Real), None too when ``optional``."""
     if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name}: expected a {'positive integer' if integer else 'positive number'}, got {value!r}")
-    if integer and not float(value).is_integer():
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}: expected a {'positive integer' if integer else 'positive finite number'}, got {value!r}")
+        return None
+    expected = "a positive integer" if integer else "a positive finite number"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name}: expected {expected}, got {value!r}")
+    if isinstance(value, numbers.Integral):
+        number: Any = int(value)  # exact, however large: the bounds below name it
+    else:
+        number = float(value)
+        if integer:
+            if not number.is_integer():  # also NaN and infinity
+                raise ValueError(f"{name}: expected {expected}, got {value!r}")
+            number = int(number)
+    if not (number > 0 and (integer or math.isfinite(number))):
+        raise ValueError(f"{name}: expected {expected}, got {value!r}")
+    return number
 
 
 # `srift validate` names its emulated CPU workers so (emu-cpu-t1, ...): devices of the catalog it
@@ -320,20 +377,21 @@ def _checked_measurement(
     ``recorded_at`` None: now."""
     if not isinstance(device, str) or not device.strip():
         raise ValueError(f"device: expected a non-empty string, got {device!r}")
-    _check_positive("local_batch", local_batch, integer=True)
-    _check_positive("iteration_s", iteration_s)
-    _check_positive("forward_s", forward_s, optional=True)
-    _check_positive("backward_s", backward_s, optional=True)
-    _check_positive("gpus", gpus, integer=True)
-    _check_positive("accumulation_steps", accumulation_steps, integer=True)
+    local_batch = _check_positive("local_batch", local_batch, integer=True)
+    iteration_s = _check_positive("iteration_s", iteration_s)
+    forward_s = _check_positive("forward_s", forward_s, optional=True)
+    backward_s = _check_positive("backward_s", backward_s, optional=True)
+    gpus = _check_positive("gpus", gpus, integer=True)
+    accumulation_steps = _check_positive("accumulation_steps", accumulation_steps, integer=True)
     if accumulation_steps > 1 and gpus > 1:
         raise ValueError(f"accumulation_steps: {accumulation_steps!r} micro-steps are supported for one GPU's "
                          f"iteration (gpus=1), got gpus={gpus!r}: time the instance without accumulation")
     if not isinstance(source, str) or not source.strip():
         raise ValueError(f"source: expected a non-empty string, got {source!r}")
     # Past these a value is a typo, and the engine's fit would divide by ~0 or overflow.
-    if local_batch > INT_MAX:
-        raise ValueError(f"local_batch: expected at most {INT_MAX}, got {local_batch!r}")
+    for name, count in (("local_batch", local_batch), ("gpus", gpus), ("accumulation_steps", accumulation_steps)):
+        if count > INT_MAX:
+            raise ValueError(f"{name}: expected at most {INT_MAX}, got {count!r}")
     for name, value in (("iteration_s", iteration_s), ("forward_s", forward_s), ("backward_s", backward_s)):
         if value is not None and not MIN_TIMED_S <= value <= MAX_TIMED_S:
             raise ValueError(f"{name}: expected seconds in [{MIN_TIMED_S:g}, {MAX_TIMED_S:g}], got {value!r}")
@@ -461,17 +519,21 @@ class Profile:
 
         Note "allreduce dtype". DDP groups gradients into buckets by their own size (``bytes``),
         whatever it then sends. A communication hook that casts each bucket before its
-        allreduce (torch's ``fp16_compress_hook`` and ``bf16_compress_hook``) sends 2 bytes per
-        element; ``allreduce_dtype`` records it, and the bytes scale by 2 over the gradients'
-        mean element size (param_bytes / param_count: 4 for FP32 parameters). A model whose
-        parameters are already half precision (apex AMP O2) needs no hook: its buckets are
-        half-size as profiled."""
+        allreduce (torch's ``fp16_compress_hook`` and ``bf16_compress_hook``: ``bucket.buffer()
+        .to(dtype)``) sends its elements at 2 bytes each, whatever their own dtype;
+        ``allreduce_dtype`` records it. A bucket holds only trainable parameters of one dtype,
+        so it sends ``numel`` x 2 bytes: half an FP32 bucket, a BF16 bucket's own size. A
+        profile written before buckets recorded ``numel`` scales the bytes by 2 over the mean
+        element size of all parameters (param_bytes / param_count), exact only when every
+        parameter has one dtype. A model whose parameters are already half precision (apex
+        AMP O2) needs no hook: its buckets are half-size as profiled."""
         check_allreduce_dtype(self.allreduce_dtype)
         if self.allreduce_dtype is None:
             return [float(b.bytes) for b in self.buckets]
-        element = self.param_bytes / self.param_count if self.param_count else 4.0
-        scale = ALLREDUCE_DTYPE_BYTES[self.allreduce_dtype] / element
-        return [float(b.bytes) * scale for b in self.buckets]
+        sent = ALLREDUCE_DTYPE_BYTES[self.allreduce_dtype]
+        mean_element = self.param_bytes / self.param_count if self.param_count > 0 and self.param_bytes > 0 else 4.0
+        return [float(b.numel) * sent if b.numel is not None else float(b.bytes) * sent / mean_element
+                for b in self.buckets]
 
     def measurements_for(self, device: str) -> list[Measurement]:
         """Measurements taken on ``device`` (case-insensitive match on the device string)."""

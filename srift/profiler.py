@@ -17,11 +17,20 @@ What one call does (see :func:`profile`):
    times and the moment each gradient is ready (bucket ``ready_fraction``).
 
 Loss contract: ``batch = (inputs, targets)``; inputs are a Tensor (``model(x)``), a tuple
-(``model(*x)``) or a dict (``model(**x)``); ``loss_fn(output, targets)`` returns a scalar.
+(``model(*x)``), a dict (``model(**x)``) or any other object (``model(x)``), such as a
+dataclass; ``loss_fn(output, targets)`` returns a scalar.
 With ``loss_fn=None`` the loss is ``output.loss`` (or ``output["loss"]``) when present, else
 the output itself when it is a scalar tensor, else ``output.sum()`` for a tensor output;
 anything else is a ValueError. Dimension 0 of every tensor is the batch dimension; smaller
-batches are slices, larger ones repeat the batch.
+batches are slices, larger ones repeat the batch. Tensors are found, and resized, inside
+tuples, lists, dicts, pytree-registered containers and dataclasses (rebuilt with
+``dataclasses.replace``), at any depth; a batch holding tensors anywhere else cannot be
+resized and is refused when another batch size is asked for.
+
+Under ``precision="amp"`` the analysis pass runs without autocast, so bytes are in the
+model's dtype (Profile ``bytes_dtype``); a model that runs only under autocast (say a
+half-precision buffer multiplied with FP32 activations) is analysed under autocast instead,
+its autocast-dtype tensors counted at the size of the model's own floating-point dtype.
 
 FLOPs follow ``torch.utils.flop_counter`` (1 multiply-accumulate = 2 FLOPs; matmul, conv
 and attention only). FLOPs and activation bytes in the Profile are per sample.
@@ -33,6 +42,7 @@ restored. A model moved to another ``device`` is moved back.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import statistics
 import time
@@ -90,17 +100,59 @@ def layer_kind(module: nn.Module, op_names: set[str], pointwise_only: bool) -> s
 # small helpers
 
 
+def _is_dataclass_instance(obj: Any) -> bool:
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
+
+
 def _tensors(obj: Any) -> list[torch.Tensor]:
-    """Tensors inside nested tuples/lists/dicts/dataclass-like outputs."""
+    """Tensors inside nested tuples/lists/dicts/pytree containers and dataclasses, and in the
+    attributes of another object that holds no tensor where pytree looks."""
     if isinstance(obj, torch.Tensor):
         return [obj]
     leaves, _ = tree_flatten(obj)
-    out = [x for x in leaves if isinstance(x, torch.Tensor)]
+    out: list[torch.Tensor] = []
+    for x in leaves:
+        if isinstance(x, torch.Tensor):
+            out.append(x)
+        elif _is_dataclass_instance(x):
+            for f in dataclasses.fields(x):
+                out += _tensors(getattr(x, f.name, None))
     if not out and not isinstance(obj, (tuple, list, dict)) and hasattr(obj, "__dict__"):
         # e.g. a ModelOutput-like object that is not registered with pytree
         for v in vars(obj).values():
             out += _tensors(v)
     return out
+
+
+def _map_tensors(obj: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
+    """``obj`` with ``fn`` applied to every tensor inside pytree containers (tuples, lists,
+    dicts, registered types) and dataclasses, at any depth; a dataclass is rebuilt with
+    ``dataclasses.replace`` (fields with init=False are recomputed by its __init__). ``obj``
+    itself when ``fn`` changed no tensor (a batch already on the device is not rebuilt)."""
+    changed = False
+
+    def leaf(x: Any) -> Any:
+        nonlocal changed
+        if isinstance(x, torch.Tensor):
+            y = fn(x)
+            changed = changed or y is not x
+            return y
+        if _is_dataclass_instance(x):
+            fields = [f.name for f in dataclasses.fields(x) if f.init and hasattr(x, f.name)]
+            mapped = {name: _map_tensors(getattr(x, name), fn) for name in fields}
+            changes = {name: v for name, v in mapped.items() if v is not getattr(x, name)}
+            if not changes:
+                return x
+            changed = True
+            try:
+                return dataclasses.replace(x, **changes)
+            except Exception as e:  # e.g. a __post_init__ that refuses the new values
+                raise ValueError(f"batch: cannot rebuild {type(x).__name__} with its tensors resized or moved "
+                                 f"(dataclasses.replace failed: {type(e).__name__}: {e})") from e
+        return x
+
+    mapped = tree_map(leaf, obj)
+    return mapped if changed else obj
 
 
 def _nbytes(t: torch.Tensor) -> int:
@@ -170,19 +222,29 @@ def _batch_size(inputs: Any, targets: Any) -> int:
     return size
 
 
-def _resize_batch(obj: Any, full: int, b: int) -> Any:
-    """Slice (b <= full) or repeat (b > full) dimension 0 of every tensor."""
-    def f(t: Any) -> Any:
-        if not isinstance(t, torch.Tensor):
-            return t
-        if b == full:
-            return t
+def _resize_batch(obj: Any, full: int, b: int, label: str = "batch") -> Any:
+    """Slice (b <= full) or repeat (b > full) dimension 0 of every tensor; a ValueError when
+    some tensor the batch size was read from could not be reached (``_map_tensors``)."""
+    if b == full:
+        return obj
+
+    def f(t: torch.Tensor) -> torch.Tensor:
         if b < full:
             return t[:b].clone()  # own storage: saved-tensor bytes must not see the full batch
         reps = -(-b // full)
         return t.repeat(reps, *([1] * (t.dim() - 1)))[:b]
 
-    return tree_map(f, obj)
+    resized = _map_tensors(obj, f)
+    left = [tuple(t.shape) for t in _tensors(resized) if t.dim() == 0 or t.shape[0] != b]
+    if left:
+        # e.g. a plain object holding tensors as attributes: its batch size was read, but it
+        # cannot be rebuilt, and timing it as batch b would time the full batch again
+        raise ValueError(
+            f"batch: cannot resize {label} of type {type(obj).__name__} from batch {full} to {b}: tensors of shape "
+            f"{', '.join(map(str, left[:3]))} are inside an object srift cannot rebuild (it resizes tensors in "
+            "tuples, lists, dicts, dataclasses and pytree-registered types); pass the batch as one of those, "
+            f"or profile with batch_sizes=[{full}]")
+    return resized
 
 
 def _call(model: nn.Module, inputs: Any) -> Any:
@@ -218,14 +280,74 @@ def _loss(output: Any, targets: Any, loss_fn: Callable[[Any, Any], Any] | None) 
     return loss.reshape(())
 
 
+def _meta_like(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(t.detach(), device="meta")
+
+
 def _meta_copy(model: nn.Module) -> nn.Module:
-    """A structural copy of ``model`` on the meta device without copying weights."""
+    """A structural copy of ``model`` on the meta device without copying weights.
+
+    Parameters and buffers become meta tensors, and so does every other tensor a module holds
+    (the weight old-style ``nn.utils.weight_norm`` / ``spectral_norm`` recompute before each
+    forward is not a leaf, which deepcopy refuses). An attribute deepcopy cannot copy (a
+    threading.Lock, a file or a handle) is shared with the original: the copy only runs the
+    analysis pass."""
     memo: dict[int, Any] = {}
     for p in model.parameters():
-        memo[id(p)] = nn.Parameter(torch.empty_like(p, device="meta"), requires_grad=p.requires_grad)
+        memo[id(p)] = nn.Parameter(_meta_like(p), requires_grad=p.requires_grad)
     for b in model.buffers():
-        memo[id(b)] = torch.empty_like(b, device="meta")
-    return copy.deepcopy(model, memo)
+        memo[id(b)] = _meta_like(b)
+
+    def meta_tensors(value: Any, depth: int = 0) -> None:
+        if isinstance(value, torch.Tensor):
+            if id(value) not in memo:
+                memo[id(value)] = _meta_like(value)
+        elif isinstance(value, (list, tuple, set, frozenset, dict)) and depth < 8:
+            for v in (value.values() if isinstance(value, dict) else value):
+                meta_tensors(v, depth + 1)
+
+    def copy_or_share(value: Any, depth: int = 0) -> Any:
+        if id(value) in memo:
+            return memo[id(value)]
+        size = len(memo)
+        try:
+            return copy.deepcopy(value, memo)
+        except Exception:  # noqa: BLE001 - uncopyable somewhere inside (a lock, a handle)
+            for key in list(memo)[size:]:  # a failed deepcopy leaves half-built copies behind
+                del memo[key]
+        if type(value) is dict and depth < 8:
+            result: Any = {k: copy_or_share(v, depth + 1) for k, v in value.items()}
+        elif type(value) in (list, tuple) and depth < 8:
+            result = type(value)(copy_or_share(v, depth + 1) for v in value)
+        else:
+            result = value  # the copy shares it
+        memo[id(value)] = result
+        return result
+
+    module_dicts = ("_parameters", "_buffers", "_modules")
+    for m in model.modules():
+        attributes = [v for k, v in vars(m).items() if k not in module_dicts]
+        for v in attributes:
+            meta_tensors(v)
+        for v in attributes:
+            if not isinstance(v, (nn.Module, torch.Tensor)):
+                copy_or_share(v)
+    try:
+        return copy.deepcopy(model, memo)
+    except Exception as e:  # noqa: BLE001 - whatever the user's modules hold
+        raise ValueError(
+            f"device: the model ({type(model).__name__}) cannot be copied to meta for analysis "
+            f"({type(e).__name__}: {e}); build it on the meta device (`with torch.device('meta'): model = ...`) "
+            "and pass that, or profile on cpu") from e
+
+
+def _model_element_size(params: list[nn.Parameter]) -> int:
+    """The element size of the floating-point dtype holding most of ``params``' elements."""
+    elements: dict[int, int] = {}
+    for p in params:
+        if p.is_floating_point():
+            elements[p.element_size()] = elements.get(p.element_size(), 0) + p.numel()
+    return max(elements, key=lambda size: elements[size]) if elements else 4
 
 
 def _model_device(model: nn.Module) -> torch.device:
@@ -289,6 +411,21 @@ class _Tracer:
         self.bwd_flops_total = 0
         self.meta = False
         self.on_cuda = False
+        # (autocast dtype, the model's element size): an analysis under autocast counts that
+        # dtype's tensors at the model's size, so bytes stay in the model's dtype
+        self.count_as: tuple[torch.dtype, int] | None = None
+
+    def nbytes(self, t: torch.Tensor) -> int:
+        if self.count_as is not None and t.dtype == self.count_as[0]:
+            return t.numel() * self.count_as[1]
+        return _nbytes(t)
+
+    def reset_counts(self) -> None:
+        """Forget an analysis pass (one that failed and is run again)."""
+        self.order, self.acc, self._ordered = [], {}, set()
+        self.param_node_owner = {}
+        self.bwd_flops_total = 0
+        self.reset_iteration()
 
     # -- keys --------------------------------------------------------------------------
     def key_of(self, m: nn.Module) -> LayerKey:
@@ -344,7 +481,8 @@ class _Tracer:
         self.stack.append((m, idx))
         if self.count and self.leaf[m]:
             a = self._acc(self.key_of(m))
-            a.io_bytes += sum(_nbytes(t) for t in _tensors((args, kwargs)) if _storage_key(t) not in self.param_storages)
+            a.io_bytes += sum(self.nbytes(t) for t in _tensors((args, kwargs))
+                              if _storage_key(t) not in self.param_storages)
 
     def _post(self, m: nn.Module, args: tuple, kwargs: dict, output: Any) -> None:
         if not self.stack or self.stack[-1][0] is not m:  # pragma: no cover - defensive
@@ -357,7 +495,7 @@ class _Tracer:
         if self.claim:
             self._claim_from(outs, key)
         if self.count and self.leaf[m]:
-            self._acc(key).io_bytes += sum(_nbytes(t) for t in outs if _storage_key(t) not in self.param_storages)
+            self._acc(key).io_bytes += sum(self.nbytes(t) for t in outs if _storage_key(t) not in self.param_storages)
         if key not in self.acc:
             self._acc(key)
         if key not in self._ordered:
@@ -397,7 +535,7 @@ class _Tracer:
             a.pointwise_only = False
         if key[1]:  # pseudo-layer: bytes from its own ops' non-parameter tensors
             ts = [t for t in tree_flatten((args, kwargs, out))[0] if isinstance(t, torch.Tensor)]
-            a.io_bytes += sum(_nbytes(t) for t in ts if _storage_key(t) not in self.param_storages)
+            a.io_bytes += sum(self.nbytes(t) for t in ts if _storage_key(t) not in self.param_storages)
 
 
 # ---------------------------------------------------------------------------------------
@@ -407,6 +545,7 @@ class _Tracer:
 # The largest local batch srift.profile runs: one GPU's batch (MLPerf's NCF, the largest in the
 # training data, runs 65,536 samples per GPU); past it the repeated input alone is the problem.
 MAX_PROFILE_BATCH = 1 << 24
+MIN_BUCKET_MB, MAX_BUCKET_MB = 1e-6, 1e9  # profile.schema.json's bounds of bucket_cap_mb
 
 
 def _check_args(
@@ -433,8 +572,9 @@ def _check_args(
                 raise ValueError(f"batch_sizes[{i}]: expected an integer in 1..{MAX_PROFILE_BATCH} (a local "
                                  f"batch of one GPU), got {b!r}")
     for label, v in (("bucket_cap_mb", bucket_cap_mb), ("first_bucket_mb", first_bucket_mb)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{label}: expected a positive number of MiB, got {v!r}")
+        # the Profile schema's bounds: at least a byte, at most 1e9 MiB (one bucket past any model)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not MIN_BUCKET_MB <= v <= MAX_BUCKET_MB:
+            raise ValueError(f"{label}: expected a number of MiB in [{MIN_BUCKET_MB:g}, {MAX_BUCKET_MB:g}], got {v!r}")
     check_allreduce_dtype(allreduce_dtype)
 
 
@@ -500,11 +640,14 @@ def _composite_kernels(device: torch.device) -> Iterator[None]:
         backend.enabled = old
 
 
+def _autocast_dtype(device: torch.device) -> torch.dtype:
+    return torch.float16 if device.type == "cuda" else torch.bfloat16
+
+
 def _autocast(device: torch.device, precision: str) -> Any:
     if precision != "amp" or device.type == "meta":
         return nullcontext()
-    dtype = torch.float16 if device.type == "cuda" else torch.bfloat16
-    return torch.autocast(device_type=device.type, dtype=dtype)
+    return torch.autocast(device_type=device.type, dtype=_autocast_dtype(device))
 
 
 def _make_optimizer(name: str, params: list[nn.Parameter]) -> torch.optim.Optimizer:
@@ -581,6 +724,14 @@ def profile(
     if name is not None and (not isinstance(name, str) or not name.strip()):
         # checked here: the profile's schema requires a string, and saving comes after the run
         raise ValueError(f"name: expected a non-empty string (or None for the model's class name), got {name!r}")
+    scripted = next(((n, m) for n, m in model.named_modules() if isinstance(m, torch.jit.RecursiveScriptModule)),
+                    None)
+    if scripted is not None:
+        # PyTorch refuses hooks on scripted modules (a RuntimeError from register_forward_pre_hook)
+        what = f"submodule '{scripted[0]}' is a TorchScript module" if scripted[0] else "it is a TorchScript module"
+        raise ValueError(
+            f"model: {what} (torch.jit.script), which takes no forward hooks, so srift cannot profile it; "
+            "profile the eager nn.Module you pass to torch.jit.script (a traced module, torch.jit.trace, works)")
     model_dev = _model_device(model)
     dev = check_device(device) if device is not None else model_dev
     if dev.type == "cuda" and dev.index is None:
@@ -591,6 +742,10 @@ def profile(
 
     moved = False
     if is_meta and model_dev.type != "meta":
+        if isinstance(model, torch.jit.ScriptModule):
+            # deepcopy makes a traced module a scripted one, its weights copied in TorchScript
+            raise ValueError("device: a traced TorchScript module (torch.jit.trace) cannot be copied to meta; "
+                             "profile it on cpu, or profile the eager nn.Module on meta")
         work = _meta_copy(model)
     else:
         work = model
@@ -598,7 +753,12 @@ def profile(
             work.to(dev)
             moved = True
 
-    inputs, targets = tree_map(lambda t: t.to(dev) if isinstance(t, torch.Tensor) else t, tuple(batch))
+    inputs, targets = _map_tensors(tuple(batch), lambda t: t.to(dev))
+    stranded = next((t for t in _tensors(inputs) + _tensors(targets) if t.device != dev), None)
+    if stranded is not None:
+        raise ValueError(f"batch: cannot move a tensor of shape {tuple(stranded.shape)} on {stranded.device} to {dev}: "
+                         "it is inside an object srift cannot rebuild (it moves tensors in tuples, lists, dicts, "
+                         f"dataclasses and pytree-registered types); pass the batch as one of those, on {dev}")
     full = _batch_size(inputs, targets)
     if full > MAX_PROFILE_BATCH:
         raise ValueError(f"batch: dimension 0 is {full}, more than one GPU's local batch srift profiles "
@@ -682,26 +842,47 @@ def _profile_impl(
                     saved[k] = t.untyped_storage().nbytes()
                 except Exception:
                     saved[k] = _nbytes(t)
+                if tracer.count_as is not None and t.dtype == tracer.count_as[0]:
+                    saved[k] = saved[k] // t.element_size() * tracer.count_as[1]
             return t
 
-        try:
-            tracer.count = True
-            tracer.reset_iteration()
-            # The analysis pass runs without autocast on every device, as it does on meta: a
-            # profile's bytes and activations are in the model's own dtype, and the core
-            # halves them for AMP (compute.cpp activation_byte_scale, Engine._workload), which
-            # is also how the learned models saw their training rows. Under autocast a cpu or
-            # cuda AMP profile was halved twice (2x the local batch said to fit).
+        def analyse(autocast_or_not: Callable[[], Any]) -> int:
+            """One forward and backward at the example batch; the saved-tensor bytes."""
+            tracer.reset_counts()
+            ready_order.clear()
+            ready_bwd_flops.clear()
+            saved.clear()
+            for p in params:
+                p.grad = None
             with OpCounter(tracer.on_op), _composite_kernels(dev):
                 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                    out = _forward(model, inputs, tracer, nullcontext)
+                    out = _forward(model, inputs, tracer, autocast_or_not)
                     loss = _loss(out, targets, loss_fn)
                 try:
                     loss.backward()
                 except Exception as e:
                     raise ValueError(f"backward failed: {type(e).__name__}: {e}") from e
-            saved_full = sum(saved.values())
-            del out, loss
+            return sum(saved.values())
+
+        analysis_autocast: Callable[[], Any] = nullcontext
+        try:
+            tracer.count = True
+            # The analysis pass runs without autocast on every device, as it does on meta: a
+            # profile's bytes and activations are in the model's own dtype, and the core
+            # halves them for AMP (compute.cpp activation_byte_scale, Engine._workload), which
+            # is also how the learned models saw their training rows. Under autocast a cpu or
+            # cuda AMP profile was halved twice (2x the local batch said to fit).
+            try:
+                saved_full = analyse(nullcontext)
+            except ValueError:
+                if precision != "amp" or is_meta:  # meta has no autocast (nor checks dtypes)
+                    raise
+                # A model that trains only under autocast (a half-precision buffer meeting FP32
+                # activations): analyse it under autocast, its autocast-dtype tensors counted at
+                # the model's element size, so the bytes are still the model dtype's.
+                analysis_autocast = autocast
+                tracer.count_as = (_autocast_dtype(dev), _model_element_size(trainable))
+                saved_full = analyse(analysis_autocast)
         finally:
             tracer.count = False
             for h in ready_handles:
@@ -713,13 +894,17 @@ def _profile_impl(
         activation = saved_full / full
         other = next((b for b in sizes if b != full), None)
         if other is not None:
+            # resized outside the try below: a batch srift cannot resize is an error, not a
+            # batch size the model cannot train at
+            other_inputs = _resize_batch(inputs, full, other, "inputs")
+            other_targets = _resize_batch(targets, full, other, "targets")
             saved.clear()
             tracer.claim = False
             tracer.reset_iteration()
             try:
                 with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), _composite_kernels(dev):
-                    out = _forward(model, _resize_batch(inputs, full, other), tracer, nullcontext)
-                    loss = _loss(out, _resize_batch(targets, full, other), loss_fn)
+                    out = _forward(model, other_inputs, tracer, analysis_autocast)
+                    loss = _loss(out, other_targets, loss_fn)
                 del out, loss
                 activation = max(0.0, (saved_full - sum(saved.values())) / (full - other))
             except ValueError as e:
@@ -734,6 +919,8 @@ def _profile_impl(
                 sizes[:] = [b for b in sizes if b != other]
             finally:
                 tracer.claim = True
+            del other_inputs, other_targets
+        tracer.count_as = None
 
         # ---- 2. timings ---------------------------------------------------------------
         timings = None
@@ -759,12 +946,9 @@ def _profile_impl(
     # ---- 3. assemble layers ---------------------------------------------------------------
     keys = [k for k in tracer.order if not k[1] or tracer.acc[k].real_ops > 0 or tracer.acc[k].bwd_flops > 0]
     index_of = {k: i for i, k in enumerate(keys)}
-    owner_of_name: dict[str, str] = {}
-    for pname, _ in model.named_parameters():
-        owner_of_name[pname] = pname.rpartition(".")[0]
     param_bytes_by_module: dict[str, int] = {}
     for pname, p in model.named_parameters():
-        mod = owner_of_name[pname]
+        mod = _parameter_owner(model, pname)
         param_bytes_by_module[mod] = param_bytes_by_module.get(mod, 0) + _nbytes(p)
     layers: list[LayerProfile] = []
     for k in keys:
@@ -827,7 +1011,7 @@ def _profile_impl(
         bucket_profiles.append(
             BucketProfile(index=b.index, bytes=b.bytes, param_names=b.param_names,
                           last_layer=index_of[key] if key is not None else 0,
-                          ready_fraction=running, ready_flops_fraction=flops_frac)
+                          ready_fraction=running, ready_flops_fraction=flops_frac, numel=b.numel)
         )
 
     device_name = "meta" if is_meta else ("cpu" if dev.type == "cpu" else
@@ -853,6 +1037,25 @@ def _profile_impl(
         buckets=bucket_profiles,
         timings=timings,
     )
+
+
+def _parameter_owner(model: nn.Module, param_name: str) -> str:
+    """The module whose layer reads parameter ``param_name``: its own module, except that a
+    parametrized weight (``l1.parametrizations.weight.original``, torch.nn.utils.parametrize)
+    is read by the parametrized module (``l1``), not by the container that stores it."""
+    from torch.nn.utils import parametrize
+
+    parts = param_name.split(".")[:-1]
+    while "parametrizations" in parts:
+        at = len(parts) - 1 - parts[::-1].index("parametrizations")
+        owner = ".".join(parts[:at])
+        try:
+            if parametrize.is_parametrized(model.get_submodule(owner)):
+                return owner
+        except AttributeError:
+            pass
+        parts = parts[:at]
+    return param_name.rpartition(".")[0]
 
 
 def _forward(model: nn.Module, inputs: Any, tracer: _Tracer, autocast: Callable[[], Any]) -> Any:

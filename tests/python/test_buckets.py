@@ -2,13 +2,22 @@
 from __future__ import annotations
 
 import contextlib
+import random
 
 import pytest
 import torch
 import torch.distributed as dist
 from torch import nn
 
-from srift.buckets import MIB, DdpParam, assign_by_size, buffer_broadcasts, ddp_buckets, ddp_parameters
+from srift.buckets import (
+    MIB,
+    DdpParam,
+    assign_by_size,
+    buffer_broadcasts,
+    ddp_buckets,
+    ddp_parameters,
+    hash_map_order,
+)
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 
@@ -365,3 +374,158 @@ def test_buffer_broadcasts_are_what_ddp_sends(bucket_bytes):
     for _ in range(3):
         ddp(x).sum().backward()
     assert not [m for m in quiet.sent if m[0] != "int32"]  # only the rebuild's bucket sizes
+
+
+# ---- several dtypes: the order of the reducer's open buckets -------------------------------
+
+
+class _BodyBf16(nn.Module):
+    """bf16 Linear layers with an fp32 LayerNorm and head (a common mixed setup)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(64, 64).to(torch.bfloat16)
+        self.norm = nn.LayerNorm(64)
+        self.b = nn.Linear(64, 64).to(torch.bfloat16)
+        self.head = nn.Linear(64, 64)
+
+    def forward(self, x):
+        h = self.norm(self.a(x.bfloat16()).float())
+        return self.head(self.b(h.bfloat16()).float())
+
+
+class _ThreeDtypes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16).to(torch.float64)
+        self.b = nn.Linear(16, 16).to(torch.bfloat16)
+        self.c = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.c(self.b(self.a(x.double()).bfloat16()).float())
+
+
+MIXED = {
+    "bf16_body_fp32_head": (_BodyBf16, lambda: torch.randn(4, 64), {}, (25, 1)),
+    "bf16_body_fp32_head_small_caps": (_BodyBf16, lambda: torch.randn(4, 64), {"bucket_cap_mb": 0.01},
+                                       (0.01, 0.01)),
+    "fp64_bf16_fp32": (_ThreeDtypes, lambda: torch.randn(4, 16), {}, (25, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIXED))
+def test_buckets_of_several_dtypes_are_in_ddps_order(process_group, case):
+    """DDP keeps one open bucket per dtype and appends the open ones as its std::unordered_map
+    iterates them: the reverse of first-seen order for these dtypes (srift had first-seen, so
+    it said the fp32 head's bucket was reduced first, overlapping the backward, where DDP
+    reduces the bf16 bucket first, at the end of the backward)."""
+    make_model, make_input, ddp_kwargs, (cap, first) = MIXED[case]
+    torch.manual_seed(0)
+    model = make_model()
+    x = make_input()
+    order = _ready_order(model, x, _sum_loss)
+    theirs, _ = _ddp_steady_buckets(model, x, _sum_loss, **ddp_kwargs)
+    assert _ours(ddp_buckets(model, cap, first, ready_order=order)) == theirs
+    assert len({p.dtype for p in ddp_parameters(model)}) >= 2 and len(theirs) >= 2
+    if case == "bf16_body_fp32_head":
+        assert theirs[0][0] == ["b.bias", "b.weight", "a.bias", "a.weight"]
+    # and srift.profile, which measures the ready order itself
+    from srift.profiler import profile
+
+    prof = profile(model, (x, x), lambda out, _t: _sum_loss(out), device="meta", bucket_cap_mb=cap,
+                   first_bucket_mb=first)
+    assert [(b.param_names, b.bytes) for b in prof.buckets] == theirs
+
+
+def test_assign_by_size_matches_torchs_bucket_assignment_for_any_dtype_mix():
+    """torch's own compute_bucket_assignment_by_size (what the reducer calls) on random mixes
+    of dtypes in a random ready order, up to 17 dtypes (past the 13 slots its hash map starts
+    with, so the map grows and reorders), on cpu and meta: srift's assignment is the same."""
+    dtypes = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
+              torch.float64, torch.complex64, torch.complex128, torch.bool, torch.bfloat16, torch.float8_e5m2,
+              torch.float8_e4m3fn, torch.uint16, torch.uint32, torch.uint64]
+    rng = random.Random(0)
+    for trial in range(200):
+        device = "meta" if trial % 2 else "cpu"
+        chosen = rng.sample(dtypes, rng.randint(2, len(dtypes)))
+        tensors = [torch.empty(rng.randint(1, 40), dtype=dt, device=device) for dt in chosen]
+        tensors += [torch.empty(rng.randint(1, 40), dtype=rng.choice(chosen), device=device)
+                    for _ in range(rng.randint(0, 2 * len(chosen)))]
+        order = list(range(len(tensors)))
+        rng.shuffle(order)
+        limits = [rng.choice([16, 64, 10**6])]
+        theirs, _ = dist._compute_bucket_assignment_by_size(
+            [tensors[i] for i in order], limits, [False] * len(tensors), order)
+        params = [DdpParam(i, f"p{i}", t.numel(), t.element_size(), str(t.dtype).replace("torch.", ""),
+                           str(t.device)) for i, t in enumerate(tensors)]
+        assert assign_by_size(params, order, limits) == [list(b) for b in theirs], (trial, chosen)
+
+
+def test_hash_map_order_is_reverse_first_seen_for_gradient_dtypes():
+    """Every dtype a gradient can have lands in its own slot of the reducer's map on cpu, meta
+    and cuda:0 (rank 0's device, whose assignment DDP broadcasts): reverse first-seen order."""
+    grads = ["float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128"]
+    for device in ("cpu", "meta", "cuda:0"):
+        keys = [(dtype, device) for dtype in grads]
+        assert hash_map_order(keys) == list(reversed(keys))
+    assert hash_map_order([("float32", "npu:0"), ("float16", "npu:0")]) == [("float16", "npu:0"), ("float32", "npu:0")]
+
+
+# ---- what a compression hook sends: trainable parameters, bucket by bucket ------------------
+
+
+class _FrozenBf16Backbone(nn.Module):
+    """A frozen bf16 backbone under a trainable fp32 head (LoRA-style fine-tuning)."""
+
+    def __init__(self):
+        super().__init__()
+        self.backbone = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256)).to(torch.bfloat16)
+        self.backbone.requires_grad_(False)
+        self.head = nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.head(self.backbone(x.bfloat16()).float())
+
+
+class _TrainableBf16AndFp32(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(64, 256).to(torch.bfloat16)
+        self.head = nn.Linear(256, 64)
+
+    def forward(self, x):
+        return self.head(self.body(x.bfloat16()).float())
+
+
+@pytest.mark.parametrize("make_model, width", [(_FrozenBf16Backbone, 256), (_TrainableBf16AndFp32, 64)])
+def test_allreduce_bytes_are_what_fp16_compress_hook_sends_for_mixed_and_frozen_dtypes(
+        process_group, monkeypatch, make_model, width):
+    """fp16_compress_hook casts each bucket to fp16: numel x 2 bytes of that bucket's trainable
+    gradients. srift scaled every bucket by 2 over the mean element size of all parameters,
+    frozen ones included: 2x the bytes for a frozen bf16 backbone, and a bf16 bucket at half its
+    size."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from srift.profiler import profile
+
+    torch.manual_seed(0)
+    model = make_model()
+    x = torch.randn(8, width)
+    prof = profile(model, (x, x), lambda out, _t: _sum_loss(out), device="meta", allreduce_dtype="fp16")
+    sent: list[int] = []
+    real = dist.all_reduce
+
+    def recording(tensor, *args, **kwargs):
+        sent.append(tensor.numel() * tensor.element_size())
+        return real(tensor, *args, **kwargs)
+
+    ddp = DDP(model)
+    ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    monkeypatch.setattr(dist, "all_reduce", recording)
+    for _ in range(3):  # the steady-state buckets, after DDP's rebuild at iteration 2
+        sent.clear()
+        _sum_loss(ddp(x)).backward()
+    ddp.zero_grad(set_to_none=True)
+    assert prof.allreduce_bucket_bytes() == [float(s) for s in sent]
+    assert prof.gradient_bytes() == sum(sent)

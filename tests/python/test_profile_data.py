@@ -300,3 +300,144 @@ def test_buffer_broadcast_fields_round_trip_and_default_to_ddps(tmp_path):
         legacy.buffer_broadcast_bytes = [8, bad]
         with pytest.raises(ValueError, match=r"buffer_broadcast_bytes\[1\]"):
             legacy.broadcast_bytes()
+
+
+# ---- bounds: numbers past any model are refused at load, naming the field -------------------
+
+
+def _write_text(tmp_path, text) -> str:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "mutate, path, shown",
+    [
+        # huge integers loaded, then crashed predict (ZeroDivisionError, OverflowError) or
+        # priced a sample at 1e20 dollars
+        (lambda d: d.update(param_count=10**400, allreduce_dtype="fp16"), r"\$\.param_count", "10000000000"),
+        (lambda d: d.update(param_count=10**30), r"\$\.param_count", "1000000000000000000000000000000"),
+        (lambda d: d.update(buffer_broadcast_bytes=[10**400]), r"\$\.buffer_broadcast_bytes\[0\]", "10000000000"),
+        (lambda d: d.update(buffer_broadcast_bytes=[8, 10**30]), r"\$\.buffer_broadcast_bytes\[1\]", "1000000000"),
+        (lambda d: d.update(example_batch_size=2**40), r"\$\.example_batch_size", str(2**40)),
+        (lambda d: d["timings"].update(repeats=10**20), r"\$\.timings\.repeats", str(10**20)),
+        (lambda d: d["timings"].update(peak_memory_bytes=[10**20, None]), r"\$\.timings\.peak_memory_bytes\[0\]",
+         str(10**20)),
+        # timings loaded unbounded: predictions of 2.4e300 s, or an error naming a measurement
+        (lambda d: d["timings"].update(iteration_s=[1e300, 0.019]), r"\$\.timings\.iteration_s\[0\]", "1e+300"),
+        (lambda d: d["timings"].update(iteration_s=[0.033, 1e-300]), r"\$\.timings\.iteration_s\[1\]", "1e-300"),
+        (lambda d: d["timings"].update(iteration_s=[0, 0.019]), r"\$\.timings\.iteration_s\[0\]", "0"),
+        (lambda d: d["timings"].update(optimizer_s=1e300), r"\$\.timings\.optimizer_s", "1e+300"),
+        (lambda d: d["layers"][2].update(forward_s=1e300), r"\$\.layers\[2\]\.forward_s", "1e+300"),
+        (lambda d: d.update(bucket_cap_mb=1e300), r"\$\.bucket_cap_mb", "1e+300"),
+        (lambda d: d.update(first_bucket_mb=1e-300), r"\$\.first_bucket_mb", "1e-300"),
+        # every parameter element takes at least a byte
+        (lambda d: d.update(param_count=10**15), r"\$\.param_count",
+         "1000000000000000: more parameters than param_bytes"),
+    ],
+)
+def test_numbers_past_any_model_are_refused_naming_the_field(tmp_path, mutate, path, shown):
+    data = _profile().to_dict()
+    mutate(data)
+    with pytest.raises(ValueError) as err:
+        Profile.load(_write(tmp_path, data))
+    msg = str(err.value)
+    assert re.search(r"bad\.json: " + path + ": invalid value", msg), msg
+    assert shown in msg and len(msg) < 300, msg
+
+
+@pytest.mark.parametrize("key, where", [
+    ("bucket_cap_mb", r"\$\.bucket_cap_mb"),
+    ("optimizer_s", r"\$\.timings\.optimizer_s"),
+    ("iteration_s", r"\$\.timings\.iteration_s\[0\]"),
+])
+def test_a_number_past_a_double_is_refused_naming_the_field(tmp_path, key, where):
+    """JSON reads 1e400 as infinity, which loaded; predictions then failed naming a
+    measurement the file does not have, and saving failed naming no field."""
+    text = json.dumps(_profile().to_dict())
+    value = {"bucket_cap_mb": "25", "optimizer_s": "0.002", "iteration_s": "[0.033"}[key]
+    assert text.count(f'"{key}": {value}') == 1
+    text = text.replace(f'"{key}": {value}', f'"{key}": {value[:1] if value[0] == "[" else ""}1e400')
+    with pytest.raises(ValueError, match=r"bad\.json: " + where + ": invalid value inf: not a finite number"):
+        Profile.load(_write_text(tmp_path, text))
+    p = _profile()
+    p.bucket_cap_mb = float("inf")
+    with pytest.raises(ValueError, match=r"^\$\.bucket_cap_mb: invalid value inf"):
+        p.save(tmp_path / "out.json")
+
+
+def test_every_numeric_field_of_the_schema_is_bounded():
+    """Each number a profile holds has a maximum (or a cross-field rule), so none can overflow
+    the engine's arithmetic; measurements are bounded by Measurement's own checks."""
+    schema = profile_schema()
+
+    def unbounded(node, path):
+        if isinstance(node, dict):
+            if node.get("type") in ("integer", "number") or node.get("type") in (["number", "null"],
+                                                                                 ["integer", "null"]):
+                if "maximum" not in node:
+                    yield path
+            for k, v in node.items():
+                yield from unbounded(v, f"{path}/{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from unbounded(v, f"{path}/{i}")
+
+    found = [p for p in unbounded(schema, "") if "/measurement/" not in p]
+    # bucket indices equal their position and last_layer indexes the layers (cross-field rules)
+    assert found == ["/$defs/bucket/properties/index", "/$defs/bucket/properties/last_layer"]
+
+
+# ---- what a compression hook sends: each bucket's own elements ------------------------------
+
+
+def test_allreduce_bytes_come_from_each_buckets_own_elements(tmp_path):
+    """A bucket records its gradient elements (numel); a comm hook sends numel x 2 bytes, so
+    a bf16 bucket sends its own size and an fp32 one half, whatever the frozen parameters
+    are. A profile from before numel scales by the mean element size, as it did."""
+    p = _profile()
+    p.allreduce_dtype = "fp16"
+    p.param_bytes = p.trainable_param_bytes = 2_393_984 + 2_000_000  # + a frozen bf16 million
+    p.param_count = 598_496 + 1_000_000
+    p.buckets[0].numel = 1_393_984 // 4
+    p.buckets[1].numel = 1_000_000 // 2  # a bf16 embedding
+    assert p.allreduce_bucket_bytes() == [1_393_984 / 2, 1_000_000.0]
+    q = Profile.load(p.save(tmp_path / "p.json"))
+    assert q == p and q.gradient_bytes() == 1_393_984 // 2 + 1_000_000
+    old = p.to_dict()
+    for b in old["buckets"]:
+        del b["numel"]
+    legacy = Profile.from_dict(old)
+    mean = (2_393_984 + 2_000_000) / (598_496 + 1_000_000)
+    assert legacy.buckets[0].numel is None
+    assert legacy.allreduce_bucket_bytes() == pytest.approx([1_393_984 * 2 / mean, 1_000_000 * 2 / mean])
+    bad = p.to_dict()
+    bad["buckets"][1]["numel"] = 300_000  # 3.33 bytes per element
+    with pytest.raises(ValueError, match=r"\$\.buckets\[1\]\.numel: invalid value 300000: bytes \(1000000\)"):
+        Profile.from_dict(bad)
+
+
+# ---- numpy scalars in add_measurement -------------------------------------------------------
+
+
+def test_add_measurement_takes_numpy_scalars_as_python_numbers():
+    np = pytest.importorskip("numpy")
+    p = _profile()
+    m = p.add_measurement("T4", np.int64(32), np.float32(0.25), forward_s=np.float64(0.05), gpus=np.int32(1),
+                          accumulation_steps=np.int64(2))
+    assert (m.local_batch, m.gpus, m.accumulation_steps) == (32, 1, 2)
+    assert type(m.local_batch) is int and type(m.gpus) is int and type(m.iteration_s) is float
+    assert m.iteration_s == pytest.approx(0.25) and type(m.forward_s) is float
+    assert Profile.from_json(p.to_json()).measurements == [m]
+    for bad in (np.float64(32.5), np.int64(0), np.float32("nan")):
+        with pytest.raises(ValueError, match=r"^local_batch: expected a positive integer"):
+            p.add_measurement("T4", bad, 0.25)
+
+
+@pytest.mark.parametrize("field", ["local_batch", "gpus", "accumulation_steps"])
+def test_huge_integer_counts_are_refused_naming_the_field(field):
+    # float(10**400) raised a bare OverflowError
+    kwargs = {"device": "T4", "local_batch": 8, "iteration_s": 0.1, field: 10**400}
+    with pytest.raises(ValueError, match=rf"^{field}: expected at most 2147483647"):
+        _profile().add_measurement(**kwargs)

@@ -1,7 +1,10 @@
 """srift.profile: FLOPs (1 MAC = 2 FLOPs), layers, bytes, timings, meta analysis, errors."""
 from __future__ import annotations
 
+import dataclasses
 import math
+import threading
+import warnings
 
 import pytest
 import torch
@@ -608,3 +611,276 @@ def test_an_old_amp_profile_from_a_real_device_warns_on_load(tmp_path):
     old["device"] = "cpu"
     with pytest.warns(UserWarning, match="AMP profile taken on cpu before srift recorded bytes"):
         assert Profile.from_dict(old).bytes_dtype is None
+
+
+# ---- inputs in a dataclass ------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Batch:
+    tokens: torch.Tensor
+    mask: torch.Tensor
+    lengths: torch.Tensor = dataclasses.field(init=False)  # recomputed by __post_init__
+
+    def __post_init__(self):
+        self.lengths = self.mask.sum(1)
+
+
+class _BatchNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(100, 32)
+        self.l1 = nn.Linear(32, 128)
+        self.l2 = nn.Linear(128, 10)
+
+    def forward(self, b: _Batch):
+        h = (self.emb(b.tokens) * b.mask.unsqueeze(-1)).sum(1) / b.lengths.unsqueeze(-1)
+        return self.l2(torch.relu(self.l1(h)))
+
+
+class _TupleNet(_BatchNet):
+    def forward(self, tokens, mask):
+        return super().forward(_Batch(tokens, mask))
+
+
+def _batch_parts(b=16):
+    g = torch.Generator().manual_seed(0)
+    return torch.randint(0, 100, (b, 12), generator=g), torch.ones(b, 12), torch.randint(0, 10, (b,), generator=g)
+
+
+def test_inputs_in_a_dataclass_are_sliced_for_the_half_batch():
+    """The batch size was read from inside a dataclass, but the dataclass was not sliced: the
+    "batch 8" pass ran all 16 samples again, so activations came out as 0 bytes per sample and
+    batch 8's timings were batch 16's. Dataclasses (also nested in a tuple, and with a field
+    __post_init__ computes) are now rebuilt with their tensors resized, as tuples are."""
+    tokens, mask, y = _batch_parts()
+    seen: list[int] = []
+
+    class Recording(_BatchNet):
+        def forward(self, b):
+            seen.append(b.tokens.shape[0])
+            assert b.mask.shape[0] == b.lengths.shape[0] == b.tokens.shape[0]
+            return super().forward(b)
+
+    as_tuple = profile(_TupleNet(), ((tokens, mask), y), F.cross_entropy, device="meta")
+    assert as_tuple.activation_bytes_per_sample > 0
+    for inputs, make in ((_Batch(tokens, mask), Recording), ((_Batch(tokens, mask),), Recording)):
+        seen.clear()
+        prof = profile(make(), (inputs, y), F.cross_entropy, device="meta")
+        assert seen == [16, 8]
+        assert prof.activation_bytes_per_sample == as_tuple.activation_bytes_per_sample
+        assert prof.total_forward_flops() == as_tuple.total_forward_flops()
+    seen.clear()
+    timed = profile(Recording(), (_Batch(tokens, mask), y), F.cross_entropy, warmup=0, repeats=1)
+    assert timed.timings.batch_sizes == [16, 8] and set(seen) == {16, 8} and seen.count(8) == 2
+    assert timed.activation_bytes_per_sample == as_tuple.activation_bytes_per_sample
+    # larger batches repeat the dataclass's tensors too
+    seen.clear()
+    profile(Recording(), (_Batch(tokens, mask), y), F.cross_entropy, device="meta", batch_sizes=[16, 40])
+    assert seen == [16, 40]
+
+
+def test_inputs_srift_cannot_resize_are_refused_naming_the_type():
+    """Tensors held as attributes of a plain object are found (the batch size is read from
+    them) but cannot be rebuilt: resizing them is refused, never timed as the full batch."""
+    tokens, mask, y = _batch_parts()
+
+    class Holder:
+        def __init__(self, tokens, mask):
+            self.tokens, self.mask = tokens, mask
+            self.lengths = mask.sum(1)
+
+    with pytest.raises(ValueError, match=r"batch: cannot resize inputs of type Holder from batch 16 to 8: tensors "
+                                         r"of shape \(16, 12\).*batch_sizes=\[16\]"):
+        profile(_BatchNet(), (Holder(tokens, mask), y), F.cross_entropy, warmup=0, repeats=1)
+    prof = profile(_BatchNet(), (Holder(tokens, mask), y), F.cross_entropy, batch_sizes=[16], warmup=0, repeats=1)
+    assert prof.timings.batch_sizes == [16] and prof.activation_bytes_per_sample > 0
+    # nor can they be moved to another device
+    with pytest.raises(ValueError, match=r"batch: cannot move a tensor of shape \(16, 12\) on cpu to meta"):
+        profile(_BatchNet(), (Holder(tokens, mask), y), F.cross_entropy, device="meta", batch_sizes=[16])
+
+
+# ---- modules srift cannot hook or copy ------------------------------------------------------
+
+
+class _Mlp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1 = nn.Linear(32, 64)
+        self.l2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.l2(torch.relu(self.l1(x)))
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_a_scripted_model_is_refused_saying_to_pass_the_eager_one(device):
+    """torch.jit.script'ed modules take no hooks: register_forward_pre_hook raised a RuntimeError
+    (a traceback from `srift profile`)."""
+    x, y = torch.randn(4, 32), torch.randint(0, 10, (4,))
+    with pytest.raises(ValueError, match=r"^model: it is a TorchScript module \(torch.jit.script\).*profile the "
+                                         "eager nn.Module"):
+        profile(torch.jit.script(_Mlp()), (x, y), F.cross_entropy, device=device)
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = torch.jit.script(_Mlp())
+
+        def forward(self, x):
+            return self.inner(x)
+
+    with pytest.raises(ValueError, match=r"^model: submodule 'inner' is a TorchScript module"):
+        profile(Outer(), (x, y), F.cross_entropy, device=device)
+    traced = torch.jit.trace(_Mlp(), x)
+    if device == "cpu":
+        assert profile(traced, (x, y), F.cross_entropy, warmup=0, repeats=1).param_count == 32 * 64 + 64 + 64 * 10 + 10
+    else:  # a deepcopy of it is a scripted module, its weights in TorchScript
+        with pytest.raises(ValueError, match=r"^device: a traced TorchScript module \(torch.jit.trace\) cannot be "
+                                             "copied to meta; profile it on cpu"):
+            profile(traced, (x, y), F.cross_entropy, device=device)
+
+
+class _Locked(_Mlp):
+    def __init__(self) -> None:
+        super().__init__()
+        self._stats_lock = threading.Lock()  # deepcopy cannot pickle it
+        self.cache = {"scale": torch.ones(1), "lock": threading.Lock()}
+
+    def forward(self, x):
+        return super().forward(x) * self.cache["scale"]
+
+
+def _old_weight_norm() -> nn.Module:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # deprecated, still common (WaveNet, TCN, wav2vec)
+        model = nn.Sequential(nn.utils.weight_norm(nn.Linear(32, 64)), nn.ReLU(),
+                              nn.utils.spectral_norm(nn.Linear(64, 10)))
+    model(torch.randn(2, 32))  # leaves its computed (non-leaf) weights behind, as training does
+    return model
+
+
+@pytest.mark.parametrize("make", [_old_weight_norm, _Locked])
+def test_models_deepcopy_refuses_profile_on_meta_as_on_cpu(make):
+    """--device meta deep-copied the model: the weight old-style weight_norm/spectral_norm
+    computes (not a graph leaf) and a threading.Lock made it a traceback. Every tensor a
+    module holds now becomes meta and what cannot be copied is shared; the model is untouched."""
+    torch.manual_seed(0)
+    model = make()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    x, y = torch.randn(8, 32), torch.randint(0, 10, (8,))
+    meta = profile(model, (x, y), F.cross_entropy, device="meta")
+    cpu = profile(model, (x, y), F.cross_entropy, device="cpu", warmup=0, repeats=1)
+    assert meta.total_forward_flops() == cpu.total_forward_flops() > 0
+    assert meta.total_backward_flops() == cpu.total_backward_flops()
+    assert meta.activation_bytes_per_sample == cpu.activation_bytes_per_sample
+    assert [b.param_names for b in meta.buckets] == [b.param_names for b in cpu.buckets]
+    assert all(t.device.type == "cpu" for t in model.state_dict().values())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_a_model_that_cannot_be_copied_to_meta_says_what_to_do(monkeypatch):
+    import copy
+
+    real = copy.deepcopy
+
+    def refusing(obj, memo=None):
+        if isinstance(obj, nn.Module):
+            raise TypeError("cannot pickle 'Handle' object")
+        return real(obj, memo)
+
+    monkeypatch.setattr(copy, "deepcopy", refusing)
+    with pytest.raises(ValueError, match=r"^device: the model \(_Mlp\) cannot be copied to meta for analysis "
+                                         r"\(TypeError: cannot pickle 'Handle' object\); build it on the meta device"):
+        profile(_Mlp(), (torch.randn(4, 32), torch.randint(0, 10, (4,))), F.cross_entropy, device="meta")
+
+
+# ---- precision="amp": a model that runs only under autocast -------------------------------
+
+
+class _Codebook(nn.Module):
+    """proj(x) @ codebook.t() with a half-precision codebook: it trains under torch.autocast
+    (autocast casts both operands), not without."""
+
+    def __init__(self, codebook_dtype: torch.dtype) -> None:
+        super().__init__()
+        self.proj = nn.Linear(32, 64)
+        self.register_buffer("codebook", torch.randn(100, 64).to(codebook_dtype))
+
+    def forward(self, x):
+        return self.proj(x) @ self.codebook.t()
+
+
+def test_a_model_that_runs_only_under_autocast_profiles_with_amp():
+    """The analysis pass runs without autocast so bytes are the model dtype's; it refused
+    such a model ("expected m1 and m2 to have the same dtype"). It is now analysed under
+    autocast, its bf16 tensors counted at fp32 size: the same FLOPs and bytes as the same
+    model with an fp32 codebook, which runs either way."""
+    torch.manual_seed(0)
+    x, y = torch.randn(8, 32), torch.randint(0, 100, (8,))
+
+    def loss(out, t):
+        return F.cross_entropy(out.float(), t)
+
+    with pytest.raises(ValueError, match="forward failed in module '<root>'"):
+        profile(_Codebook(torch.bfloat16), (x, y), loss, warmup=0, repeats=1)  # fp32 does not run it
+    amp = profile(_Codebook(torch.bfloat16), (x, y), loss, precision="amp", warmup=0, repeats=1)
+    reference = profile(_Codebook(torch.float32), (x, y), loss, precision="amp", warmup=0, repeats=1)
+    assert amp.timings is not None and amp.bytes_dtype == "model"
+    assert amp.total_forward_flops() == reference.total_forward_flops() > 0
+    assert amp.total_backward_flops() == reference.total_backward_flops()
+    assert amp.activation_bytes_per_sample == reference.activation_bytes_per_sample > 0
+    assert amp.total_forward_bytes() == reference.total_forward_bytes()
+
+
+# ---- smaller findings -----------------------------------------------------------------------
+
+
+class _Gqa(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Linear(64, 64)
+        self.kv = nn.Linear(64, 16)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, 8, 8).transpose(1, 2)
+        kv = self.kv(x).view(b, t, 2, 8).transpose(1, 2)
+        return F.scaled_dot_product_attention(q, kv, kv, enable_gqa=True).transpose(1, 2).flatten(2)
+
+
+def test_grouped_query_attention_counts_the_same_on_cpu_and_meta():
+    """SDPA with enable_gqa ran the fused kernel on cpu and the math path on meta (6% fewer
+    backward FLOPs, 11% more activations); both now run the fused kernel's formulas."""
+    x = torch.randn(4, 32, 64)
+    cpu, meta = (profile(_Gqa(), (x, None), lambda o, _t: o.pow(2).mean(), device=d, warmup=0, repeats=1)
+                 for d in ("cpu", "meta"))
+    assert cpu.total_forward_flops() == meta.total_forward_flops()
+    assert cpu.total_backward_flops() == meta.total_backward_flops()
+    assert cpu.activation_bytes_per_sample == meta.activation_bytes_per_sample
+    # the attention itself: 2 bmms forward, 5 backward (fused recompute), 8 query heads
+    attention = 2 * 2 * 8 * 32 * 32 * 8
+    linears = 2 * 32 * (64 * 64 + 64 * 16)
+    assert meta.total_forward_flops() == linears + attention
+    assert meta.total_backward_flops() == linears + 2.5 * attention  # x needs no gradient
+
+
+def test_parametrized_weights_count_in_their_layers_param_bytes():
+    """torch.nn.utils.parametrizations keep a weight under l1.parametrizations.weight.original*:
+    a module that is no layer, so the roofline's weight reads left those bytes out."""
+    from torch.nn.utils import parametrizations
+
+    model = nn.Sequential(parametrizations.weight_norm(nn.Linear(32, 64)), nn.ReLU(),
+                          parametrizations.spectral_norm(nn.Linear(64, 10)))
+    prof = profile(model, (torch.randn(8, 32), torch.randint(0, 10, (8,))), F.cross_entropy, device="meta")
+    by_name = {layer.name: layer.param_bytes for layer in prof.layers}
+    assert by_name["0"] == (64 * 32 + 64 + 64) * 4 and by_name["2"] == (10 * 64 + 10) * 4
+    assert sum(by_name.values()) == prof.param_bytes
+
+
+def test_bucket_caps_outside_the_profile_schemas_bounds_are_refused():
+    x, y = torch.randn(4, 32), torch.randint(0, 10, (4,))
+    for label, value in (("bucket_cap_mb", 1e12), ("first_bucket_mb", 1e-9), ("bucket_cap_mb", math.inf)):
+        with pytest.raises(ValueError, match=rf"^{label}: expected a number of MiB in \[1e-06, 1e\+09\]"):
+            profile(_Mlp(), (x, y), F.cross_entropy, device="meta", **{label: value})

@@ -85,3 +85,68 @@ def test_a_bad_model_file_is_one_line_naming_it(capsys, tmp_path, models_file, s
 def test_an_unknown_zoo_name_points_to_the_file_form(capsys):
     assert main(["profile", "--model", "mymodel", "--device", "meta"]) == 2
     assert "FILE.py:FACTORY" in capsys.readouterr().err
+
+
+HARD_MODELS = textwrap.dedent('''
+    import threading
+    import warnings
+
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(32, 64)
+            self.fc2 = nn.Linear(64, 10)
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+
+
+    def _batch(batch_size):
+        return torch.randn(batch_size, 32), torch.randint(0, 10, (batch_size,))
+
+
+    def scripted(batch_size):
+        return torch.jit.script(Net()), _batch(batch_size), F.cross_entropy
+
+
+    def weight_norm(batch_size):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = nn.Sequential(nn.utils.weight_norm(nn.Linear(32, 64)), nn.ReLU(), nn.Linear(64, 10))
+        return model, _batch(batch_size), F.cross_entropy
+
+
+    def locked(batch_size):
+        model = Net()
+        model.stats_lock = threading.Lock()
+        return model, _batch(batch_size), F.cross_entropy
+''')
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.:DeprecationWarning")
+@pytest.mark.parametrize(("factory", "device", "code", "message"), [
+    # tracebacks before: hooks refused by a ScriptModule, deepcopy refusing the model
+    ("scripted", "cpu", 2, r"model: it is a TorchScript module \(torch.jit.script\).*profile the eager nn.Module"),
+    ("scripted", "meta", 2, r"model: it is a TorchScript module"),
+    ("weight_norm", "meta", 0, None),
+    ("locked", "meta", 0, None),
+])
+def test_models_that_gave_tracebacks_are_profiled_or_refused_in_one_line(capsys, tmp_path, factory, device, code,
+                                                                          message):
+    path = tmp_path / "hard.py"
+    path.write_text(HARD_MODELS)
+    out = tmp_path / "p.json"
+    assert main(["profile", "--model", f"{path}:{factory}", "--device", device, "--batch-size", "4",
+                 "--warmup", "1", "--repeats", "1", "-o", str(out)]) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if message is None:
+        assert json.loads(out.read_text())["param_count"] > 0
+    else:
+        errors = [line for line in err.splitlines() if line.startswith("srift: error: ")]
+        assert len(errors) == 1 and re.search(message, errors[0]), err
