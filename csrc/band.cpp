@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -81,16 +82,19 @@ ScalingLookup scaling_lookup_unchecked(const ScalingBand& table, const int* gpus
   ScalingLookup out;
   bool all_whole = true, all_probed = true;
   int only = -1;  // the group of a lone instance
+  long long instances = 0;  // summed in 64 bits: two groups of INT_MAX instances wrapped
   for (int j = 0; j < n; ++j) {
     if (counts[j] < 1) continue;  // a group without instances takes no part
     only = j;
-    out.instances += counts[j];
+    instances += counts[j];
     out.gpus_per_instance = std::max(out.gpus_per_instance, gpus[j]);
     all_whole = all_whole && bands[j].measured_whole;
     // the probed band's steps had both links calibrated: every network, and the link inside
     // every multi-GPU instance
     all_probed = all_probed && bands[j].network_probed && (gpus[j] == 1 || bands[j].intra_probed);
   }
+  // saturated: only 0, 1 and "several" matter below (scaling_lookup rejects more than an int)
+  out.instances = static_cast<int>(std::min<long long>(instances, std::numeric_limits<int>::max()));
   if (out.instances < 1 || out.gpus_per_instance < 1) return out;
   if (out.instances == 1) {
     const GroupBand& band = bands[only];
@@ -116,7 +120,7 @@ ScalingLookup scaling_lookup(const ScalingBand& table, const int* gpus, const in
     throw std::invalid_argument("scaling_lookup: gpus, counts and bands must point to n entries, got a null pointer");
   }
   table.validate();
-  int instances = 0;
+  long long instances = 0;  // 64 bits: counts of INT_MAX each wrapped to a negative total
   for (int j = 0; j < n; ++j) {
     const std::string field = "groups[" + std::to_string(j) + "]";
     if (gpus[j] < 1) detail::fail(field + ".gpus", ">= 1", gpus[j]);
@@ -124,7 +128,10 @@ ScalingLookup scaling_lookup(const ScalingBand& table, const int* gpus, const in
     bands[j].validate(("bands[" + std::to_string(j) + "]").c_str());
     instances += counts[j];
   }
-  if (instances < 1) detail::fail("groups (instances in all)", ">= 1", instances);
+  if (instances < 1) detail::fail("groups (instances in all)", ">= 1", static_cast<double>(instances));
+  if (instances > std::numeric_limits<int>::max()) {  // ScalingLookup::instances is an int
+    detail::fail("groups (instances in all)", "<= 2147483647", static_cast<double>(instances));
+  }
   return scaling_lookup_unchecked(table, gpus, counts, bands, n);
 }
 
@@ -143,7 +150,7 @@ IterationBand iteration_band_unchecked(const IterationResult& result, const Grou
                                        const GroupBand* bands, int n, const ScalingBand& table) {
   IterationBand out;
   int gpus[kMaxGroups], counts[kMaxGroups];
-  int instances = 0;
+  long long instances = 0;  // 64 bits: groups of INT_MAX instances each wrapped to one instance
   for (int j = 0; j < n; ++j) {
     gpus[j] = groups[j].instance->gpus;
     counts[j] = groups[j].count;

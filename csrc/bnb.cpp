@@ -122,7 +122,10 @@ struct State {
   int n = 0;
   const OfferInfo* info[kMaxGroups];
   int count[kMaxGroups];
-  int W = 0, N = 0;
+  // Ranks and instances in 64 bits: held groups at their minimum counts, pushed on top of a
+  // count up to the batch, summed past INT_MAX (signed overflow, though the check after it
+  // caught the wrapped value).
+  long long W = 0, N = 0;
   double price = 0, sum_pic = 0, sum_e = 0, opt = 0, e_min = kInf, L0 = 0, ready0 = 0, rate = 0;
   double intra_bw = kInf, intra_lat = 0, net_bw = kInf, net_lat = 0;
   double intra_hops_lat = 0;  // Σ instances x (GPUs - 1) x intra latency: a broadcast chain's hops inside instances
@@ -131,11 +134,11 @@ struct State {
     info[n] = &o;
     count[n] = a;
     ++n;
-    W += a * o.gpus;
+    W += static_cast<long long>(a) * o.gpus;
     N += a;
     price += a * o.price;
     sum_pic += a * o.price * o.c;
-    sum_e += a * o.gpus * o.e;
+    sum_e += static_cast<double>(a) * o.gpus * o.e;
     opt = std::max(opt, o.opt);
     e_min = std::min(e_min, o.e);
     L0 = std::max(L0, o.c + o.s);
@@ -226,7 +229,7 @@ class Searcher {
         // Saturation is tested on the breakpoint itself so a cluster whose memory holds
         // exactly the batch is not lost to rounding.
         const double full = o.c + o.s * o.m;
-        sum += P.count[g] * o.gpus * (L >= full ? static_cast<double>(o.m) : (L - o.c) / o.s);
+        sum += static_cast<double>(P.count[g]) * o.gpus * (L >= full ? static_cast<double>(o.m) : (L - o.c) / o.s);
       }
       if (k_add > 0 && L > c_r) sum += k_add * (L - c_r);
       return sum;
@@ -282,7 +285,8 @@ class Searcher {
   double deadline_factor(const State& P) const {
     if (!(x_.band_exponent > 0) || P.n == 0) return 1.0;
     double floor = 1.0;
-    int instances = 0, gpus = 0;
+    long long instances = 0;  // counts summed in 64 bits (held groups may pass INT_MAX together)
+    int gpus = 0;
     bool not_whole = false, all_probed = true;
     for (int g = 0; g < P.n; ++g) {
       const OfferInfo& o = *P.info[g];
@@ -386,7 +390,7 @@ class Searcher {
       for (int g = 0; g < P.n; ++g) {
         const OfferInfo& o = *P.info[g];
         const double full = o.c + o.s * o.m;
-        absorbed += P.count[g] * o.gpus * (Lmax >= full ? static_cast<double>(o.m) : (Lmax - o.c) / o.s);
+        absorbed += static_cast<double>(P.count[g]) * o.gpus * (Lmax >= full ? static_cast<double>(o.m) : (Lmax - o.c) / o.s);
       }
       const double need = B - absorbed;
       if (need > kSlack * B) {  // rounding must not turn "exactly meets" into "misses"
@@ -538,25 +542,26 @@ class Searcher {
   // The least count of `o` added to P below which no plan holds the global batch: P's
   // workers, `a` instances of o and `groups_left` more groups of `rest` at their largest.
   // Those counts are skipped, not iterated (a large batch left thousands of them per node).
-  int first_count(const State& P, const OfferInfo& o, const RestStats& rest, int groups_left) const {
+  long long first_count(const State& P, const OfferInfo& o, const RestStats& rest, int groups_left) const {
     double hold = groups_left > 0 && rest.any ? groups_left * rest.scap : 0.0;
     for (int g = 0; g < P.n; ++g) hold += static_cast<double>(P.count[g]) * P.info[g]->gpus * P.info[g]->m;
     const double need = x_.B - hold;
     if (!(need > 0)) return 1;
     const double a = std::ceil(need / (static_cast<double>(o.gpus) * o.m));
-    return a > static_cast<double>(o.cap) ? o.cap + 1 : std::max(1, static_cast<int>(a));
+    return a > static_cast<double>(o.cap) ? o.cap + 1LL : std::max(1LL, static_cast<long long>(a));
   }
 
   // Adds opt[pos] with every count; evaluates the plans when `evaluate_here`, recurses.
   void count_loop(const Region& reg, const State& P, int pos, bool evaluate_here) {
     const OfferInfo& o = reg.opt[pos];
     const RestStats& after = reg.suffix[pos + 1];
-    const int hi = std::min({o.cap, r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
+    const long long hi =
+        std::min({static_cast<long long>(o.cap), r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
     const bool deeper = P.n + 1 < K_ && after.any;
-    for (int a = first_count(P, o, after, deeper ? K_ - P.n - 1 : 0); a <= hi; ++a) {
+    for (long long a = first_count(P, o, after, deeper ? K_ - P.n - 1 : 0); a <= hi; ++a) {
       if (stopped()) return;
       State Q = P;
-      Q.push(o, a);
+      Q.push(o, static_cast<int>(a));  // a <= cap, an int
       if (monotone_cut(Q, deeper ? after.e : kInf)) break;
       if (deeper) {
         const Bound b = bound(Q, after, K_ - Q.n);
@@ -576,11 +581,12 @@ class Searcher {
       return;
     }
     const OfferInfo& o = reg.held[h];
-    const int hi = std::min({o.cap, r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
-    for (int a = reg.held_min[h]; a <= hi; ++a) {
+    const long long hi =
+        std::min({static_cast<long long>(o.cap), r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
+    for (long long a = reg.held_min[h]; a <= hi; ++a) {
       if (stopped()) return;
       State Q = P;
-      Q.push(o, a);
+      Q.push(o, static_cast<int>(a));  // a <= cap, an int
       State M = Q;  // with the held groups still to come at their minimum: in every plan below
       bool fits = true;
       for (int j = h + 1; j < H; ++j) {
@@ -595,11 +601,11 @@ class Searcher {
   // Phase 1: the single-offer plans of one offer.
   void homogeneous(const Region& reg, int pos) {
     const OfferInfo& o = reg.opt[pos];
-    const int hi = std::min({o.cap, r_.max_instances, r_.global_batch / o.gpus});
-    for (int a = first_count(State{}, o, RestStats{}, 0); a <= hi; ++a) {
+    const long long hi = std::min({o.cap, r_.max_instances, r_.global_batch / o.gpus});
+    for (long long a = first_count(State{}, o, RestStats{}, 0); a <= hi; ++a) {  // 64 bits: hi may be INT_MAX
       if (stopped()) return;
       State Q;
-      Q.push(o, a);
+      Q.push(o, static_cast<int>(a));
       if (monotone_cut(Q, kInf)) break;
       consider(Q);
     }
@@ -611,11 +617,11 @@ class Searcher {
     const OfferInfo& o = reg.opt[pos];
     const RestStats& after = reg.suffix[pos + 1];
     if (!after.any) return;
-    const int hi = std::min({o.cap, r_.max_instances, r_.global_batch / o.gpus});
-    for (int a = first_count(State{}, o, after, K_ - 1); a <= hi; ++a) {
+    const long long hi = std::min({o.cap, r_.max_instances, r_.global_batch / o.gpus});
+    for (long long a = first_count(State{}, o, after, K_ - 1); a <= hi; ++a) {
       if (stopped()) return;
       State Q;
-      Q.push(o, a);
+      Q.push(o, static_cast<int>(a));
       if (monotone_cut(Q, after.e)) break;
       if (cut(bound(Q, after, K_ - 1), Q.price)) continue;
       extend(reg, Q, pos + 1);
@@ -764,9 +770,6 @@ SearchResult run(const SearchRequest& request, const CancelToken* cancel, Clock:
   Context x(request);
   build(x);
   Shared shared;
-  int threads = request.threads == 0 ? static_cast<int>(std::thread::hardware_concurrency())
-                                     : request.threads;
-  threads = std::max(1, threads);
   const bool has_held = !request.held.empty();
 
   // Tasks, ordered by their bound so good incumbents come early.
@@ -799,7 +802,7 @@ SearchResult run(const SearchRequest& request, const CancelToken* cancel, Clock:
   std::sort(phase1.begin(), phase1.end(), by_bound);
   std::sort(phase2.begin(), phase2.end(), by_bound);
   std::vector<char> done2(phase2.size(), 0);
-  threads = std::min(threads, std::max<int>(1, static_cast<int>(std::max(phase1.size(), phase2.size()))));
+  const int threads = detail::worker_threads(request.threads, std::max(phase1.size(), phase2.size()));
 
   std::vector<Searcher> searchers;
   searchers.reserve(threads);
@@ -832,13 +835,7 @@ SearchResult run(const SearchRequest& request, const CancelToken* cancel, Clock:
         shared.stop.store(true);
       }
     };
-    if (threads == 1) {
-      work(0);
-    } else {
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-      for (std::thread& th : pool) th.join();
-    }
+    detail::run_on_threads(threads, work);  // note "threads" in search_internal.hpp
     if (shared.error) std::rethrow_exception(shared.error);
   };
   run_phase(phase1, false);

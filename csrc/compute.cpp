@@ -116,6 +116,10 @@ ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpe
   if (m.per_sample_s() <= 0) {
     throw std::invalid_argument("layers have no FLOPs and no bytes: cannot estimate compute");
   }
+  if (!std::isfinite(m.fixed_s()) || !std::isfinite(m.per_sample_s()) || !std::isfinite(m.optimizer_s)) {
+    throw std::invalid_argument("layers' FLOPs or bytes on gpu '" + gpu.name +
+                                "' take more seconds than a double holds: cannot estimate compute");
+  }
   return m;
 }
 
@@ -227,12 +231,23 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
   if (shares_measured) {
     const double compute = out.compute_s(mean_b);
     const double f = forward_share_fixed;
-    const double fwd_scale = f * compute / out.forward_s(mean_b);
-    const double bwd_scale = (1 - f) * compute / out.backward_s(mean_b);
-    out.forward_fixed_s *= fwd_scale;
-    out.forward_per_sample_s *= fwd_scale;
-    out.backward_fixed_s *= bwd_scale;
-    out.backward_per_sample_s *= bwd_scale;
+    if (out.forward_s(mean_b) > 0 && out.backward_s(mean_b) > 0) {
+      const double fwd_scale = f * compute / out.forward_s(mean_b);
+      const double bwd_scale = (1 - f) * compute / out.backward_s(mean_b);
+      out.forward_fixed_s *= fwd_scale;
+      out.forward_per_sample_s *= fwd_scale;
+      out.backward_fixed_s *= bwd_scale;
+      out.backward_per_sample_s *= bwd_scale;
+    } else {
+      // A prior with no time in one phase (a roofline over layers with only backward FLOPs)
+      // has no shape to rescale there: 0 x (measured / 0) was NaN. Split the whole compute's
+      // shape by the measured share instead; compute_s(mean_b) stays the measured mean.
+      const double fixed = out.fixed_s(), per_sample = out.per_sample_s();
+      out.forward_fixed_s = f * fixed;
+      out.forward_per_sample_s = f * per_sample;
+      out.backward_fixed_s = (1 - f) * fixed;
+      out.backward_per_sample_s = (1 - f) * per_sample;
+    }
   }
   return out;
 }

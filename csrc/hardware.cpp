@@ -1,5 +1,7 @@
 #include "srift/hardware.hpp"
 
+#include <cmath>
+
 #include "validate.hpp"
 
 namespace srift {
@@ -7,10 +9,19 @@ namespace srift {
 void GpuSpec::validate() const {
   const std::string p = "gpu '" + name + "'.";
   detail::require_positive(p + "memory_bytes", memory_bytes);
-  detail::require_positive(p + "fp32_flops", fp32_flops);
-  detail::require_finite_nonneg(p + "tf32_flops", tf32_flops);
-  detail::require_finite_nonneg(p + "fp16_flops", fp16_flops);
-  detail::require_positive(p + "memory_bandwidth", memory_bandwidth);
+  // Peaks are divided into: a denormal one (5e-324 FLOP/s) passed "> 0" and turned the
+  // roofline times into inf and the features built on them into NaN. 1 per second is no GPU,
+  // but a floor that keeps those quotients finite.
+  auto peak = [&](const char* field, double v, bool zero_means_none) {
+    if (zero_means_none && v == 0) return;
+    if (!(v >= 1 && std::isfinite(v))) {
+      detail::fail(p + field, zero_means_none ? "0 (none) or finite and >= 1" : "finite and >= 1", v);
+    }
+  };
+  peak("fp32_flops", fp32_flops, false);
+  peak("tf32_flops", tf32_flops, true);
+  peak("fp16_flops", fp16_flops, true);
+  peak("memory_bandwidth", memory_bandwidth, false);
 }
 
 void InstanceSpec::validate() const {

@@ -16,7 +16,7 @@
 
 namespace srift::detail::json {
 
-// ---- a minimal JSON reader (RFC 8259 subset: no \u surrogate pairs beyond BMP) -----------
+// ---- a minimal JSON reader (RFC 8259; strings must be UTF-8, as Python's json reads them) ---
 
 struct Json {
   enum class T { null, boolean, number, string, array, object } t = T::null;
@@ -200,12 +200,83 @@ class Parser {
     return in.peek() == std::char_traits<char>::eof();
 #endif
   }
+  // Four hex digits exactly, as Python's json: strtoul took leading blanks, a sign and a
+  // partial number ("\\u 41x", "\\u+041" read as "A", "\\uZZZZ" as NUL).
+  unsigned hex4() {
+    if (i_ + 4 > s_.size()) error("truncated \\u escape");
+    unsigned code = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char h = s_[i_];
+      unsigned digit;
+      if (h >= '0' && h <= '9') digit = static_cast<unsigned>(h - '0');
+      else if (h >= 'a' && h <= 'f') digit = static_cast<unsigned>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F') digit = static_cast<unsigned>(h - 'A' + 10);
+      else error("\\u escape needs four hex digits");
+      code = code * 16 + digit;
+      ++i_;
+    }
+    return code;
+  }
+  static void put_utf8(std::string& out, unsigned code) {
+    if (code < 0x80) {
+      out.push_back(static_cast<char>(code));
+    } else if (code < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (code >> 6)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+    } else if (code < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (code >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (code >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+    }
+  }
+  // One raw UTF-8 character starting at i_ - 1 (its lead byte `lead` >= 0x80), copied to out.
+  // Strings reach Python as str: bytes that are not UTF-8 failed there, not here.
+  void raw_utf8(std::string& out, unsigned char lead) {
+    const std::size_t start = i_ - 1;
+    int extra;
+    unsigned code;
+    if (lead >= 0xC2 && lead <= 0xDF) extra = 1, code = lead & 0x1Fu;
+    else if (lead >= 0xE0 && lead <= 0xEF) extra = 2, code = lead & 0x0Fu;
+    else if (lead >= 0xF0 && lead <= 0xF4) extra = 3, code = lead & 0x07u;
+    else {
+      i_ = start;
+      error("invalid UTF-8 byte in a string");
+    }
+    for (int k = 0; k < extra; ++k) {
+      if (i_ >= s_.size() || (static_cast<unsigned char>(s_[i_]) & 0xC0u) != 0x80u) {
+        i_ = start;
+        error("invalid UTF-8 sequence in a string");
+      }
+      code = (code << 6) | (static_cast<unsigned char>(s_[i_]) & 0x3Fu);
+      ++i_;
+    }
+    const unsigned least[] = {0, 0x80, 0x800, 0x10000};
+    if (code < least[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
+      i_ = start;
+      error("invalid UTF-8 sequence in a string (overlong, a surrogate or past U+10FFFF)");
+    }
+    out.append(s_, start, i_ - start);
+  }
   std::string string_body() {
     ++i_;  // opening quote
     std::string out;
     while (i_ < s_.size()) {
       const char c = s_[i_++];
       if (c == '"') return out;
+      const unsigned char u = static_cast<unsigned char>(c);
+      if (u < 0x20) {  // as Python's json (strict): a raw control character is not JSON
+        --i_;
+        error("control character in a string");
+      }
+      if (u >= 0x80) {
+        raw_utf8(out, u);
+        continue;
+      }
       if (c != '\\') {
         out.push_back(c);
         continue;
@@ -222,20 +293,21 @@ class Parser {
         case 'r': out.push_back('\r'); break;
         case 't': out.push_back('\t'); break;
         case 'u': {
-          if (i_ + 4 > s_.size()) error("truncated \\u escape");
-          const unsigned code = static_cast<unsigned>(std::strtoul(s_.substr(i_, 4).c_str(), nullptr, 16));
-          i_ += 4;
-          // UTF-8 encode (names only; surrogates are kept as-is).
-          if (code < 0x80) {
-            out.push_back(static_cast<char>(code));
-          } else if (code < 0x800) {
-            out.push_back(static_cast<char>(0xC0 | (code >> 6)));
-            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
-          } else {
-            out.push_back(static_cast<char>(0xE0 | (code >> 12)));
-            out.push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
-            out.push_back(static_cast<char>(0x80 | (code & 0x3F)));
+          unsigned code = hex4();
+          // UTF-16 surrogates (Python's json.dumps writes characters past U+FFFF as a pair):
+          // a high one must be followed by an escaped low one, and a lone one is no
+          // character (each encoded alone was CESU-8, which Python cannot decode).
+          if (code >= 0xDC00 && code <= 0xDFFF) error("lone low surrogate in a \\u escape");
+          if (code >= 0xD800 && code <= 0xDBFF) {
+            if (!(i_ + 1 < s_.size() && s_[i_] == '\\' && s_[i_ + 1] == 'u')) {
+              error("high surrogate in a \\u escape not followed by a low one");
+            }
+            i_ += 2;
+            const unsigned low = hex4();
+            if (!(low >= 0xDC00 && low <= 0xDFFF)) error("high surrogate in a \\u escape not followed by a low one");
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
           }
+          put_utf8(out, code);
           break;
         }
         default: error("bad escape");

@@ -190,6 +190,11 @@ WorkloadStats::WorkloadStats(std::vector<LayerCost> layers, double optimizer_byt
     activation += l.forward_bytes;
     params += l.param_bytes;
   }
+  if (!std::isfinite(flops) || !std::isfinite(activation) || !std::isfinite(params)) {  // inf / inf shares: NaN
+    throw std::invalid_argument("layers' FLOPs or bytes sum past what a double holds (FLOPs " + detail::fmt(flops) +
+                                ", forward bytes " + detail::fmt(activation) + ", parameter bytes " +
+                                detail::fmt(params) + ")");
+  }
   const double total = flops > 0 ? flops : 1.0;
   for (int k = 0; k < kNumOpKinds; ++k) shares_[k] = by_kind[k] / total;
   const double traffic = 3 * activation + params;
@@ -203,9 +208,14 @@ double WorkloadStats::flop_share(OpKind kind) const {
   return shares_[k];
 }
 
-double WorkloadStats::log_work(double batch) const { return std::log10(std::max(flops_per_sample_ * batch, 1.0)); }
+double WorkloadStats::log_work(double batch) const {
+  // NaN came back as NaN (std::max(NaN, 1.0) is NaN), a feature no model had seen
+  if (!(batch >= 0 && batch < std::numeric_limits<double>::infinity())) detail::fail("batch", "finite and >= 0", batch);
+  return std::log10(std::max(flops_per_sample_ * batch, 1.0));
+}
 
 double WorkloadStats::membound_share(const GpuSpec& gpu, Precision precision) const {
+  gpu.validate();  // a memory_bandwidth of 0 gave 0 x inf: NaN
   const double peak = matmul_peak_flops(gpu, precision);
   const double tensor_peak =
       peak * ((precision != Precision::fp32 && peak > gpu.fp32_flops) ? kTensorEfficiency : kCudaEfficiency);
@@ -219,6 +229,10 @@ double WorkloadStats::membound_share(const GpuSpec& gpu, Precision precision) co
     const double t = std::max(t_flop, t_mem);
     total += t;
     if (t_mem > t_flop) bound += t;
+  }
+  if (!std::isfinite(total)) {  // inf / inf: a NaN share
+    throw std::invalid_argument("the layers' roofline time on gpu '" + gpu.name +
+                                "' is not finite (FLOPs or bytes past what its peaks turn into seconds)");
   }
   return bound / (total > 0 ? total : 1.0);
 }
@@ -307,17 +321,12 @@ std::vector<double> batch_grid(double max_batch) {
   return grid;
 }
 
-std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds,
-                                              double min_per_sample) {
-  if (batches.size() != seconds.size() || batches.empty()) {
-    throw std::invalid_argument("batches and seconds must have the same, non-zero length, got " +
-                                std::to_string(batches.size()) + " and " + std::to_string(seconds.size()));
-  }
-  for (std::size_t i = 0; i < batches.size(); ++i) {
-    detail::require_positive("batches[" + std::to_string(i) + "]", batches[i]);
-    detail::require_positive("seconds[" + std::to_string(i) + "]", seconds[i]);
-  }
-  detail::require_finite_nonneg("min_per_sample", min_per_sample);
+namespace {
+
+// affine_relative_fit on points scaled to magnitudes near 1 (see there).
+std::pair<double, double> affine_relative_fit_scaled(const std::vector<double>& batches,
+                                                     const std::vector<double>& seconds, bool floored,
+                                                     double min_per_sample) {
   // Least squares of [1, b] / t against 1: the normal equations of two unknowns.
   double s00 = 0, s01 = 0, s11 = 0, r0 = 0, r1 = 0, mean_per_sample = 0;
   for (std::size_t i = 0; i < batches.size(); ++i) {
@@ -330,11 +339,18 @@ std::pair<double, double> affine_relative_fit(const std::vector<double>& batches
     mean_per_sample += seconds[i] / batches[i];
   }
   mean_per_sample /= static_cast<double>(batches.size());
+  // squares past a double even at the scale of the points' middle: no fit (the caller throws)
+  const double sums[] = {s00, s01, s11, r0, r1, mean_per_sample};
+  for (double v : sums) {
+    if (!(v > 0 && v < std::numeric_limits<double>::infinity())) {
+      return {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
+    }
+  }
   const double det = s00 * s11 - s01 * s01;
   const bool one_batch = !(std::abs(det) > 1e-12 * s00 * s11);
   double fixed = one_batch ? 0.0 : (r0 * s11 - r1 * s01) / det;
   double per_sample = one_batch ? 0.0 : (s00 * r1 - s01 * r0) / det;
-  if (min_per_sample > 0) {
+  if (floored) {
     // The slope held at its floor where it falls short; the intercept refitted under it.
     if (one_batch || !(per_sample >= min_per_sample)) {
       per_sample = min_per_sample;
@@ -346,6 +362,44 @@ std::pair<double, double> affine_relative_fit(const std::vector<double>& batches
   if (one_batch) return {0.0, mean_per_sample};
   if (!(per_sample > 0)) return {0.0, mean_per_sample};
   if (fixed < 0) return {0.0, r1 / s11};  // through the origin: sum(b/t) / sum((b/t)^2)
+  return {fixed, per_sample};
+}
+
+}  // namespace
+
+std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds,
+                                              double min_per_sample) {
+  if (batches.size() != seconds.size() || batches.empty()) {
+    throw std::invalid_argument("batches and seconds must have the same, non-zero length, got " +
+                                std::to_string(batches.size()) + " and " + std::to_string(seconds.size()));
+  }
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    detail::require_positive("batches[" + std::to_string(i) + "]", batches[i]);
+    detail::require_positive("seconds[" + std::to_string(i) + "]", seconds[i]);
+  }
+  detail::require_finite_nonneg("min_per_sample", min_per_sample);
+  // The normal equations square 1/t and b/t: seconds near 1e300 underflowed them to 0 (a fixed
+  // time of +inf came back), near 1e-300 overflowed them. Fit on seconds and batches scaled
+  // by powers of two to around 1, then scale back: exact, so wherever nothing under- or
+  // overflowed the fit is the same to the bit.
+  const auto [t_lo, t_hi] = std::minmax_element(seconds.begin(), seconds.end());
+  const auto [b_lo, b_hi] = std::minmax_element(batches.begin(), batches.end());
+  const int et = (std::ilogb(*t_lo) + std::ilogb(*t_hi)) / 2;
+  const int eb = (std::ilogb(*b_lo) + std::ilogb(*b_hi)) / 2;
+  std::vector<double> b(batches.size()), t(seconds.size());
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    b[i] = std::scalbn(batches[i], -eb);
+    t[i] = std::scalbn(seconds[i], -et);
+  }
+  auto [fixed, per_sample] =
+      affine_relative_fit_scaled(b, t, min_per_sample > 0, std::scalbn(min_per_sample, eb - et));
+  fixed = std::scalbn(fixed, et);
+  per_sample = std::scalbn(per_sample, et - eb);
+  if (!std::isfinite(fixed) || !std::isfinite(per_sample)) {
+    throw std::invalid_argument("seconds / batches span too wide a range to fit (seconds " + detail::fmt(*t_lo) +
+                                " to " + detail::fmt(*t_hi) + ", batches " + detail::fmt(*b_lo) + " to " +
+                                detail::fmt(*b_hi) + "): the fit is not a finite number");
+  }
   return {fixed, per_sample};
 }
 

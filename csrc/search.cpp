@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -248,16 +249,18 @@ class Enumerator {
 
   void recurse(int depth, int i, int next) {
     const Offer& o = r_.offers[i];
-    const int gpus = r_.instances[o.instance].gpus;
-    for (int a = 1; a <= o.max_count && instances_ + a <= r_.max_instances; ++a) {
+    const long long gpus = r_.instances[o.instance].gpus;
+    // Counts, ranks and instances in 64 bits: GPUs x count past INT_MAX wrapped, and a rank
+    // count of 0 then divided by zero in the simulator (a count loop up to INT_MAX too).
+    for (long long a = 1; a <= o.max_count && instances_ + a <= r_.max_instances; ++a) {
       if (workers_ + gpus * a > r_.global_batch) break;  // more ranks than samples: never feasible
       if (cancel_ != nullptr && cancel_->is_cancelled()) return;
       c_.offer[depth] = i;
-      c_.count[depth] = a;
+      c_.count[depth] = static_cast<int>(a);  // <= max_count, an int
       c_.n = depth + 1;
       workers_ += gpus * a;
       instances_ += a;
-      rate_ += a * o.interruptions_per_hour;
+      rate_ += static_cast<double>(a) * o.interruptions_per_hour;
       if (holds_all()) evaluate();
       if (depth + 1 < r_.max_types) {
         for (int j = next; j < static_cast<int>(r_.offers.size()); ++j) {
@@ -267,7 +270,7 @@ class Enumerator {
       }
       workers_ -= gpus * a;
       instances_ -= a;
-      rate_ -= a * o.interruptions_per_hour;
+      rate_ -= static_cast<double>(a) * o.interruptions_per_hour;
       c_.offer[depth] = -1;
       c_.count[depth] = 0;
       c_.n = depth;
@@ -316,8 +319,8 @@ class Enumerator {
   SimOptions options_;
   IterationResult result_;
   Candidate c_;
-  int workers_ = 0;
-  int instances_ = 0;
+  long long workers_ = 0;
+  long long instances_ = 0;
   double rate_ = 0;
 };
 
@@ -379,6 +382,7 @@ void SearchRequest::validate() const {
     detail::fail("held (count)", "<= max_types (" + std::to_string(max_types) + ")",
                  static_cast<double>(held.size()));
   }
+  long long held_workers = 0;  // every plan holds these ranks: simulate()'s limit on them
   for (std::size_t i = 0; i < held.size(); ++i) {
     const std::string f = "held[" + std::to_string(i) + "].";
     const PlanGroup& h = held[i];
@@ -387,6 +391,11 @@ void SearchRequest::validate() const {
                               "), got " + std::to_string(h.offer));
     }
     if (h.count < 1) detail::fail(f + "count", ">= 1", h.count);
+    held_workers += static_cast<long long>(h.count) * instances[offers[h.offer].instance].gpus;
+    if (held_workers > std::numeric_limits<int>::max()) {
+      detail::fail(f + "count (workers: instances x GPUs over the held groups)", "<= 2147483647",
+                   static_cast<double>(held_workers));
+    }
     if (offers[h.offer].region != offers[held[0].offer].region) {
       detail::fail(f + "offer's region", "the region of held[0] (" +
                                              std::to_string(offers[held[0].offer].region) + ")",
@@ -427,6 +436,14 @@ void plan_totals(const SearchRequest& request, Plan& plan) {
       throw std::out_of_range("plan.groups[" + std::to_string(k) + "].offer must index request.offers (size " +
                               std::to_string(request.offers.size()) + "), got " + std::to_string(g.offer));
     }
+    // plan_band below reads the offer's instance: an unvalidated request's index read past
+    // request.instances (as SearchRequest::validate says it).
+    const int instance = request.offers[static_cast<std::size_t>(g.offer)].instance;
+    if (instance < 0 || instance >= static_cast<int>(request.instances.size())) {
+      throw std::out_of_range("request.offers[" + std::to_string(g.offer) +
+                              "].instance must index request.instances (size " +
+                              std::to_string(request.instances.size()) + "), got " + std::to_string(instance));
+    }
   }
   const double rate = plan_interruptions_per_hour(request, plan.groups);
   const double nominal = request.iterations * plan.iteration.iteration_s;
@@ -453,9 +470,7 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
   request.validate();
   const auto started = std::chrono::steady_clock::now();
   const int n_offers = static_cast<int>(request.offers.size());
-  int threads = request.threads == 0 ? static_cast<int>(std::thread::hardware_concurrency())
-                                     : request.threads;
-  threads = std::max(1, std::min(threads, std::max(1, n_offers)));
+  const int threads = detail::worker_threads(request.threads, static_cast<std::size_t>(n_offers));
 
   std::vector<ThreadState> states(threads);
   std::exception_ptr first_error;
@@ -470,13 +485,7 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
       if (!first_error) first_error = std::current_exception();
     }
   };
-  if (threads == 1) {
-    work(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-    for (std::thread& th : pool) th.join();
-  }
+  detail::run_on_threads(threads, work);  // note "threads" in search_internal.hpp
   if (first_error) std::rethrow_exception(first_error);
 
   // Merge the threads' findings.

@@ -4,8 +4,10 @@
 // Both searches must agree bit for bit on a plan's totals, so they are computed only here.
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "srift/band.hpp"
@@ -66,6 +68,49 @@ inline void offer_top_k(std::vector<Candidate>& top, const Candidate& c, int k, 
   });
   top.insert(pos, c);
   if (static_cast<int>(top.size()) > k) top.pop_back();
+}
+
+/// Note "threads". The worker threads one search runs: SearchRequest::threads (0: the hardware
+/// concurrency), at most kThreadsPerCore per hardware thread (a search is CPU-bound: more only
+/// costs stacks, and a `threads` of 2^31 - 1 from Python asked the OS for that many) and at
+/// most `tasks` (the units of work that can run at once), and at least 1.
+constexpr int kThreadsPerCore = 4;
+inline int worker_threads(int requested, std::size_t tasks) {
+  const long long cores = std::max(1u, std::thread::hardware_concurrency());
+  long long threads = requested == 0 ? cores : requested;
+  threads = std::min({threads, kThreadsPerCore * cores, static_cast<long long>(std::max<std::size_t>(1, tasks))});
+  return static_cast<int>(std::max(1LL, threads));
+}
+
+/// Runs work(0) .. work(n - 1), each exactly once, on up to n threads, the caller's included.
+/// A thread the OS refuses to start (std::thread throws std::system_error: EAGAIN under a pids
+/// limit or out of address space) is no error: the caller runs the work of every thread that
+/// did not start after its own, so the result is the same. A throwing std::thread inside a
+/// std::vector<std::thread> of running threads called std::terminate. Every started thread is
+/// joined before this returns or throws. `work` reports its own errors (it should not throw).
+template <class Work>
+void run_on_threads(int n, Work&& work) {
+  std::vector<std::thread> pool;
+  struct Joiner {
+    std::vector<std::thread>& pool;
+    ~Joiner() {
+      for (std::thread& th : pool) {
+        if (th.joinable()) th.join();
+      }
+    }
+  } joiner{pool};
+  int started = 1;  // work(0) is the caller's
+  try {
+    pool.reserve(static_cast<std::size_t>(std::max(0, n - 1)));
+    for (int t = 1; t < n; ++t) {
+      pool.emplace_back(work, t);  // a throw here leaves the pool as it was
+      started = t + 1;
+    }
+  } catch (const std::exception&) {
+    // fewer threads: the caller takes the rest below
+  }
+  work(0);
+  for (int t = started; t < n; ++t) work(t);
 }
 
 /// Expected wall time of a run of `nominal_s` seconds at `rate` interruptions per hour: the

@@ -177,26 +177,34 @@ void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,
     out.infeasible = Infeasible::too_many_groups;
     return;
   }
-  int workers = 0, instances = 0;
+  // Ranks and instances in 64 bits: instances x GPUs past INT_MAX wrapped (to 0 ranks, which
+  // divided by zero below). More ranks than the global batch is infeasible before any int
+  // holds them, so past this check every count fits an int.
+  constexpr long long kIntMax = std::numeric_limits<int>::max();
+  long long workers_ll = 0, instances = 0;
   long long memory_capacity = 0;
   for (int g = 0; g < n; ++g) {
     const InstanceSpec& inst = *groups[g].instance;
     GroupResult& r = out.groups[g];
     r = GroupResult{};
-    r.workers = groups[g].count * inst.gpus;
+    const long long group_workers = static_cast<long long>(groups[g].count) * inst.gpus;
+    r.workers = static_cast<int>(std::min(group_workers, kIntMax));
     r.max_batch = max_local_batch(w, inst, options);
-    workers += r.workers;
+    workers_ll += group_workers;
     instances += groups[g].count;
-    memory_capacity += static_cast<long long>(r.workers) * r.max_batch;
     out.usd_per_hour += groups[g].count * groups[g].usd_per_hour;
   }
-  out.workers = workers;
-  if (workers > options.global_batch) {
+  out.workers = static_cast<int>(std::min(workers_ll, kIntMax));
+  if (workers_ll > options.global_batch) {
     out.infeasible = Infeasible::batch_smaller_than_workers;
     return;
   }
+  const int workers = static_cast<int>(workers_ll);
   bool weights_fit = true;
-  for (int g = 0; g < n; ++g) weights_fit = weights_fit && out.groups[g].max_batch >= 1;
+  for (int g = 0; g < n; ++g) {
+    weights_fit = weights_fit && out.groups[g].max_batch >= 1;
+    memory_capacity += static_cast<long long>(out.groups[g].workers) * out.groups[g].max_batch;
+  }
   if (!weights_fit) {
     out.infeasible = Infeasible::memory;
     return;
@@ -382,8 +390,15 @@ std::string describe_infeasible(const IterationResult& r, const SimOptions& opti
       if (r.num_groups < 0 || r.num_groups > kMaxGroups) {  // a hand-made result: groups[] holds kMaxGroups
         detail::fail("result.num_groups", "0.." + std::to_string(kMaxGroups), r.num_groups);
       }
+      // A hand-made result without a rank holds no sample: the steps below divided by 0.
+      if (r.num_groups < 1) detail::fail("result.num_groups", ">= 1 for a memory-infeasible result", r.num_groups);
       for (int g = 0; g < r.num_groups; ++g) {
-        capacity += static_cast<long long>(r.groups[g].workers) * r.groups[g].max_batch;
+        if (r.groups[g].workers < 1) {
+          detail::fail("result.groups[" + std::to_string(g) + "].workers", ">= 1", r.groups[g].workers);
+        }
+        // each term < 2^62; capped so four of them cannot overflow (past the batch is enough)
+        capacity = std::min(capacity + static_cast<long long>(r.groups[g].workers) * std::max(0, r.groups[g].max_batch),
+                            1LL << 62);
         if (r.groups[g].max_batch < 1) {
           weights_fit = false;
           s << "the model's weights, gradients and optimizer state do not fit one GPU of group "

@@ -64,13 +64,14 @@ void SpotParams::validate() const {
 }
 
 double poisson_cdf(long long k, double mean) {
-  if (!std::isfinite(mean)) detail::fail("mean", "finite", mean);  // NaN escaped the window
+  // NaN escaped the window; a negative mean came back as a certainty (1.0)
+  if (!std::isfinite(mean) || mean < 0) detail::fail("mean", "finite and >= 0", mean);
   return poisson_cdf_impl(k, mean);
 }
 
 long long poisson_quantile(double mean, double q) {
   if (!(q >= 0 && q < 1)) detail::fail("q", "in [0, 1)", q);
-  if (std::isnan(mean)) detail::fail("mean", "a number", mean);
+  if (!(mean >= 0)) detail::fail("mean", ">= 0 (+inf: past any count)", mean);
   if (mean <= 0) return 0;
   if (!(mean < 4e18)) return std::numeric_limits<long long>::max();  // past what a count holds
   long long k = 0;
@@ -146,9 +147,18 @@ double miss_given(const SpotEstimate& e, double deadline_s) {
   return std::max(0.0, 1.0 - poisson_cdf_impl(kk, e.expected_interruptions));
 }
 
+// The run's inputs, as estimate_spot checks them (plain comparisons first: the searches call
+// these per plan): a NaN rate read as "no preemption" and a negative time came back.
+void check_run(double nominal_s, double interruptions_per_hour) {
+  if (nominal_s >= 0 && interruptions_per_hour >= 0 && interruptions_per_hour < kInf) return;
+  if (!(nominal_s >= 0)) detail::fail("nominal_s", ">= 0", nominal_s);
+  detail::fail("interruptions_per_hour", "finite and >= 0", interruptions_per_hour);
+}
+
 }  // namespace
 
 double spot_expected_s(double nominal_s, double interruptions_per_hour, const SpotParams& params) {
+  check_run(nominal_s, interruptions_per_hour);
   if (!(interruptions_per_hour > 0)) return nominal_s;
   SpotEstimate e;
   expectation(nominal_s, interruptions_per_hour, params, e);
@@ -157,11 +167,7 @@ double spot_expected_s(double nominal_s, double interruptions_per_hour, const Sp
 
 SpotEstimate estimate_spot(double nominal_s, double interruptions_per_hour, const SpotParams& p,
                            double deadline_s) {
-  // A NaN rate read as "no preemption" and a negative time came back as the answer.
-  if (!(nominal_s >= 0)) detail::fail("nominal_s", ">= 0", nominal_s);
-  if (!(interruptions_per_hour >= 0) || std::isinf(interruptions_per_hour)) {
-    detail::fail("interruptions_per_hour", "finite and >= 0", interruptions_per_hour);
-  }
+  check_run(nominal_s, interruptions_per_hour);
   if (std::isnan(deadline_s)) detail::fail("deadline_s", "a number (inf: none)", deadline_s);
   SpotEstimate e;
   e.interruptions_per_hour = interruptions_per_hour;
@@ -185,6 +191,8 @@ SpotEstimate estimate_spot(double nominal_s, double interruptions_per_hour, cons
 
 double spot_miss_probability(double nominal_s, double interruptions_per_hour, const SpotParams& p,
                              double deadline_s) {
+  check_run(nominal_s, interruptions_per_hour);
+  if (std::isnan(deadline_s)) detail::fail("deadline_s", "a number (inf: none)", deadline_s);
   if (!(interruptions_per_hour > 0)) return nominal_s > deadline_s ? 1.0 : 0.0;
   SpotEstimate e;
   expectation(nominal_s, interruptions_per_hour, p, e);

@@ -2,6 +2,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,10 +15,80 @@ namespace py = pybind11;
 
 namespace srift::bindings {
 
-std::vector<LayerCost> to_layers(const IntArray& kind, const DoubleArray& forward_flops,
+namespace {
+
+[[noreturn]] void bad_kind(py::ssize_t i, const std::string& value) {
+  throw std::invalid_argument("kind[" + std::to_string(i) + "] must be an integer OpKind value, got " + value);
+}
+
+int checked_kind(py::ssize_t i, long long v) {
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) bad_kind(i, std::to_string(v));
+  return static_cast<int>(v);  // the core names a value that is no OpKind
+}
+
+// The kinds as ints, refusing what an int32 forcecast wrapped or truncated.
+std::vector<int> to_kinds(const py::object& kind_object) {
+  const py::array kind = py::array::ensure(kind_object);  // a list, a tuple, an array
+  if (!kind) throw std::invalid_argument("kind must be an array of integer OpKind values (one per layer)");
+  if (kind.ndim() != 1) {
+    throw std::invalid_argument("kind must be 1-D (one entry per layer), got " + std::to_string(kind.ndim()) +
+                                " dimensions");
+  }
+  const py::ssize_t n = kind.size();
+  std::vector<int> out(static_cast<std::size_t>(n));
+  const char k = kind.dtype().kind();
+  if (k == 'i' || k == 'b') {
+    const auto a = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(kind);
+    auto r = a.unchecked<1>();
+    for (py::ssize_t i = 0; i < n; ++i) out[i] = checked_kind(i, r(i));
+  } else if (k == 'u') {
+    const auto a = py::array_t<unsigned long long, py::array::c_style | py::array::forcecast>::ensure(kind);
+    auto r = a.unchecked<1>();
+    for (py::ssize_t i = 0; i < n; ++i) {
+      if (r(i) > static_cast<unsigned long long>(std::numeric_limits<int>::max())) bad_kind(i, std::to_string(r(i)));
+      out[i] = static_cast<int>(r(i));
+    }
+  } else if (k == 'f') {
+    const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(kind);
+    auto r = a.unchecked<1>();
+    for (py::ssize_t i = 0; i < n; ++i) {
+      const double v = r(i);
+      if (!(v == std::floor(v)) || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+        bad_kind(i, py::str(py::float_(v)).cast<std::string>());
+      }
+      out[i] = static_cast<int>(v);
+    }
+  } else if (k == 'O') {  // e.g. a list of OpKind members
+    for (py::ssize_t i = 0; i < n; ++i) {
+      py::object item = kind.attr("item")(i);
+      if (PyFloat_Check(item.ptr())) {  // __index__ refuses it below, but name a whole float's value
+        const double v = item.cast<double>();
+        if (!(v == std::floor(v)) || std::abs(v) > 2147483647.0) bad_kind(i, py::str(item).cast<std::string>());
+        out[i] = static_cast<int>(v);
+        continue;
+      }
+      PyObject* index = PyNumber_Index(item.ptr());
+      if (index == nullptr) {
+        PyErr_Clear();
+        bad_kind(i, py::repr(item).cast<std::string>());
+      }
+      const long long v = py::reinterpret_steal<py::int_>(index).cast<long long>();  // OverflowError past 64 bits
+      out[i] = checked_kind(i, v);
+    }
+  } else {
+    throw std::invalid_argument("kind must hold integer OpKind values, got an array of dtype " +
+                                py::str(kind.dtype()).cast<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<LayerCost> to_layers(const py::object& kind_array, const DoubleArray& forward_flops,
                                  const DoubleArray& backward_flops, const DoubleArray& forward_bytes,
                                  const DoubleArray& param_bytes) {
-  const py::ssize_t n = kind.size();
+  const std::vector<int> kind = to_kinds(kind_array);
+  const py::ssize_t n = static_cast<py::ssize_t>(kind.size());
   const std::pair<const char*, py::ssize_t> sizes[] = {{"forward_flops", forward_flops.size()},
                                                        {"backward_flops", backward_flops.size()},
                                                        {"forward_bytes", forward_bytes.size()},
@@ -28,13 +100,12 @@ std::vector<LayerCost> to_layers(const IntArray& kind, const DoubleArray& forwar
     }
   }
   std::vector<LayerCost> layers(static_cast<std::size_t>(n));
-  auto k = kind.unchecked<1>();
   auto ff = forward_flops.unchecked<1>();
   auto bf = backward_flops.unchecked<1>();
   auto fb = forward_bytes.unchecked<1>();
   auto pb = param_bytes.unchecked<1>();
   for (py::ssize_t i = 0; i < n; ++i) {
-    layers[i] = LayerCost{static_cast<OpKind>(k(i)), ff(i), bf(i), fb(i), pb(i)};
+    layers[i] = LayerCost{static_cast<OpKind>(kind[static_cast<std::size_t>(i)]), ff(i), bf(i), fb(i), pb(i)};
   }
   return layers;
 }
@@ -78,7 +149,7 @@ void bind_compute(py::module_& m) {
 
   m.def(
       "roofline_compute",
-      [](const IntArray& kind, const DoubleArray& forward_flops, const DoubleArray& backward_flops,
+      [](const py::object& kind, const DoubleArray& forward_flops, const DoubleArray& backward_flops,
          const DoubleArray& forward_bytes, const DoubleArray& param_bytes, const GpuSpec& gpu,
          Precision precision, double optimizer_bytes, const RooflineParams& params) {
         std::vector<LayerCost> layers =
@@ -98,7 +169,7 @@ void bind_compute(py::module_& m) {
 
   m.def(
       "roofline_backward_times",
-      [](const IntArray& kind, const DoubleArray& forward_flops, const DoubleArray& backward_flops,
+      [](const py::object& kind, const DoubleArray& forward_flops, const DoubleArray& backward_flops,
          const DoubleArray& forward_bytes, const DoubleArray& param_bytes, const GpuSpec& gpu,
          Precision precision, double batch, const RooflineParams& params) {
         std::vector<LayerCost> layers =

@@ -31,6 +31,7 @@ void bind_learned(py::module_& m) {
           case LearnedModel::Type::linear: return std::string("linear");
           case LearnedModel::Type::tree_ensemble: return std::string("tree_ensemble");
           case LearnedModel::Type::mlp: return std::string("mlp");
+          case LearnedModel::Type::mean: return std::string("mean");  // compute_absolute.json
         }
         return std::string("unknown");
       })

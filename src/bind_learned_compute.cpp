@@ -13,7 +13,7 @@ namespace srift::bindings {
 
 void bind_learned_compute(py::module_& m) {
   py::class_<WorkloadStats>(m, "WorkloadStats", "GPU-independent descriptors of a profiled workload's layers.")
-      .def(py::init([](const IntArray& kind, const DoubleArray& forward_flops, const DoubleArray& backward_flops,
+      .def(py::init([](const py::object& kind, const DoubleArray& forward_flops, const DoubleArray& backward_flops,
                        const DoubleArray& forward_bytes, const DoubleArray& param_bytes, double optimizer_bytes) {
              return WorkloadStats(to_layers(kind, forward_flops, backward_flops, forward_bytes, param_bytes),
                                   optimizer_bytes);

@@ -29,11 +29,12 @@ struct GroupSpecs {
 };
 
 using DoubleArray = pybind11::array_t<double, pybind11::array::c_style | pybind11::array::forcecast>;
-using IntArray = pybind11::array_t<int, pybind11::array::c_style | pybind11::array::forcecast>;
 
 /// Layer columns (one entry per layer) as the core's LayerCost rows; ValueError when their
-/// lengths differ.
-std::vector<LayerCost> to_layers(const IntArray& kind, const DoubleArray& forward_flops,
+/// lengths differ. `kind` is any 1-D array of OpKind values (integers, integral floats or
+/// OpKind objects): a value that is not an integer, or past an int, is a ValueError naming
+/// kind[i] (a forcecast to int32 read 2**32 as matmul and 1.7 as conv).
+std::vector<LayerCost> to_layers(const pybind11::object& kind, const DoubleArray& forward_flops,
                                  const DoubleArray& backward_flops, const DoubleArray& forward_bytes,
                                  const DoubleArray& param_bytes);
 

@@ -344,3 +344,35 @@ TEST(Band, NullPointersAreRefusedNotDereferenced) {
   r.num_groups = srift::kMaxGroups + 5;
   EXPECT_THROW(srift::describe_infeasible(r, srift::SimOptions{}), std::invalid_argument);
 }
+
+TEST(Band, InstanceCountsAreSummedPastAnInt) {
+  // Two groups of INT_MAX instances: the int sum wrapped (-2), scaling_lookup then refused its
+  // own total, and iteration_band took the cluster for a single instance (its compute band
+  // instead of compute_several).
+  const ScalingBand t = numbered_table();
+  GroupBand bands[2];
+  int gpus[] = {1, 1}, counts[] = {2147483647, 2147483647};
+  try {
+    srift::scaling_lookup(t, gpus, counts, bands, 2);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("groups (instances in all) must be <= 2147483647, got 4294967294"),
+              std::string::npos)
+        << e.what();
+  }
+  const srift::ScalingLookup l = srift::scaling_lookup_unchecked(t, gpus, counts, bands, 2);
+  EXPECT_EQ(l.instances, 2147483647);  // saturated: several instances
+  EXPECT_TRUE(l.applies);
+  EXPECT_EQ(l.factors.p90, t.cell(ScalingScope::multi_instance, 0).p90);
+
+  srift::InstanceSpec one_gpu;
+  one_gpu.gpus = 1;
+  srift::GroupSpec g[] = {{&one_gpu, 2147483647, {}, 1.0}, {&one_gpu, 2147483647, {}, 1.0}};
+  for (GroupBand& b : bands) {
+    b.compute = {0.9, 1.1};
+    b.compute_several = {0.8, 1.2};
+  }
+  const auto band = srift::iteration_band(result_of(1.0, {1.0, 1.0}), g, bands, 2, t);
+  EXPECT_EQ(band.compute.p90, 1.2);
+  EXPECT_EQ(band.scaling.instances, 2147483647);
+}

@@ -155,3 +155,32 @@ TEST(Compute, AnchorRefusesNonFiniteOrImpossiblePhases) {
   // an enum value that names none of Precision's
   EXPECT_THROW(srift::roofline_compute({}, v100(), static_cast<srift::Precision>(7), 0), std::invalid_argument);
 }
+
+TEST(Compute, AnchorGivesAPhaseTheModelHasNoTimeInTheMeasuredShare) {
+  // A prior with no forward time (a roofline over layers with only backward FLOPs): one
+  // measured batch rescaled 0 forward terms by measured / 0, and NaN came back.
+  srift::ComputeModel prior;
+  prior.backward_fixed_s = 0.1;
+  prior.backward_per_sample_s = 0.01;
+  ASSERT_NO_THROW(prior.validate());
+  const srift::ComputeModel m = srift::anchor_to_measurements(prior, {{8, 1.0, 0.3, 0.5}});
+  ASSERT_NO_THROW(m.validate());
+  EXPECT_NEAR(m.forward_s(8), 0.3, 1e-12);
+  EXPECT_NEAR(m.backward_s(8), 0.5, 1e-12);
+  EXPECT_NEAR(m.optimizer_s, 0.2, 1e-12);
+  // the whole compute's shape (fixed : per-sample) in each phase
+  EXPECT_NEAR(m.forward_fixed_s / m.forward_per_sample_s, prior.fixed_s() / prior.per_sample_s(), 1e-9);
+  // no measured forward either: the forward stays empty, the backward takes it all
+  const srift::ComputeModel none = srift::anchor_to_measurements(prior, {{8, 1.0, 0.0, 0.5}});
+  ASSERT_NO_THROW(none.validate());
+  EXPECT_EQ(none.forward_s(8), 0.0);
+  EXPECT_NEAR(none.backward_s(8), 0.5, 1e-12);
+  // the roofline that builds such a prior
+  const std::vector<srift::LayerCost> backward_only = {{srift::OpKind::matmul, 0, 4e9, 0, 0}};
+  const srift::ComputeModel roof = srift::roofline_compute(backward_only, v100(), srift::Precision::fp32, 0);
+  ASSERT_EQ(roof.forward_s(32), 0.0);
+  const srift::ComputeModel anchored = srift::anchor_to_measurements(roof, {{32, 0.1, 0.03, 0.05}});
+  ASSERT_NO_THROW(anchored.validate());
+  EXPECT_NEAR(anchored.forward_s(32), 0.03, 1e-12);
+  EXPECT_NEAR(anchored.backward_s(32), 0.05, 1e-12);
+}

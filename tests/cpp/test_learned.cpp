@@ -162,3 +162,41 @@ TEST(LearnedModel, SignedNumbersAreReadAsJsonHasThem) {
   huge.replace(huge.find("\"intercept\":0.5"), 15, "\"intercept\":1e400");
   EXPECT_THROW(srift::LearnedModel::from_json(huge), std::invalid_argument);
 }
+
+TEST(LearnedModel, UnicodeEscapesDecodeAsPythonsJsonDoes) {
+  // The name of kLinear ("lin") replaced by `name`, as JSON text.
+  auto with_name = [](const std::string& name) {
+    std::string doc(kLinear);
+    doc.replace(doc.find("\"name\":\"lin\""), 12, "\"name\":\"" + name + "\"");
+    return doc;
+  };
+  // json.dumps writes U+1F680 as a surrogate pair; each half was encoded on its own (CESU-8,
+  // which Python cannot decode): it is one 4-byte UTF-8 character.
+  EXPECT_EQ(srift::LearnedModel::from_json(with_name("a\\ud83d\\ude80b")).name(), "a\xF0\x9F\x9A\x80" "b");
+  EXPECT_EQ(srift::LearnedModel::from_json(with_name("\\u00e9\\u20AC\\u0041")).name(), "\xC3\xA9\xE2\x82\xAC" "A");
+  // raw UTF-8 is kept as it is
+  EXPECT_EQ(srift::LearnedModel::from_json(with_name("\xC3\xA9\xF0\x9F\x9A\x80")).name(), "\xC3\xA9\xF0\x9F\x9A\x80");
+  // Python's json refuses these; strtoul read "\uZZZZ" as NUL and "\u 41x", "\u+041" as "A"
+  for (const char* bad : {"\\uZZZZ", "\\u 41x", "\\u+041", "\\u-001", "\\u00e", "\\u12G4", "\\u0x41"}) {
+    try {
+      srift::LearnedModel::from_json(with_name(bad));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("\\u escape"), std::string::npos) << e.what();
+    }
+  }
+  // lone or mismatched surrogates are no character
+  for (const char* bad : {"\\ud83d", "\\ud83dx", "\\ude80", "\\ud83d\\u0041", "\\ud83d\\ud83d", "\\ud83d\\n"}) {
+    try {
+      srift::LearnedModel::from_json(with_name(bad));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("surrogate"), std::string::npos) << e.what();
+    }
+  }
+  // bytes that are not UTF-8 (they reached Python as a str it could not decode), and raw
+  // control characters, as Python's json (strict)
+  for (const char* bad : {"\xff\xfe", "\xC3", "\xC3(", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "a\tb", "\x01"}) {
+    EXPECT_THROW(srift::LearnedModel::from_json(with_name(bad)), std::invalid_argument) << bad;
+  }
+}

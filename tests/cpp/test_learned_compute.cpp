@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -341,4 +342,79 @@ TEST(LearnedCompute, MeasuredModelTakesTheHalfwayCurveFromOneBatch) {
   const srift::ComputeModel fit = srift::anchor_to_measurements(roof, two);
   EXPECT_DOUBLE_EQ(total(line, 20), total(fit, 20));
   EXPECT_THROW(lc.measured_model(w, g, roof, {}, Precision::amp, 0), std::invalid_argument);
+}
+
+TEST(LearnedComputeFeatures, RelativeFitHoldsAtAnyMagnitude) {
+  // The normal equations square 1/t: times near 1e300 underflowed them to 0 and a fixed time
+  // of +inf came back; near 1e-300 a line through the origin replaced the exact fit.
+  const std::vector<double> b = {1, 2};
+  for (double scale : {1e300, 1.0, 1e-300}) {
+    const auto [fixed, slope] = srift::affine_relative_fit(b, {1.0 * scale, 1.5 * scale}, 1e-3 * scale);
+    EXPECT_NEAR(fixed / scale, 0.5, 1e-12) << scale;
+    EXPECT_NEAR(slope / scale, 0.5, 1e-12) << scale;
+  }
+  // The fit is scaled by powers of two: the same bits as the points scaled by hand.
+  const std::vector<double> batches = {1, 3, 17, 64}, t = {0.013, 0.021, 0.09, 0.31};
+  for (int e : {-900, -40, 0, 40, 900}) {
+    std::vector<double> scaled_t, scaled_b;
+    for (double v : t) scaled_t.push_back(std::ldexp(v, e));
+    for (double v : batches) scaled_b.push_back(std::ldexp(v, e / 3));
+    const auto [f, s] = srift::affine_relative_fit(batches, t, 1e-4);
+    const auto [fs, ss] = srift::affine_relative_fit(scaled_b, scaled_t, std::ldexp(1e-4, e - e / 3));
+    EXPECT_EQ(fs, std::ldexp(f, e)) << e;
+    EXPECT_EQ(ss, std::ldexp(s, e - e / 3)) << e;
+  }
+  // past what a double holds: refused, not inf
+  EXPECT_THROW(srift::affine_relative_fit(b, {1e-300, 1e300}), std::invalid_argument);
+  EXPECT_THROW(srift::affine_relative_fit({1e-300, 2e-300}, {1e300, 1.5e300}), std::invalid_argument);
+}
+
+TEST(WorkloadStats, FeaturesRefuseWhatTheyCannotCompute) {
+  // A GPU with no memory bandwidth gave a NaN share (0 x inf); a NaN batch a NaN log_work.
+  const srift::WorkloadStats w = two_layers();
+  GpuSpec g = gpu("g", 10, 0, 500);
+  g.memory_bandwidth = 0;
+  try {
+    w.membound_share(g, Precision::fp32);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu 'g'.memory_bandwidth must be finite and >= 1, got 0"), std::string::npos)
+        << e.what();
+  }
+  // a denormal peak passed "> 0": 0 x inf again (and inf roofline times in the features)
+  g.memory_bandwidth = 5e-324;
+  EXPECT_THROW(w.membound_share(g, Precision::fp32), std::invalid_argument);
+  g = gpu("g", 10, 0, 500);
+  g.tf32_flops = 5e-324;
+  try {
+    srift::absolute_features(w, g, 8, Precision::tf32);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu 'g'.tf32_flops must be 0 (none) or finite and >= 1, got 4.9"),
+              std::string::npos)
+        << e.what();
+  }
+  g = gpu("g", 10, 0, 500);
+  EXPECT_THROW(w.membound_share(g, static_cast<Precision>(7)), std::invalid_argument);
+  // FLOPs past what the slowest valid peak turns into finite seconds: refused, not NaN
+  const srift::WorkloadStats heavy({LayerCost{OpKind::matmul, 1.5e308, 0, 0, 0}}, 0.0);  // / 0.6 FLOP/s: inf s
+  g.fp32_flops = 1;
+  EXPECT_THROW(heavy.membound_share(g, Precision::fp32), std::invalid_argument);
+  for (double bad : {std::nan(""), -1.0, std::numeric_limits<double>::infinity()}) {
+    try {
+      w.log_work(bad);
+      ADD_FAILURE() << "no throw for " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("batch must be finite and >= 0", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_EQ(w.log_work(0.0), 0.0);
+}
+
+TEST(WorkloadStats, LayerSumsPastADoubleAreRefused) {
+  // each layer finite, their sum not: the shares were inf / inf
+  const LayerCost big{OpKind::matmul, 1e308, 1e308, 0, 0};
+  EXPECT_THROW(srift::WorkloadStats({big, big}, 0.0), std::invalid_argument);
+  // and the roofline of one such layer on a GPU of 1 FLOP/s
+  EXPECT_THROW(srift::roofline_compute({big}, gpu("g", 1e-12, 0, 500), Precision::fp32, 0.0), std::invalid_argument);
 }

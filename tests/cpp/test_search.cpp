@@ -3,14 +3,35 @@
 // objectives, with spot offers, held groups, memory filters and threads.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <climits>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "srift/srift.hpp"
+
+// The thread-failure test limits the address space, which the sanitizers' shadow memory
+// does not survive.
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define SRIFT_TEST_THREAD_LIMITS 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#undef SRIFT_TEST_THREAD_LIMITS
+#endif
+#endif
+#ifdef SRIFT_TEST_THREAD_LIMITS
+#include <pthread.h>
+#include <sys/resource.h>
+#endif
 
 namespace {
 
@@ -718,3 +739,199 @@ TEST(Search, StatsCountEveryPlanSimulatedOnceWhenNothingMeetsTheDeadline) {
   EXPECT_GT(s.feasible, 0u);
   EXPECT_EQ(s.evaluated, s.feasible + s.infeasible_memory + s.infeasible_batch);
 }
+
+TEST(Search, RanksPastAnIntStopTheEnumerationNotCrashIt) {
+  // 3 instances of 2^30 GPUs: search_exhaustive's GPUs x count wrapped in an int, the
+  // simulator's rank count with it, and the batch split divided by 0 (SIGFPE).
+  SearchRequest r = one_type_request("huge", 1 << 30, 24.0);
+  r.workload.activation_bytes_per_sample = 0;
+  r.offers[0].max_count = 3;
+  r.global_batch = INT_MAX;
+  r.iterations = 1;
+  r.max_types = 1;
+  const SearchResult ex = srift::search_exhaustive(r);
+  const SearchResult bb = srift::search(r);
+  ASSERT_EQ(ex.plans.size(), 1u);
+  EXPECT_EQ(ex.plans[0].groups[0].count, 1);  // two would be 2^31 ranks, more than the batch
+  EXPECT_EQ(ex.plans[0].iteration.workers, 1 << 30);
+  expect_same(r, ex, bb, 0);
+  // and a count cap of INT_MAX on one GPU: the count loop stops at the batch, not past INT_MAX
+  r.instances[0].gpus = 1;
+  r.offers[0].max_count = INT_MAX;
+  r.global_batch = 3;
+  r.max_instances = INT_MAX;
+  EXPECT_EQ(srift::search_exhaustive(r).stats.evaluated, 3u);
+}
+
+TEST(Search, HeldGroupsPastAnIntOfRanksAreRefused) {
+  // simulate() refuses more than INT_MAX ranks; every plan holds the held groups, so the
+  // request does too (bnb's sums of them overflowed an int).
+  SearchRequest r = one_type_request("one", 1, 24.0);
+  r.workload.activation_bytes_per_sample = 0;
+  r.offers[0].max_count = INT_MAX;
+  r.offers.push_back(r.offers[0]);
+  r.global_batch = INT_MAX;
+  r.max_instances = INT_MAX;
+  r.iterations = 1;
+  r.held = {{0, 1 << 30}, {1, 1 << 30}};
+  try {
+    srift::search(r);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("held[1].count (workers: instances x GPUs over the held groups) must be "
+                                         "<= 2147483647, got 2147483648"),
+              std::string::npos)
+        << e.what();
+  }
+  // INT_MAX ranks held in all: searched, each count at its least (one more is past the batch)
+  r.held = {{0, 1 << 30}, {1, (1 << 30) - 1}};
+  const SearchResult bb = srift::search(r);
+  ASSERT_EQ(bb.plans.size(), 1u) << bb.why_none;
+  ASSERT_EQ(bb.plans[0].groups.size(), 2u);
+  EXPECT_EQ(bb.plans[0].groups[0].count, 1 << 30);
+  EXPECT_EQ(bb.plans[0].groups[1].count, (1 << 30) - 1);
+  EXPECT_EQ(bb.plans[0].iteration.workers, INT_MAX);
+}
+
+TEST(Search, PlanTotalsNamesAnOfferWhoseInstanceIndexesNothing) {
+  // An unvalidated request: plan_band read request.instances[5] of an empty vector (SEGV).
+  SearchRequest r = one_type_request("one", 1, 24.0);
+  r.global_batch = 8;
+  r.iterations = 10;
+  r.deadline_s = 100;
+  r.offers[0].band.compute = {0.9, 1.1};
+  srift::Plan plan = srift::search(r).plans.at(0);
+  r.offers[0].instance = 5;
+  r.instances.clear();
+  try {
+    srift::plan_totals(r, plan);
+    FAIL() << "no throw";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("request.offers[0].instance must index request.instances (size 0), got 5"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Many regions of one offer each: a task per region, so every thread gets work.
+// The same plans, best first, bit for bit (search_exhaustive keeps no stats.space).
+static void expect_same_plans(const SearchResult& a, const SearchResult& b, const std::string& what) {
+  ASSERT_EQ(a.plans.size(), b.plans.size()) << what;
+  for (std::size_t i = 0; i < a.plans.size(); ++i) expect_same_plan(a.plans[i], b.plans[i], what);
+}
+
+static SearchRequest many_region_request(int regions) {
+  SearchRequest r = one_type_request("one", 1, 24.0);
+  const Offer base = r.offers[0];
+  r.offers.clear();
+  for (int k = 0; k < regions; ++k) {
+    Offer o = base;
+    o.region = k;
+    o.usd_per_hour = 1 + 1e-3 * k;
+    o.max_count = 2;
+    r.offers.push_back(o);
+  }
+  r.global_batch = 16;
+  r.iterations = 10;
+  r.max_types = 1;
+  r.top_k = 3;
+  return r;
+}
+
+TEST(Search, ThreadsPastTheCoresAreCappedNotStarted) {
+  // threads = INT_MAX asked the OS for one thread per task (Python accepts up to 2^31 - 1).
+  SearchRequest r = many_region_request(64);
+  const SearchResult one = srift::search(r);
+  const SearchResult one_ex = srift::search_exhaustive(r);
+  r.threads = INT_MAX;
+  expect_same(r, one, srift::search(r), 1);
+  expect_same_plans(one_ex, srift::search_exhaustive(r), "exhaustive");
+}
+
+#ifdef SRIFT_TEST_THREAD_LIMITS
+namespace {
+
+double vm_size_bytes() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  double kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "VmSize:", 7) == 0) kib = std::atof(line + 7);
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
+// Room in the address space for the stacks of one or two more threads (256 MiB each), no
+// more: std::thread then throws std::system_error (EAGAIN) part-way through a search's pool,
+// as it does under a container's pids limit. Restores the limits when it goes.
+class RoomForTwoThreads {
+ public:
+  static constexpr std::size_t kStack = std::size_t{256} << 20;
+  RoomForTwoThreads() {
+    ok_ = pthread_getattr_default_np(&old_attr_) == 0 && getrlimit(RLIMIT_AS, &old_limit_) == 0;
+    if (!ok_) return;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, kStack);
+    attr_set_ = pthread_setattr_default_np(&attr) == 0;
+    pthread_attr_destroy(&attr);
+    rlimit limit = old_limit_;
+    limit.rlim_cur = static_cast<rlim_t>(vm_size_bytes() + 2.5 * kStack);
+    ok_ = attr_set_ && vm_size_bytes() > 0 &&
+          (old_limit_.rlim_max == RLIM_INFINITY || limit.rlim_cur <= old_limit_.rlim_max) &&
+          setrlimit(RLIMIT_AS, &limit) == 0;
+    limit_set_ = ok_;
+  }
+  ~RoomForTwoThreads() {
+    if (limit_set_) setrlimit(RLIMIT_AS, &old_limit_);
+    if (attr_set_) pthread_setattr_default_np(&old_attr_);
+    pthread_attr_destroy(&old_attr_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  pthread_attr_t old_attr_;
+  rlimit old_limit_{};
+  bool ok_ = false, attr_set_ = false, limit_set_ = false;
+};
+
+// How many threads the process can start at once now (at most `most`), all joined again.
+int startable_threads(int most) {
+  std::vector<std::thread> started;
+  started.reserve(static_cast<std::size_t>(most));
+  std::atomic<bool> go{false};
+  try {
+    for (int i = 0; i < most; ++i) started.emplace_back([&go] { while (!go.load()) std::this_thread::yield(); });
+  } catch (const std::system_error&) {
+  }
+  go.store(true);
+  for (std::thread& t : started) t.join();
+  return static_cast<int>(started.size());
+}
+
+}  // namespace
+
+TEST(Search, ThreadsTheOsRefusesLeaveTheirWorkToTheCaller) {
+  // std::thread threw std::system_error while the pool's vector held running threads, whose
+  // destructors then called std::terminate: the embedding program aborted.
+  SearchRequest r = many_region_request(64);
+  const SearchResult one = srift::search(r);
+  const SearchResult one_ex = srift::search_exhaustive(r);
+  r.threads = 8;
+  SearchResult bb, ex;
+  int startable = 0;
+  {
+    RoomForTwoThreads room;
+    if (!room.ok()) GTEST_SKIP() << "cannot limit the address space here";
+    startable = startable_threads(8);
+    if (startable >= 8) GTEST_SKIP() << "the limit did not bind";
+    bb = srift::search(r);
+    ex = srift::search_exhaustive(r);
+  }
+  EXPECT_LT(startable, 8);
+  expect_same(r, one, bb, 3);
+  expect_same_plans(one_ex, ex, "exhaustive");
+}
+#endif

@@ -474,3 +474,60 @@ TEST(Simulator, MaxLocalBatchChecksWhatItReads) {
   inst.gpu_memory_bytes = std::nan("");
   EXPECT_THROW(srift::max_local_batch(w, inst, 0.95, 1000), std::invalid_argument);
 }
+
+TEST(Simulator, UncheckedCountsRanksPastAnIntAsMoreThanTheBatch) {
+  // The searches' hot path: 4 instances of 2^30 GPUs wrapped to 0 ranks in an int, and the
+  // batch split divided by them (SIGFPE through search_exhaustive).
+  const InstanceSpec huge = instance(1 << 30, 25, 16.0);
+  const GroupSpec groups[] = {{&huge, 4, compute(1e-3), 1.0}, {&huge, 3, compute(1e-3), 1.0}};
+  SimOptions o;
+  o.global_batch = 2147483647;
+  IterationResult r;
+  for (int n : {1, 2}) {
+    srift::simulate_unchecked(resnet_like(), groups, n, o, r);
+    EXPECT_EQ(r.infeasible, srift::Infeasible::batch_smaller_than_workers) << n;
+    EXPECT_EQ(r.workers, 2147483647) << "saturated, not wrapped";
+    EXPECT_EQ(r.groups[0].workers, 2147483647);
+  }
+  // one group of 2^30 ranks fits the batch: simulated, not refused
+  const GroupSpec one[] = {{&huge, 1, compute(1e-3), 1.0}};
+  Workload w = resnet_like();
+  w.activation_bytes_per_sample = 0;
+  srift::simulate_unchecked(w, one, 1, o, r);
+  ASSERT_TRUE(r.feasible());
+  EXPECT_EQ(r.workers, 1 << 30);
+  EXPECT_TRUE(std::isfinite(r.iteration_s) && r.iteration_s > 0);
+}
+
+TEST(Simulator, DescribeInfeasibleRefusesAMemoryResultWithoutRanks) {
+  // A hand-made result, infeasible for memory, with no group (or a group of no rank): the
+  // micro-step count divided by a capacity of 0 (SIGFPE).
+  SimOptions o;
+  o.global_batch = 8;
+  o.max_accumulation_steps = 4;
+  IterationResult r;
+  r.infeasible = srift::Infeasible::memory;
+  r.num_groups = 0;
+  try {
+    srift::describe_infeasible(r, o);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("result.num_groups must be >= 1"), std::string::npos) << e.what();
+  }
+  r.num_groups = 1;
+  r.groups[0].workers = 0;
+  r.groups[0].max_batch = 3;
+  try {
+    srift::describe_infeasible(r, o);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("result.groups[0].workers must be >= 1, got 0"), std::string::npos)
+        << e.what();
+  }
+  // the largest hand-made groups: their capacity summed past a long long
+  r.num_groups = srift::kMaxGroups;
+  for (int g = 0; g < r.num_groups; ++g) r.groups[g].workers = r.groups[g].max_batch = 2147483647;
+  r.workers = 2147483647;
+  o.global_batch = 2147483647;
+  EXPECT_NE(srift::describe_infeasible(r, o).find("GPU memory holds at most"), std::string::npos);
+}

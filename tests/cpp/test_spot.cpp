@@ -214,3 +214,34 @@ TEST(Spot, FreeInterruptionsNeverMissAndBadInputsAreNamed) {
   EXPECT_THROW(srift::estimate_spot(-5, 0.1, params(), 7200), std::invalid_argument);
   EXPECT_THROW(srift::estimate_spot(3600, 0.1, params(), std::nan("")), std::invalid_argument);
 }
+
+TEST(Spot, HotPathFunctionsRefuseWhatEstimateSpotRefuses) {
+  // spot_expected_s (bound to Python) read a NaN rate as no preemption (the nominal time came
+  // back), returned a negative time for a negative one and NaN for -inf; poisson_cdf of a
+  // negative mean was a certainty.
+  auto expect_names = [](auto call, const std::string& field) {
+    try {
+      call();
+      ADD_FAILURE() << "no throw for " << field;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(field, 0), 0u) << e.what();
+    }
+  };
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  expect_names([&] { srift::spot_expected_s(1e5, nan, params()); }, "interruptions_per_hour must be finite and >= 0, got nan");
+  expect_names([&] { srift::spot_expected_s(1e5, inf, params()); }, "interruptions_per_hour");
+  expect_names([&] { srift::spot_expected_s(1e5, -0.1, params()); }, "interruptions_per_hour");
+  expect_names([&] { srift::spot_expected_s(-5, 0.1, params()); }, "nominal_s must be >= 0, got -5");
+  expect_names([&] { srift::spot_expected_s(-inf, 0.1, params()); }, "nominal_s");
+  expect_names([&] { srift::spot_expected_s(nan, 0.0, params()); }, "nominal_s");
+  expect_names([&] { srift::spot_miss_probability(nan, 0.1, params(), 7200); }, "nominal_s");
+  expect_names([&] { srift::spot_miss_probability(3600, nan, params(), 7200); }, "interruptions_per_hour");
+  expect_names([&] { srift::spot_miss_probability(3600, 0.1, params(), nan); }, "deadline_s");
+  expect_names([&] { srift::poisson_cdf(3, -5); }, "mean must be finite and >= 0, got -5");
+  expect_names([&] { srift::poisson_quantile(-5, 0.5); }, "mean");
+  // the valid edges still answer
+  EXPECT_EQ(srift::spot_expected_s(3600, 0, params()), 3600);
+  EXPECT_EQ(srift::spot_expected_s(inf, 0, params()), inf);
+  EXPECT_EQ(srift::poisson_cdf(3, 0), 1.0);
+  EXPECT_EQ(srift::poisson_quantile(0, 0.5), 0);
+}

@@ -305,3 +305,83 @@ def test_batch_grid_and_relative_fit_equal_the_python_twin() -> None:
         floor = float(rng.choice([1e-6, 1e-3, 0.003, 0.05]))
         np.testing.assert_allclose(_core.affine_relative_fit(list(b), list(t), floor), affine_relative_fit(b, t, floor),
                                    rtol=1e-9, atol=1e-15)
+
+
+def _stats_with_kinds(kinds) -> _core.WorkloadStats:
+    n = len(kinds)
+    return _core.WorkloadStats(kinds, np.full(n, 1e9), np.full(n, 2e9), np.full(n, 1e7), np.full(n, 1e6), 1e6)
+
+
+def test_layer_kinds_are_refused_unless_they_are_integer_op_kinds() -> None:
+    # An int32 forcecast read 2**32 as matmul and 1.7 as conv.
+    for bad, shown in ((np.array([2**32], dtype=np.int64), "4294967296"), (np.array([1.7]), "1.7"),
+                       ([float("nan")], "nan"), (np.array([2**63], dtype=np.uint64), "9223372036854775808"),
+                       ([-2**31 - 1], "-2147483649")):
+        with pytest.raises(ValueError, match=f"kind\\[0\\] must be an integer OpKind value, got {shown}"):
+            _stats_with_kinds(bad)
+    with pytest.raises(ValueError, match="kind\\[1\\] must be an integer OpKind value, got 'conv'"):
+        _stats_with_kinds(np.array([0, "conv"], dtype=object))
+    with pytest.raises(ValueError, match="kind must hold integer OpKind values, got an array of dtype <U4"):
+        _stats_with_kinds(["0", "conv"])
+    with pytest.raises(ValueError, match="kind must be 1-D"):
+        _stats_with_kinds(np.zeros((1, 1), dtype=np.int32))
+    with pytest.raises(ValueError, match="layers\\[0\\].kind must be a known op kind, got 9"):  # the core's check
+        _stats_with_kinds(np.array([9], dtype=np.int64))
+    for kinds in ([1], np.array([1], dtype=np.int32), np.array([1], dtype=np.uint8), np.array([1.0]),
+                  [_core.OpKind.conv]):
+        stats = _stats_with_kinds(kinds)
+        assert stats.flop_share(_core.OpKind.conv) == 1.0, kinds
+    with pytest.raises(ValueError, match="kind\\[0\\] must be an integer OpKind value, got 4294967296"):
+        _core.roofline_compute(np.array([2**32]), [1e9], [2e9], [1e7], [1e6], _core.GpuSpec(), _core.Precision.fp32,
+                               0.0)
+
+
+def test_workload_features_refuse_a_gpu_or_batch_they_cannot_use() -> None:
+    stats = _stats_with_kinds([0])
+    g = _core.GpuSpec()
+    g.name, g.fp32_flops, g.memory_bandwidth, g.memory_bytes = "g", 1e13, 0.0, 1e10
+    with pytest.raises(ValueError, match="gpu 'g'.memory_bandwidth must be finite and >= 1, got 0"):
+        stats.membound_share(g, _core.Precision.fp32)  # was NaN
+    for bad in (float("nan"), -1.0, float("inf")):
+        with pytest.raises(ValueError, match="batch must be finite and >= 0"):
+            stats.log_work(bad)
+
+
+def test_relative_fit_holds_at_any_magnitude() -> None:
+    for scale in (1e300, 1.0, 1e-300):  # 1e300 gave (inf, 0.001): the squares underflowed
+        fixed, per = _core.affine_relative_fit([1.0, 2.0], [1.0 * scale, 1.5 * scale], 1e-3 * scale)
+        assert fixed / scale == pytest.approx(0.5, rel=1e-12) and per / scale == pytest.approx(0.5, rel=1e-12)
+    with pytest.raises(ValueError, match="span too wide a range"):
+        _core.affine_relative_fit([1.0, 2.0], [1e-300, 1e300])
+
+
+def test_learned_model_type_names_the_shipped_mean_model() -> None:
+    from srift.learn.models import MODELS_DIR
+
+    absolute = _core.LearnedModel.from_json((MODELS_DIR / "compute_absolute.json").read_text())
+    assert absolute.type == "mean"  # was "unknown"
+    ratio = _core.LearnedModel.from_json((MODELS_DIR / "compute_ratio.json").read_text())
+    assert ratio.type in ("linear", "tree_ensemble", "mlp", "mean")
+
+
+def test_model_documents_decode_unicode_as_pythons_json() -> None:
+    import json
+
+    doc = {"schema": "srift.learned-model/1", "name": "latency \U0001F680 model", "features": ["x\U0001F680"],
+           "model": {"type": "linear", "coef": [1.0], "intercept": 0.0}}
+    for text in (json.dumps(doc), json.dumps(doc, ensure_ascii=False)):  # surrogate pairs, raw UTF-8
+        m = _core.LearnedModel.from_json(text)
+        assert m.name == doc["name"] and m.feature_names == doc["features"]
+        with pytest.raises(ValueError, match="model 'latency \U0001F680 model' takes 1"):
+            m.predict([1.0, 2.0])  # the message quotes the name: it was a UnicodeDecodeError
+    base = json.dumps(doc).replace("latency \\ud83d\\ude80 model", "%s")
+    for esc in ("\\uZZZZ", "\\u-001", "\\u 41x", "\\u+041"):
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(base % esc)  # what Python's json refuses ...
+        with pytest.raises(ValueError, match="learned model JSON: \\\\u escape needs four hex digits"):
+            _core.LearnedModel.from_json(base % esc)  # ... the core refuses (it read "A" or NUL)
+    for esc in ("\\ud83d", "\\ude80", "\\ud83d\\u0041"):  # Python's json keeps a lone surrogate in a str
+        with pytest.raises(ValueError, match="surrogate"):  # which no UTF-8 can hold
+            _core.LearnedModel.from_json(base % esc)
+    with pytest.raises(ValueError, match="invalid UTF-8"):
+        _core.LearnedModel.from_json(b'{"schema": "\xff\xfe"}')

@@ -146,3 +146,25 @@ def test_search_is_exact_and_reports_it(resnet50_profile):
             _rec(resnet50_profile, deadline_hours=24, deadline_confidence=bad)
     with pytest.raises(ValueError, match="max_types must be an integer in 1..16"):
         _rec(resnet50_profile, deadline_hours=24, max_types=0)
+
+
+def test_the_bound_spot_functions_refuse_what_estimate_spot_refuses():
+    # spot_expected_s read a NaN rate as no preemption and returned negative or NaN times;
+    # poisson_cdf of a negative mean was 1.
+    from srift import _core
+
+    p = _core.SpotParams()
+    nan, inf = float("nan"), float("inf")
+    for nominal, rate, field in ((1e5, nan, "interruptions_per_hour"), (1e5, inf, "interruptions_per_hour"),
+                                 (1e5, -0.1, "interruptions_per_hour"), (-5.0, 0.1, "nominal_s must be >= 0, got -5"),
+                                 (-inf, 0.1, "nominal_s"), (nan, 0.0, "nominal_s")):
+        with pytest.raises(ValueError, match=field):
+            _core.spot_expected_s(nominal, rate, p)
+        with pytest.raises(ValueError, match=field.split()[0]):
+            _core.estimate_spot(nominal, rate, p)  # the same rule
+    with pytest.raises(ValueError, match="mean must be finite and >= 0, got -5"):
+        _core.poisson_cdf(3, -5.0)
+    with pytest.raises(ValueError, match="mean must be >= 0"):
+        _core.poisson_quantile(-5.0, 0.5)
+    assert _core.spot_expected_s(3600.0, 0.0, p) == 3600.0
+    assert _core.poisson_cdf(3, 0.0) == 1.0

@@ -100,7 +100,9 @@ void validate_measurements(const std::vector<Measurement>& measurements);
 
 /// Anchors an estimate to measurements of the same GPU type. Two or more distinct batches:
 /// least-squares fit of the fixed and per-sample terms (split between forward and backward
-/// as measured, else as the prior splits them). One batch: the prior is scaled to match it.
+/// as measured, else as the prior splits them). One batch: the prior is scaled to match it
+/// (with forward and backward measured, each phase to its measured share; a prior with no
+/// time in one phase lends that phase the shape of the whole compute).
 /// When every measurement has forward_s and backward_s, the terms are fitted to forward +
 /// backward and the optimizer step is measured: the mean of iteration - forward - backward
 /// (at least 0). Otherwise the optimizer step is the prior's, at most half the intercept.

@@ -14,7 +14,9 @@ struct GpuSpec {
   double fp16_flops = 0;            ///< FP16/BF16 tensor-core peak, FLOP/s (0: none)
   double memory_bandwidth = 0;      ///< DRAM/HBM bandwidth, bytes/s
 
-  /// Throws std::invalid_argument naming the field when a value is not positive/finite.
+  /// Throws std::invalid_argument naming the field when a value is not finite, memory_bytes
+  /// not > 0, fp32_flops or memory_bandwidth below 1 (per second), or tf32_flops or
+  /// fp16_flops neither 0 nor at least 1.
   void validate() const;
 };
 

@@ -81,7 +81,8 @@ struct SearchRequest {
   double min_gpu_memory_bytes = 0;
   /// Groups every plan must contain (`srift replan`): each held offer appears with at least
   /// its count (more of the same offer may be added); they count towards max_types and
-  /// fix the region. Distinct offers, count >= 1.
+  /// fix the region. Distinct offers, count >= 1, and at most 2^31 - 1 GPUs (instances x GPUs)
+  /// over them all, as simulate() allows.
   std::vector<PlanGroup> held;
   /// When > 0 the deadline must be met with this probability (e.g. 0.9) instead of in
   /// expectation: under spot preemption and each plan's iteration band together (band.hpp
@@ -99,7 +100,10 @@ struct SearchRequest {
   /// plan), which on a catalog of 20 types x 3 regions x 2 markets took two minutes.
   double time_limit_s = std::numeric_limits<double>::infinity();
   int top_k = 5;                 ///< plans returned, best first; at most kMaxTopK
-  int threads = 1;               ///< worker threads (0: hardware concurrency)
+  /// Worker threads (0: hardware concurrency), capped at 4 x the hardware concurrency and at
+  /// the units of work (search_internal.hpp note "threads"). A thread the OS refuses to start
+  /// (a pids limit, no address space left) is no error: its work runs on the threads that did.
+  int threads = 1;
   bool collect_pareto = false;   ///< also return the (total time, total USD) Pareto front
   double usable_memory_fraction = 0.95;
   /// Most gradient-accumulation micro-steps a plan may take when the global batch does not

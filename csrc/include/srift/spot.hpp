@@ -63,9 +63,12 @@ SpotEstimate estimate_spot(double nominal_s, double interruptions_per_hour, cons
 
 /// E[T] of estimate_spot alone, seconds (the search's hot path: no quantiles). Equals
 /// nominal_s exactly when the rate is 0; non-decreasing in nominal_s and in the rate.
+/// Throws std::invalid_argument, as estimate_spot, for a nominal_s that is not >= 0 or a rate
+/// that is not finite and >= 0. Does not validate `params`.
 double spot_expected_s(double nominal_s, double interruptions_per_hour, const SpotParams& params);
 
-/// estimate_spot's miss_probability alone (no quantiles), for the searches' hot path.
+/// estimate_spot's miss_probability alone (no quantiles), for the searches' hot path; throws
+/// as estimate_spot on a bad nominal_s, rate or NaN deadline.
 double spot_miss_probability(double nominal_s, double interruptions_per_hour, const SpotParams& params,
                              double deadline_s);
 
@@ -73,10 +76,11 @@ double spot_miss_probability(double nominal_s, double interruptions_per_hour, co
 double spot_time_quantile(const SpotEstimate& estimate, double q);
 
 /// P(N <= k) for N ~ Poisson(mean); k < 0 gives 0. Throws std::invalid_argument for a
-/// non-finite mean. Costs O(sqrt(mean)) whatever k is.
+/// mean that is not finite and >= 0. Costs O(sqrt(mean)) whatever k is.
 double poisson_cdf(long long k, double mean);
 
-/// Smallest k with P(N <= k) >= q for N ~ Poisson(mean), q in [0, 1).
+/// Smallest k with P(N <= k) >= q for N ~ Poisson(mean), q in [0, 1); mean >= 0 (+inf gives
+/// the largest long long). Throws std::invalid_argument otherwise.
 long long poisson_quantile(double mean, double q);
 
 /// Maps an interruption frequency class of the AWS Spot Advisor ("<5%", "5-10%", "10-15%",
