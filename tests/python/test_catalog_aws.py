@@ -804,7 +804,8 @@ def test_a_region_not_enabled_is_skipped_not_fatal() -> None:
 def test_every_region_refused_is_an_error() -> None:
     client, stub = stubbed("ec2")
     _auth_failure(stub, "OptInRequired")
-    with pytest.raises(PermissionError, match=r"every region refused DescribeInstanceTypes \(me-south-1\)"):
+    with pytest.raises(PermissionError, match=r"every region refused DescribeInstanceTypes \(me-south-1\)"), \
+            pytest.warns(RuntimeWarning, match="me-south-1: skipped"):
         refresh(["me-south-1"], clients=Clients(None, ec2_client=client), progress=False, now=NOW,
                 instance_types=["g4dn.xlarge"], spot=False, on_demand=False, cache=False)
 
