@@ -511,9 +511,6 @@ def merge_live(base: Catalog, live: dict[str, dict[str, Any]], fetched_at: str,
         if not inst.get("regions") and inst.get("status") == "current":
             inst["status"] = "unlisted"  # offered nowhere we know of; a retired type stays retired
             report.unlisted.append(name)
-    for table in (on_demand, spot, spot_zones):
-        for name in [n for n, by_region in table.items() if not by_region]:
-            del table[name]
 
     for region, res in live.items():
         for name, by_region in res.get("on_demand", {}).items():
@@ -545,7 +542,7 @@ def merge_live(base: Catalog, live: dict[str, dict[str, Any]], fetched_at: str,
                   f"({SPOT_PRODUCT}), Pricing GetProducts; regions {', '.join(sorted(queried))}",
         "as_of": fetched_at,
     }]
-    for table in (spot, spot_zones):
+    for table in (on_demand, spot, spot_zones):  # a type whose last price went leaves no empty entry
         for name in [n for n, by_region in table.items() if not by_region]:
             del table[name]
     report.unlisted.sort()

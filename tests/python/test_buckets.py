@@ -159,6 +159,28 @@ CASES = {
 }
 
 
+def _fp16_hook_traffic(model, x, monkeypatch, **ddp_kwargs) -> list[int]:
+    """The bytes each allreduce of a steady-state DDP iteration sends under fp16_compress_hook."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    sent: list[int] = []
+    real = dist.all_reduce
+
+    def recording(tensor, *args, **kwargs):
+        sent.append(tensor.numel() * tensor.element_size())
+        return real(tensor, *args, **kwargs)
+
+    ddp = DDP(model, **ddp_kwargs)
+    ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    monkeypatch.setattr(dist, "all_reduce", recording)
+    for _ in range(3):  # the steady-state buckets, after DDP's rebuild at iteration 2
+        sent.clear()
+        _sum_loss(ddp(x)).backward()
+    ddp.zero_grad(set_to_none=True)
+    return sent
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_hand_made_models_match_ddp(process_group, case):
     make_model, make_input, ddp_kwargs, (cap, first) = CASES[case]
@@ -284,20 +306,7 @@ def test_allreduce_dtype_is_what_a_compress_hook_sends(process_group, monkeypatc
     assert prof.allreduce_dtype == "fp16" and len(prof.buckets) > 1
     assert prof.allreduce_bucket_bytes() == [b.bytes / 2 for b in prof.buckets]
 
-    sent: list[int] = []
-    real = dist.all_reduce
-
-    def recording(tensor, *args, **kwargs):
-        sent.append(tensor.numel() * tensor.element_size())
-        return real(tensor, *args, **kwargs)
-
-    ddp = DDP(model, bucket_cap_mb=0.2)
-    ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
-    monkeypatch.setattr(dist, "all_reduce", recording)
-    for _ in range(3):  # the steady-state buckets, after DDP's rebuild at iteration 2
-        sent.clear()
-        _sum_loss(ddp(x)).backward()
-    ddp.zero_grad(set_to_none=True)
+    sent = _fp16_hook_traffic(model, x, monkeypatch, bucket_cap_mb=0.2)
     assert sorted(sent) == sorted(prof.allreduce_bucket_bytes())
     assert sum(sent) == prof.gradient_bytes() == sum(b.bytes for b in prof.buckets) // 2
 
@@ -513,19 +522,6 @@ def test_allreduce_bytes_are_what_fp16_compress_hook_sends_for_mixed_and_frozen_
     model = make_model()
     x = torch.randn(8, width)
     prof = profile(model, (x, x), lambda out, _t: _sum_loss(out), device="meta", allreduce_dtype="fp16")
-    sent: list[int] = []
-    real = dist.all_reduce
-
-    def recording(tensor, *args, **kwargs):
-        sent.append(tensor.numel() * tensor.element_size())
-        return real(tensor, *args, **kwargs)
-
-    ddp = DDP(model)
-    ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
-    monkeypatch.setattr(dist, "all_reduce", recording)
-    for _ in range(3):  # the steady-state buckets, after DDP's rebuild at iteration 2
-        sent.clear()
-        _sum_loss(ddp(x)).backward()
-    ddp.zero_grad(set_to_none=True)
+    sent = _fp16_hook_traffic(model, x, monkeypatch)
     assert prof.allreduce_bucket_bytes() == [float(s) for s in sent]
     assert prof.gradient_bytes() == sum(sent)
