@@ -119,47 +119,82 @@ std::string held_conflict(const SearchRequest& r) {
   return why.str();
 }
 
-std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t infeasible_memory,
-                     std::uint64_t infeasible_batch, const Plan* closest) {
+namespace {
+std::string usd(double value, int digits = 6) {
+  std::ostringstream s;
+  s.precision(digits);
+  s << "USD " << value;
+  return s.str();
+}
+
+// " within the budget of USD 500 and the hourly cap of USD 2/h", or "" with neither.
+std::string limits(const SearchRequest& r) {
+  const bool budget = std::isfinite(r.budget_usd), cap = std::isfinite(r.max_usd_per_hour);
+  std::string s;
+  if (budget) s += " within the budget of " + usd(r.budget_usd);
+  if (cap) s += std::string(budget ? " and" : " within") + " the hourly cap of " + usd(r.max_usd_per_hour) + "/h";
+  return s;
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+}  // namespace
+
+std::string why_none(const SearchRequest& r, const NoPlan& info, const Plan* closest) {
   std::ostringstream why;
+  const bool any_feasible = info.binds != Binds::nothing_runs;
+  const bool has_closest = closest != nullptr && !closest->groups.empty();
   const std::string conflict = any_feasible || r.offers.empty() ? "" : held_conflict(r);
+  // Offers the request's own minimum GPU memory keeps (bnb's build() and the walk skip the rest).
+  double largest = 0, largest_usable = 0;
+  for (const Offer& o : r.offers) {
+    const double bytes = r.instances[o.instance].gpu_memory_bytes;
+    largest = std::max(largest, bytes);
+    if (bytes >= r.min_gpu_memory_bytes) largest_usable = std::max(largest_usable, bytes);
+  }
   if (!conflict.empty()) {
     why << "no cluster can run the workload: " << conflict;
   } else if (r.offers.empty()) {
     why << "no offers to choose from (no instance type is priced in the requested regions and markets)";
+  } else if (!any_feasible && !(largest_usable > 0)) {
+    // min_gpu_memory leaves no offer: that, not the batch or the model, is why nothing runs
+    why.precision(4);
+    why << "no offer has GPUs of at least " << r.min_gpu_memory_bytes / kGiB
+        << " GiB (min_gpu_memory): the largest GPU offered has " << largest / kGiB
+        << " GiB; lower the minimum or offer larger GPUs (other regions or types)";
   } else if (!any_feasible) {
     why << "no cluster can run the workload: ";
     // Note "model too large". When no offered GPU holds the model and one sample, no plan,
     // cap or accumulation can help: every DDP rank keeps a whole copy of the model's state.
+    // (Memory is monotone, so the largest GPU min_gpu_memory keeps decides.)
     const SimOptions sim = r.sim_options();
-    double largest = 0;
-    bool any_holds = false;
-    for (const Offer& o : r.offers) {
-      const InstanceSpec& inst = r.instances[o.instance];
-      largest = std::max(largest, inst.gpu_memory_bytes);
-      if (max_local_batch(r.workload, inst, sim.usable_memory_fraction, 1) >= 1) any_holds = true;
-    }
-    if (!any_holds) {
-      constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    InstanceSpec probe;
+    probe.gpu_memory_bytes = largest_usable;
+    if (max_local_batch(r.workload, probe, sim.usable_memory_fraction, 1) < 1) {
       why.precision(4);
       why << "the model's weights, gradients, optimizer state, buffers and workspace take "
           << r.workload.fixed_memory_bytes / kGiB << " GiB on every GPU (DDP keeps a whole copy per rank) plus "
           << r.workload.activation_bytes_per_sample / (1024.0 * 1024.0)
-          << " MiB per sample, and the largest GPU offered has " << largest / kGiB << " GiB, "
-          << sim.usable_memory_fraction * largest / kGiB
+          << " MiB per sample, and the largest GPU offered has " << largest_usable / kGiB << " GiB, "
+          << sim.usable_memory_fraction * largest_usable / kGiB
           << " of them usable; no cluster, limit or accumulation changes that: use a larger GPU, less "
              "optimizer state (SGD keeps none), or shard the model (FSDP, ZeRO: srift does not model them)";
       return why.str();
     }
-    if (infeasible_memory + infeasible_batch > 0) {
-      why << infeasible_memory << " evaluated do not fit GPU memory and " << infeasible_batch
+    if (info.infeasible_memory + info.infeasible_batch > 0) {
+      why << info.infeasible_memory << " evaluated do not fit GPU memory and " << info.infeasible_batch
           << " have more GPUs than the global batch has samples; ";
     }
     // The search cuts whole subtrees whose GPUs cannot hold the batch (bnb.cpp note "bounds"),
     // so memory is the reason unless only batch-smaller-than-GPU clusters were met.
-    if (infeasible_memory == 0 && infeasible_batch > 0) return why.str() + "use fewer or smaller instances";
+    if (info.infeasible_memory == 0 && info.infeasible_batch > 0) return why.str() + "use fewer or smaller instances";
     why << "no plan within the limits (" << r.max_types << " instance types, their instance caps";
     if (r.max_instances < (1 << 30)) why << ", " << r.max_instances << " instances";
+    if (r.min_gpu_memory_bytes > 0) {
+      std::ostringstream gib;
+      gib.precision(4);
+      gib << r.min_gpu_memory_bytes / kGiB;
+      why << ", GPUs of at least " << gib.str() << " GiB";
+    }
     why << ") holds the global batch of " << r.global_batch
         << " samples in its GPUs' memory";
     if (r.max_local_batch > 0) why << " at " << r.max_local_batch << " samples per GPU (max_local_batch)";
@@ -168,11 +203,15 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
     } else {
       why << " in " << r.max_accumulation_steps << " accumulation micro-steps";
     }
-  } else if (r.objective == Objective::min_cost) {
-    why << "no plan meets the deadline of " << hours(r.deadline_s);
+  } else if (info.binds == Binds::deadline) {
+    // Note "closest": some plan keeps within the budget and the cap, none of them in time.
+    const std::string within = limits(r);
+    why << "no plan" << within << " meets the deadline of " << hours(r.deadline_s);
     if (r.deadline_confidence > 0) why << " with probability " << r.deadline_confidence;
-    if (closest != nullptr && !closest->groups.empty()) {
-      why << "; the fastest takes " << hours(closest->total_s);
+    if (has_closest) {
+      const bool both = std::isfinite(r.budget_usd) && std::isfinite(r.max_usd_per_hour);
+      why << "; the fastest" << (within.empty() ? "" : both ? " within them" : " within it") << " takes "
+          << hours(closest->total_s);
       if (r.deadline_confidence > 0) {
         std::ostringstream p;
         p.precision(2);
@@ -180,19 +219,28 @@ std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t in
         why << " and meets it with probability " << p.str();
       }
     }
-    if (std::isfinite(r.budget_usd) || std::isfinite(r.max_usd_per_hour)) {
-      why << " (within the budget limits)";
+    if (!within.empty() && std::isfinite(info.fastest_s)) {
+      const bool budget = std::isfinite(r.budget_usd), cap = std::isfinite(r.max_usd_per_hour);
+      why << "; with no " << (budget && cap ? "budget or hourly cap" : budget ? "budget" : "hourly cap")
+          << " the fastest takes " << hours(info.fastest_s);
     }
-    describe_held(why, r, closest != nullptr && !closest->groups.empty() ? closest : nullptr);
-  } else {
-    why << "no plan fits the budget";
-    if (closest != nullptr && !closest->groups.empty()) {
-      std::ostringstream usd;
-      usd.precision(6);
-      usd << closest->total_usd;
-      why << "; the cheapest costs USD " << usd.str();
+    describe_held(why, r, has_closest ? closest : nullptr);
+  } else if (info.binds == Binds::budget) {
+    // Some plan keeps within the hourly cap; none within the budget, deadline or not.
+    why << "no plan fits the budget of " << usd(r.budget_usd);
+    if (has_closest) {
+      why << "; the cheapest";
+      if (std::isfinite(r.max_usd_per_hour)) why << " within the hourly cap of " << usd(r.max_usd_per_hour) << "/h";
+      why << " costs " << usd(closest->total_usd);
     }
     describe_held(why, r, nullptr);  // the cheapest plan's ring says nothing of the budget
+  } else {
+    // The cap admits no plan at all: the closest is the plan of the least hourly rate.
+    why << "no plan runs within the hourly cap of " << usd(r.max_usd_per_hour) << "/h";
+    if (has_closest) {
+      why << ": the least any plan runs at is " << usd(closest->iteration.usd_per_hour) << "/h (the closest, over the cap)";
+    }
+    describe_held(why, r, nullptr);
   }
   return why.str();
 }
@@ -223,7 +271,7 @@ using detail::kInf;
 
 struct ThreadState {
   std::vector<Candidate> top;
-  Candidate closest;
+  detail::Nearest nearest;  // note "closest"
   std::vector<Candidate> pareto_pool;
   SearchStats stats;
 };
@@ -305,12 +353,8 @@ class Enumerator {
     Candidate c = c_;
     detail::set_totals(r_, result_, rate, c);
     if (r_.collect_pareto) s_.pareto_pool.push_back(c);
-    if (detail::satisfies(r_, c, result_, rate, s_.stats)) {
-      detail::offer_top_k(s_.top, c, r_.top_k, r_.objective);
-    } else if (s_.closest.empty() || detail::better(c, s_.closest, detail::flipped(r_.objective))) {
-      // Among plans that miss the constraint: the fastest for a deadline, cheapest for a budget.
-      s_.closest = c;
-    }
+    s_.nearest.offer(r_, c, result_.usd_per_hour);
+    if (detail::satisfies(r_, c, result_, rate, s_.stats)) detail::offer_top_k(s_.top, c, r_.top_k, r_.objective);
   }
 
   const SearchRequest& r_;
@@ -490,26 +534,28 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
 
   // Merge the threads' findings.
   std::vector<Candidate> top, pool;
-  Candidate closest;
+  detail::Nearest nearest;
   SearchResult result;
   for (ThreadState& s : states) {
     for (const Candidate& c : s.top) detail::offer_top_k(top, c, request.top_k, request.objective);
-    if (!s.closest.empty() &&
-        (closest.empty() || detail::better(s.closest, closest, detail::flipped(request.objective)))) {
-      closest = s.closest;
-    }
+    nearest.merge(s.nearest);
     pool.insert(pool.end(), s.pareto_pool.begin(), s.pareto_pool.end());
     result.stats += s.stats;
   }
   detail::add_plans(request, top, std::move(pool), result);
-  if (!closest.empty()) result.closest = detail::materialise(request, closest);
   result.stats.cancelled = cancel != nullptr && cancel->is_cancelled();
   result.optimal = !result.stats.cancelled;
   result.gap = result.optimal ? 0.0 : kInf;
 
   if (result.plans.empty()) {
-    result.why_none = detail::why_none(request, result.stats.feasible > 0, result.stats.infeasible_memory,
-                                       result.stats.infeasible_batch, &result.closest);
+    detail::NoPlan info;
+    Candidate closest, unlimited;
+    info.binds = nearest.decide(request, closest, unlimited);
+    if (!unlimited.empty()) info.fastest_s = detail::materialise(request, unlimited).total_s;
+    info.infeasible_memory = result.stats.infeasible_memory;
+    info.infeasible_batch = result.stats.infeasible_batch;
+    if (!closest.empty()) result.closest = detail::materialise(request, closest);
+    result.why_none = detail::why_none(request, info, &result.closest);
   }
   result.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -170,9 +170,81 @@ std::vector<Candidate> pareto_front(std::vector<Candidate> pool);
 /// Simulates a candidate again and fills a Plan (groups, iteration, totals, spot estimate).
 Plan materialise(const SearchRequest& r, const Candidate& c);
 
+/// Note "closest". When no plan meets the constraints, the first of these that holds says
+/// what binds and which plan comes closest (both searches decide alike):
+/// - a deadline is set and some plan keeps within the budget and the hourly cap: the deadline
+///   binds; the closest is the fastest such plan (and, where a budget or cap is set, the
+///   fastest plan with neither is timed too, to tell how much they cost in time);
+/// - a budget is set and some plan keeps within the hourly cap: the budget binds; the closest
+///   is the cheapest such plan;
+/// - an hourly cap is set and some plan runs at all: the cap binds; the closest is the plan
+///   of the least hourly rate (then the fastest of those), over the cap;
+/// - else no plan of the space runs (memory, the batch, the filters).
+enum class Binds : int { nothing_runs = 0, deadline = 1, budget = 2, hourly_cap = 3 };
+
+struct NoPlan {
+  Binds binds = Binds::nothing_runs;
+  std::uint64_t infeasible_memory = 0;
+  std::uint64_t infeasible_batch = 0;
+  double fastest_s = kInf;  ///< deadline binds under a budget or cap: the fastest plan's time with neither
+};
+
+/// The plans note "closest" may need, kept as an exhaustive walk meets feasible plans.
+struct Nearest {
+  Candidate fastest_within;       ///< within the budget and the hourly cap, the fastest
+  Candidate fastest;              ///< the fastest
+  Candidate cheapest_within_cap;  ///< within the hourly cap, the cheapest
+  Candidate least_rate;           ///< the least USD/hour, then the fastest
+  double least_usd_per_hour = kInf;
+
+  void offer(const SearchRequest& r, const Candidate& c, double usd_per_hour) {
+    if (meets_budget(r, c, usd_per_hour)) keep(fastest_within, c, Objective::max_throughput);
+    keep(fastest, c, Objective::max_throughput);
+    if (!(usd_per_hour > r.max_usd_per_hour)) keep(cheapest_within_cap, c, Objective::min_cost);
+    keep_rate(c, usd_per_hour);
+  }
+  void merge(const Nearest& other) {
+    keep(fastest_within, other.fastest_within, Objective::max_throughput);
+    keep(fastest, other.fastest, Objective::max_throughput);
+    keep(cheapest_within_cap, other.cheapest_within_cap, Objective::min_cost);
+    keep_rate(other.least_rate, other.least_usd_per_hour);
+  }
+  /// Note "closest": what binds, the closest plan (empty when nothing runs) and, where the
+  /// deadline binds under a budget or cap, the fastest plan with neither (else empty).
+  Binds decide(const SearchRequest& r, Candidate& closest, Candidate& unlimited) const {
+    closest = unlimited = Candidate{};
+    if (std::isfinite(r.deadline_s) && !fastest_within.empty()) {
+      closest = fastest_within;
+      if (std::isfinite(r.budget_usd) || std::isfinite(r.max_usd_per_hour)) unlimited = fastest;
+      return Binds::deadline;
+    }
+    if (std::isfinite(r.budget_usd) && !cheapest_within_cap.empty()) {
+      closest = cheapest_within_cap;
+      return Binds::budget;
+    }
+    if (std::isfinite(r.max_usd_per_hour) && !least_rate.empty()) {
+      closest = least_rate;
+      return Binds::hourly_cap;
+    }
+    return Binds::nothing_runs;
+  }
+
+ private:
+  static void keep(Candidate& slot, const Candidate& c, Objective o) {
+    if (!c.empty() && (slot.empty() || better(c, slot, o))) slot = c;
+  }
+  void keep_rate(const Candidate& c, double usd_per_hour) {
+    if (c.empty()) return;
+    if (least_rate.empty() || usd_per_hour < least_usd_per_hour ||
+        (usd_per_hour == least_usd_per_hour && better(c, least_rate, Objective::max_throughput))) {
+      least_rate = c;
+      least_usd_per_hour = usd_per_hour;
+    }
+  }
+};
+
 /// The sentence of SearchResult::why_none; `closest` may be empty.
-std::string why_none(const SearchRequest& r, bool any_feasible, std::uint64_t infeasible_memory,
-                     std::uint64_t infeasible_batch, const Plan* closest);
+std::string why_none(const SearchRequest& r, const NoPlan& info, const Plan* closest);
 
 
 

@@ -469,7 +469,11 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
 
     def text() -> str:
         s = rec.search
+        # a budget or hourly cap set beside the deadline binds the cheapest plan too
+        limits = [x for x in (rec.budget_usd and f"at most {report.usd(rec.budget_usd)} in all",
+                              rec.max_usd_per_hour and f"at most {report.usd(rec.max_usd_per_hour)}/h") if x]
         goal = (f"cheapest plan finishing {report.count(rec.iterations)} iterations within {report.hours(rec.deadline_hours)}"
+                + "".join(f", {x}" for x in limits)
                 if rec.objective == "min_cost" else
                 f"fastest plan for {report.count(rec.iterations)} iterations within "
                 + " and ".join(x for x in (rec.budget_usd and report.usd(rec.budget_usd),
@@ -486,7 +490,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         if rec.best is None:
             lines = [head, "", f"no plan fits: {rec.why_none}"]
             if rec.closest is not None:
-                lines += ["closest:", report.plan_table([rec.closest])]
+                lines += [f"closest ({report.usd(rec.closest.usd_per_hour)}/h):", report.plan_table([rec.closest])]
             return "\n".join(lines)
         b = rec.best
         lines = [head, "", report.plan_table([b, *rec.alternatives]), "",

@@ -263,8 +263,10 @@ class _Space:
         instance_index: dict[str, int] = {}
         instances, offers = [], []
         self.offer_info: list[tuple[str, str, str]] = []
+        priced = 0  # offers in the regions and markets, before the type filters
         for region_id, region in enumerate(self.regions):
             for info in catalog.offers(region, self.markets):
+                priced += 1
                 name = info.instance
                 if (allowed is not None and name not in allowed) or name in excluded:
                     if (name, info.market) not in held_markets:
@@ -289,6 +291,27 @@ class _Space:
                 self.offer_info.append((name, region, info.market))
         request.instances = instances
         request.offers = offers
+        # Why nothing can be planned when the user's own filters leave no offer (the core only
+        # sees what is left, and would blame the prices, the batch or the model).
+        self.why_empty = ""
+        usable = [o for o in offers if min_memory is None or instances[o.instance].gpu_memory_bytes >= min_memory * 1024**3]
+        if priced == 0:
+            self.why_empty = (f"no instance type is priced in {', '.join(self.regions)} "
+                              f"({', '.join(self.markets)})")
+        elif not usable and held_cluster is None:
+            clauses = []
+            if allowed is not None:
+                clauses.append(f"of the types asked ({', '.join(sorted(allowed))})")
+            if excluded:
+                clauses.append(f"outside the excluded ({', '.join(sorted(excluded))})")
+            if min_memory is not None:
+                largest = max((instances[o.instance].gpu_memory_bytes for o in offers), default=0.0) / 1024**3
+                clauses.append(f"on GPUs of at least {min_memory:g} GiB"
+                               + (f" (the largest {'among those ' if clauses else ''}has {largest:.4g} GiB)"
+                                  if offers else ""))
+            said = clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + " and " + clauses[-1]
+            self.why_empty = (f"the filters remove every offer: none of the {priced} offers priced in "
+                              f"{', '.join(self.regions)} ({', '.join(self.markets)}) is {said}")
         if any(o.band.compute.known for o in offers):  # the plain roofline has no band (nor a table to load)
             request.scaling_band = self.engine.scaling_table()
         request.usable_memory_fraction = config.usable_memory_fraction
@@ -449,7 +472,7 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
         objective="min_cost" if deadline is not None else "max_throughput",
         global_batch=global_batch, iterations=float(iterations), deadline_hours=deadline,
         budget_usd=budget, max_usd_per_hour=rate, best=plans[0] if plans else None,
-        alternatives=plans[1:], why_none=result.why_none, closest=closest,
+        alternatives=plans[1:], why_none=(space.why_empty or result.why_none) if not plans else "", closest=closest,
         search=space.summary(result), precision=space.engine.precision,
         assumptions={**space.engine.config.to_dict(), **_measured_band_assumptions(space.engine),
                      "spot": space.spot.to_dict(),
@@ -495,5 +518,5 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     request.threads = _threads(threads)
     result = _core.search(request)
     front = ParetoFront(space.plan(p) for p in result.pareto)
-    front.why_none = "" if front else result.why_none
+    front.why_none = "" if front else (space.why_empty or result.why_none)
     return front

@@ -76,6 +76,32 @@ def test_impossible_deadline_exit_code(capsys, tmp_path, resnet50_profile):
     assert "no plan fits" in capsys.readouterr().out
 
 
+def test_an_hourly_cap_beside_a_deadline_is_in_the_header_and_the_answer(capsys, tmp_path, resnet50_profile):
+    # review finding 3: the header said only "cheapest plan finishing ... within 2.00 h", the
+    # answer blamed the deadline "within the budget limits" and showed a plan at $569/h
+    path = resnet50_profile.save(tmp_path / "p.json")
+    code = main(["recommend", "--profile", str(path), "--global-batch", "256", "--iterations", "1e5",
+                 "--deadline", "2h", "--max-usd-per-hour", "1.5", "--regions", "us-east-1"])
+    text = capsys.readouterr().out
+    assert code == 3
+    assert "cheapest plan finishing 100,000 iterations within 2.00 h, at most $1.50/h" in text
+    assert "no plan within the hourly cap of USD 1.5/h meets the deadline of 2 h" in text
+    assert "budget limits" not in text
+    closest = [line for line in text.splitlines() if line.startswith("closest (")]
+    assert closest and float(closest[0].split("$")[1].split("/h")[0]) <= 1.5
+
+
+def test_a_minimum_gpu_memory_no_offer_meets_is_the_reason(capsys, tmp_path, resnet50_profile):
+    # review finding 6: the answer blamed the batch and suggested gradient accumulation
+    path = resnet50_profile.save(tmp_path / "p.json")
+    code = main(["recommend", "--profile", str(path), "--global-batch", "256", "--iterations", "1e5",
+                 "--deadline", "12h", "--min-gpu-memory", "1000", "--regions", "eu-west-1"])
+    text = capsys.readouterr().out
+    assert code == 3
+    assert "the filters remove every offer" in text and "on GPUs of at least 1000 GiB" in text
+    assert "accumulation" not in text
+
+
 def test_a_model_no_gpu_holds_says_so_and_every_command_exits_3(capsys, tmp_path, resnet50_profile):
     """A model whose weights, gradients and optimizer state fit no GPU was told to allow
     accumulation or raise the limits, which cannot help; pareto printed an empty table and

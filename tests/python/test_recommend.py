@@ -94,6 +94,53 @@ def test_impossible_deadline_says_why_and_shows_the_fastest(resnet50_profile):
     assert rec.to_dict()["found"] is False
 
 
+def test_a_binding_hourly_cap_is_named_and_the_closest_keeps_within_it(resnet50_profile):
+    # review finding 3: the closest plan lifted the cap ("the fastest takes 0.475 h (within the
+    # budget limits)" at $569/h against a $1.5/h cap, and 0.475 h met the deadline)
+    fastest = _recommend(resnet50_profile, budget_usd=1e9).best
+    cap = 1.5
+    assert fastest.usd_per_hour > cap
+    rec = _recommend(resnet50_profile, deadline_hours=fastest.total_hours * 1.01, max_usd_per_hour=cap)
+    assert rec.best is None
+    assert "no plan within the hourly cap of USD 1.5/h meets the deadline" in rec.why_none
+    assert "the fastest within it takes" in rec.why_none and "with no hourly cap the fastest takes" in rec.why_none
+    assert "budget limits" not in rec.why_none
+    assert rec.closest is not None and rec.closest.usd_per_hour <= cap
+    assert rec.closest.total_hours > rec.deadline_hours
+    # a cap below every offer: said so, with the least rate any plan runs at; the budget is fine
+    cheapest_rate = min(p.usd_per_hour for p in all_plans(resnet50_profile, srift.Catalog.default(), 64, 20_000))
+    rec = _recommend(resnet50_profile, budget_usd=1000, max_usd_per_hour=0.1)
+    assert rec.why_none.startswith("no plan runs within the hourly cap of USD 0.1/h: the least any plan runs at is USD ")
+    assert "budget" not in rec.why_none
+    assert rec.closest is not None and rec.closest.usd_per_hour == pytest.approx(cheapest_rate, rel=1e-9)
+    # a budget that binds under the cap: the cheapest plan within the cap
+    rec = _recommend(resnet50_profile, budget_usd=1e-3, max_usd_per_hour=cap)
+    assert rec.why_none.startswith("no plan fits the budget of USD 0.001; the cheapest within the hourly cap of USD "
+                                   "1.5/h costs USD ")
+    assert rec.closest.usd_per_hour <= cap
+
+
+def test_filters_that_leave_no_offer_are_named(resnet50_profile):
+    # review finding 6: --min-gpu-memory 100 blamed the batch and suggested accumulation;
+    # --types g5.xlarge --exclude g5.xlarge said no type is priced in the regions
+    rec = _recommend(resnet50_profile, deadline_hours=8, min_gpu_memory_gib=100)
+    assert rec.best is None
+    assert rec.why_none.startswith("the filters remove every offer: none of the ")
+    assert "us-east-1 (on-demand) is of the types asked (g4dn.12xlarge, g4dn.xlarge, g5.xlarge, p3.2xlarge) and " \
+           "on GPUs of at least 100 GiB (the largest among those has 22.35 GiB)" in rec.why_none
+    assert "accumulation" not in rec.why_none
+    rec = srift.recommend(resnet50_profile, global_batch=64, iterations=20_000, deadline_hours=8, regions=[REGION],
+                          instance_types=["g5.xlarge"], exclude=["g5.xlarge"])
+    assert "is of the types asked (g5.xlarge) and outside the excluded (g5.xlarge)" in rec.why_none
+    front = srift.pareto(resnet50_profile, global_batch=64, iterations=20_000, regions=[REGION],
+                         min_gpu_memory_gib=1000)
+    assert not front and front.why_none.startswith("the filters remove every offer")
+    assert "on GPUs of at least 1000 GiB (the largest has " in front.why_none
+    # with no type filter the minimum alone is named
+    assert srift.recommend(resnet50_profile, global_batch=64, iterations=20_000, deadline_hours=8,
+                           regions=[REGION], min_gpu_memory_gib=1000).why_none.startswith("the filters")
+
+
 def test_question_is_required_and_validated(resnet50_profile):
     with pytest.raises(ValueError, match="give deadline_hours"):
         srift.recommend(resnet50_profile, global_batch=64, iterations=10)

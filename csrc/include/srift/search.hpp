@@ -96,8 +96,10 @@ struct SearchRequest {
   /// search() stops after this many seconds (wall clock) and returns the best plans found
   /// with the remaining optimality gap; +inf: no limit. Ignored by search_exhaustive. A
   /// scheduler should set one: on srift's catalog searches take milliseconds, but a space
-  /// with no plan meeting the constraints is searched twice (the second time for the closest
-  /// plan), which on a catalog of 20 types x 3 regions x 2 markets took two minutes.
+  /// with no plan meeting the constraints is searched again for the closest plan (up to three
+  /// more times, note "closest"), which on a catalog of 20 types x 3 regions x 2 markets took
+  /// two minutes, and a large batch in many micro-steps took 1-2 minutes before the bounds on
+  /// micro-steps (csrc/bnb.cpp note "bounds"; about a second now).
   double time_limit_s = std::numeric_limits<double>::infinity();
   int top_k = 5;                 ///< plans returned, best first; at most kMaxTopK
   /// Worker threads (0: hardware concurrency), capped at 4 x the hardware concurrency and at
@@ -157,8 +159,11 @@ struct SearchStats {
 struct SearchResult {
   std::vector<Plan> plans;       ///< best first; empty when nothing satisfies the constraint
   std::vector<Plan> pareto;      ///< when requested: increasing time, decreasing USD
-  /// The plan that comes closest when nothing satisfies the constraint: the fastest for a
-  /// deadline, the cheapest for a budget. Empty groups when no cluster is even feasible.
+  /// The plan that comes closest when nothing satisfies the constraints, found with only the
+  /// binding one lifted (note "closest" in search_internal.hpp): with a deadline, the fastest
+  /// plan within the budget and the hourly cap; else, with a budget, the cheapest within the
+  /// cap; else the plan of the least hourly rate, over the cap. Empty groups when no cluster
+  /// is even feasible. why_none names the constraint that binds.
   Plan closest;
   SearchStats stats;
   std::string why_none;          ///< a sentence when `plans` is empty
