@@ -692,6 +692,7 @@ class Searcher {
       rate += c.count[k] * offer.interruptions_per_hour;
     }
     simulate_unchecked(r_.workload, groups, c.n, options_, result_);
+    if (result_.feasible()) detail::require_finite_iteration(r_, c, result_);
     ++stats.evaluated;
     if (!result_.feasible()) {
       if (result_.infeasible == Infeasible::memory) ++stats.infeasible_memory;

@@ -45,6 +45,17 @@ Plan materialise(const SearchRequest& r, const Candidate& c) {
   return plan;
 }
 
+void require_finite_iteration(const SearchRequest& r, const Candidate& c, const IterationResult& it) {
+  if (std::isfinite(it.iteration_s)) return;
+  std::string plan;
+  for (int k = 0; k < c.n; ++k) {
+    const Offer& o = r.offers[c.offer[k]];
+    plan += (k ? " + " : "") + std::to_string(c.count[k]) + "x offers[" + std::to_string(c.offer[k]) + "] (" +
+            r.instances[o.instance].name + ")";
+  }
+  require_finite_iteration("plan " + plan, it.iteration_s, it.compute_s, it.comm_s);
+}
+
 namespace {
 std::string hours(double seconds) {
   std::ostringstream s;
@@ -343,6 +354,7 @@ class Enumerator {
       rate += c_.count[k] * o.interruptions_per_hour;  // same sum order as search()
     }
     simulate_unchecked(r_.workload, groups, c_.n, options_, result_);
+    if (result_.feasible()) detail::require_finite_iteration(r_, c_, result_);
     ++s_.stats.evaluated;
     if (!result_.feasible()) {
       if (result_.infeasible == Infeasible::memory) ++s_.stats.infeasible_memory;

@@ -32,6 +32,10 @@ struct Candidate {
   bool empty() const { return n == 0; }
 };
 
+/// Throws std::invalid_argument naming the plan's offers when its feasible iteration time is
+/// not finite (validate.hpp, require_finite_iteration): the search must not rank such a plan.
+void require_finite_iteration(const SearchRequest& r, const Candidate& c, const IterationResult& it);
+
 /// True when a is strictly better than b for the objective: the objective term, then the
 /// other term, then the groups (offer, count) in order with -1 for missing groups, so a
 /// result does not depend on the order plans were met in (threads, search strategy).

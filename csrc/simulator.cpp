@@ -369,6 +369,7 @@ IterationResult simulate(const Workload& workload, const std::vector<GroupSpec>&
   }
   IterationResult out;
   simulate_unchecked(workload, groups.data(), static_cast<int>(groups.size()), options, out, timeline);
+  if (out.feasible()) detail::require_finite_iteration("cluster", out.iteration_s, out.compute_s, out.comm_s);
   return out;
 }
 

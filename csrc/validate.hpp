@@ -27,6 +27,16 @@ inline void require_positive(const std::string& field, double v) {
   if (!std::isfinite(v) || v <= 0) fail(field, "finite and > 0", v);
 }
 
+// A feasible iteration whose time overflowed to +inf (or NaN): inputs near the largest double
+// (1e308 s of fixed compute, a link of 1e-300 bytes/s) must not make a plan "feasible" in an
+// infinite time. `what` names the cluster or plan.
+inline void require_finite_iteration(const std::string& what, double iteration_s, double compute_s, double comm_s) {
+  if (std::isfinite(iteration_s)) return;
+  throw std::invalid_argument(what + ": the predicted iteration time overflows (iteration " + fmt(iteration_s) +
+                              " s, compute " + fmt(compute_s) + " s, allreduce " + fmt(comm_s) +
+                              " s): a compute model or link is out of any real range");
+}
+
 // An enum passed in from outside (a cast from int, a field of a struct) that names none of
 // its values: Objective(5) was searched as max_throughput, Precision(7) as fp32.
 inline void require_enum(const char* field, int value, int first, int last) {

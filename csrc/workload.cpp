@@ -13,6 +13,8 @@ void ComputeModel::validate() const {
   detail::require_finite_nonneg("compute.backward_per_sample_s", backward_per_sample_s);
   detail::require_finite_nonneg("compute.optimizer_s", optimizer_s);
   detail::require_finite_nonneg("compute.accumulate_s", accumulate_s);
+  // Each part may be finite and their sum not (1e308 + 1e308): every time below adds them.
+  detail::require_finite_nonneg("compute.forward_fixed_s + backward_fixed_s", fixed_s());
   // A zero slope would make the batch split degenerate (any split is "balanced").
   detail::require_positive("compute.per_sample_s (forward + backward)", per_sample_s());
 }

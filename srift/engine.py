@@ -112,6 +112,7 @@ class Engine:
     """Core inputs for one (profile, catalog, config), cached per GPU type and instance type."""
 
     def __init__(self, profile: Profile, catalog: Catalog, config: EngineConfig | None = None):
+        profile.validate()  # a profile built or edited in Python meets a file's bounds too
         self.profile = profile
         self.catalog = catalog
         self.config = config or EngineConfig()

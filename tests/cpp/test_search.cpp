@@ -1186,3 +1186,31 @@ TEST(Search, ThreadsTheOsRefusesLeaveTheirWorkToTheCaller) {
   expect_same_plans(one_ex, ex, "exhaustive");
 }
 #endif
+
+namespace {
+// A plan whose iteration overflows to +inf is never a "feasible" plan of infinite time: the
+// exhaustive search, which simulates it, says so naming the offer; the B&B's bounds, infinite
+// too, cut it unsimulated, and it answers that no plan runs.
+TEST(Search, AnOfferWhoseIterationOverflowsIsAnError) {
+  SearchRequest r = one_type_request("huge.slope", 1, 80);
+  r.offers[0].compute.forward_per_sample_s = r.offers[0].compute.backward_per_sample_s = 0.5e308;
+  r.global_batch = 8;
+  r.iterations = 10;
+  try {
+    srift::search_exhaustive(r, nullptr);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("offers[0] (huge.slope)"), std::string::npos) << what;
+    EXPECT_NE(what.find("iteration time overflows"), std::string::npos) << what;
+  }
+  try {
+    const SearchResult b = srift::search(r, nullptr);
+    EXPECT_TRUE(b.plans.empty());
+    for (const Plan& p : b.plans) EXPECT_TRUE(std::isfinite(p.iteration.iteration_s));
+    EXPECT_FALSE(b.why_none.empty());
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("iteration time overflows"), std::string::npos) << e.what();
+  }
+}
+}  // namespace

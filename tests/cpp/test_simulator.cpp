@@ -531,3 +531,31 @@ TEST(Simulator, DescribeInfeasibleRefusesAMemoryResultWithoutRanks) {
   o.global_batch = 2147483647;
   EXPECT_NE(srift::describe_infeasible(r, o).find("GPU memory holds at most"), std::string::npos);
 }
+
+namespace {
+// Inputs near the largest double overflow the iteration to +inf: an error naming it, never a
+// feasible cluster of infinite time.
+TEST(Simulator, AnIterationThatOverflowsIsAnError) {
+  const InstanceSpec a = instance(1, 25);
+  ComputeModel huge = compute(1e-3);
+  huge.forward_per_sample_s = huge.backward_per_sample_s = 0.5e308;  // finite; x 8 samples is not
+  try {
+    run(resnet_like(), {{&a, 1, huge, 1.0}}, 8);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("iteration time overflows"), std::string::npos) << e.what();
+  }
+  InstanceSpec slow = instance(1, 25);
+  slow.network = LinkSpec{1e-305, 30e-6};  // 1e-305 bytes/s: the allreduce overflows
+  EXPECT_THROW(run(resnet_like(), {{&slow, 2, compute(1e-3), 1.0}}, 8), std::invalid_argument);
+  EXPECT_TRUE(run(resnet_like(), {{&a, 1, compute(1e-3, 1e300), 1.0}}, 8).feasible());  // large, finite
+  ComputeModel sum = compute(1e-3);
+  sum.forward_fixed_s = sum.backward_fixed_s = 1e308;  // each finite, their sum not: refused up front
+  try {
+    run(resnet_like(), {{&a, 1, sum, 1.0}}, 8);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("forward_fixed_s + backward_fixed_s"), std::string::npos) << e.what();
+  }
+}
+}  // namespace

@@ -441,3 +441,40 @@ def test_huge_integer_counts_are_refused_naming_the_field(field):
     kwargs = {"device": "T4", "local_batch": 8, "iteration_s": 0.1, field: 10**400}
     with pytest.raises(ValueError, match=rf"^{field}: expected at most 2147483647"):
         _profile().add_measurement(**kwargs)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda p: setattr(p.layers[1], "forward_flops", -5.0), r"\$\.layers\[1\]\.forward_flops: invalid value -5\.0"),
+    (lambda p: setattr(p, "activation_bytes_per_sample", float("nan")),
+     r"\$\.activation_bytes_per_sample: invalid value nan"),
+    (lambda p: setattr(p, "param_count", 10**30), r"\$\.param_count: invalid value 1000000000000000000000000000000"),
+    (lambda p: setattr(p.layers[0], "kind", object()), r"a field holds what a profile file cannot"),
+    (lambda p: setattr(p.buckets[1], "last_layer", 9), r"\$\.buckets\[1\]\.last_layer: invalid value 9"),
+])
+def test_a_profile_built_in_python_is_held_to_the_files_bounds(mutate, message):
+    import srift
+
+    profile = _profile(timed=False)
+    srift.predict(profile, "1x g5.xlarge", 64)  # valid as built
+    mutate(profile)
+    with pytest.raises(ValueError, match=r"profile 'tiny': .*" + message):
+        profile.validate()
+    with pytest.raises(ValueError, match=message):  # every entry point builds an Engine, which checks
+        srift.predict(profile, "1x g5.xlarge", 64)
+    with pytest.raises(ValueError, match=message):
+        srift.recommend(profile, global_batch=64, iterations=1000, deadline_hours=100)
+
+
+def test_validate_reads_numpy_scalars_and_remembers_a_valid_content():
+    import numpy as np
+
+    profile = _profile(timed=False)
+    profile.example_batch_size = np.int64(8)
+    profile.activation_bytes_per_sample = np.float32(65536.0)
+    profile.validate()
+    digest = profile.__dict__["_valid_digest"]
+    profile.validate()
+    assert profile.__dict__["_valid_digest"] == digest
+    profile.layers[1].forward_flops = -1.0  # an edit after a passing check is checked again
+    with pytest.raises(ValueError, match=r"forward_flops"):
+        profile.validate()
