@@ -1,6 +1,7 @@
 #pragma once
 // The core's internal JSON reader (not installed): learned-model documents and the compute
 // documents' combination fields are read with it. Every error names the JSON path.
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -78,6 +79,9 @@ class Parser {
         skip_ws();
         if (i_ >= s_.size() || s_[i_] != '"') error("expected a string key");
         std::string key = string_body();
+        // Python's json keeps a repeated key's last value and this reader's find() the first:
+        // one file would be two models, so a repeat is refused (srift's Python loader too).
+        if (v.find(key) != nullptr) error("duplicate key '" + key + "' in one object");
         skip_ws();
         if (i_ >= s_.size() || s_[i_] != ':') error("expected ':'");
         ++i_;
@@ -180,9 +184,7 @@ class Parser {
     const std::from_chars_result r = std::from_chars(text.data(), last, out);
     if (r.ptr != last || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) return false;
     if (r.ec == std::errc::result_out_of_range) {
-      const std::size_t e = text.find_first_of("eE");
-      const bool overflow = e == std::string::npos || text.find('-', e) == std::string::npos;
-      const double magnitude = overflow ? HUGE_VAL : 0.0;
+      const double magnitude = past_largest(text) ? HUGE_VAL : 0.0;
       out = text[0] == '-' ? -magnitude : magnitude;
     }
     return true;
@@ -199,6 +201,42 @@ class Parser {
     }
     return in.peek() == std::char_traits<char>::eof();
 #endif
+  }
+  // Whether an out-of-range decimal is past the largest double (else below the smallest): the
+  // power of ten of its first significant digit plus its exponent, read as written.
+  // "0.000...0001" with 400 zeros and no exponent is tiny (it was read as infinity).
+  static bool past_largest(const std::string& text) {
+    std::size_t i = (text[0] == '-' || text[0] == '+') ? 1 : 0;
+    long long lead = 0;  // power of ten of the first significant digit, before the exponent
+    bool found = false;
+    long long int_digits = 0;
+    for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+      if (!found && text[i] != '0') found = true;
+      if (found) ++int_digits;
+    }
+    if (found) lead = int_digits - 1;
+    if (i < text.size() && text[i] == '.') {
+      ++i;
+      long long zeros = 0;
+      for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+        if (!found && text[i] != '0') {
+          found = true;
+          lead = -(zeros + 1);
+        }
+        if (!found) ++zeros;
+      }
+    }
+    long long exponent = 0;
+    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+      ++i;
+      const bool negative = i < text.size() && text[i] == '-';
+      if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+      for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+        exponent = std::min(exponent * 10 + (text[i] - '0'), 1LL << 40);  // saturates: only the sign matters
+      }
+      if (negative) exponent = -exponent;
+    }
+    return lead + exponent > 0;
   }
   // Four hex digits exactly, as Python's json: strtoul took leading blanks, a sign and a
   // partial number ("\\u 41x", "\\u+041" read as "A", "\\uZZZZ" as NUL).

@@ -1,6 +1,7 @@
 #include "srift/learned.hpp"
 
 #include "json_reader.hpp"
+#include "validate.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -34,6 +35,9 @@ FlatTree parse_tree(const Json& t, const std::string& path, int num_features) {
   if (const Json* m = t.find("missing_left"); m != nullptr && m->t != Json::T::null) {
     std::vector<int> raw = integers(*m, path + ".missing_left");
     require_size(raw.size(), n, path + ".missing_left");
+    for (std::size_t i = 0; i < raw.size(); ++i) {  // stored as uint8: 256 read as 0
+      if (raw[i] != 0 && raw[i] != 1) bad(path + ".missing_left[" + std::to_string(i) + "]", "must be 0 or 1");
+    }
     tree.missing_left.assign(raw.begin(), raw.end());
   }
   // Children must point strictly forward (sklearn numbers nodes depth-first, parents first):
@@ -172,6 +176,9 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
   if (const Json* r = doc.find("residuals"); r != nullptr && r->t == Json::T::object) {
     if (const Json* q = r->find("p10"); q != nullptr) m.p10_ = number(*q, "$.residuals.p10");
     if (const Json* q = r->find("p90"); q != nullptr) m.p90_ = number(*q, "$.residuals.p90");
+    if (m.p10_ > m.p90_) {
+      bad("$.residuals", "must have p10 <= p90, got p10 " + detail::fmt(m.p10_) + " and p90 " + detail::fmt(m.p90_));
+    }
   }
 
   LearnedModelReader::body(m, doc.find("input_scaler"), field(doc, "$", "model"), "$.input_scaler", "$.model", 0);
@@ -225,9 +232,23 @@ double LearnedModel::predict(const double* x, std::size_t n) const {
     throw std::invalid_argument("model '" + name_ + "' takes " + std::to_string(features_.size()) +
                                 " features, got " + std::to_string(n));
   }
+  const double y = eval(x, n);
+  if (!std::isfinite(y)) {
+    std::string first_bad;
+    for (std::size_t j = 0; j < n && first_bad.empty(); ++j) {
+      if (!std::isfinite(x[j])) first_bad = "; feature " + features_[j] + " is " + detail::fmt(x[j]);
+    }
+    throw std::invalid_argument("learned model '" + name_ + "' predicts " + detail::fmt(y) +
+                                ", not a finite number" + first_bad +
+                                (first_bad.empty() ? " (its parameters overflow on these features)" : ""));
+  }
+  return y;
+}
+
+double LearnedModel::eval(const double* x, std::size_t n) const {
   if (type_ == Type::mean) {
     double sum = 0;
-    for (const LearnedModel& member : members_) sum += member.predict(x, n);
+    for (const LearnedModel& member : members_) sum += member.eval(x, n);
     return sum / static_cast<double>(members_.size());
   }
   if (type_ == Type::tree_ensemble && scaler_mean_.empty()) return eval_trees(x);

@@ -415,6 +415,13 @@ void LearnedComputeConfig::validate() const {
   for (const auto& [field, v] : finite) {
     if (!std::isfinite(v)) detail::fail(field, "finite", v);
   }
+  // Log residual quantiles: an inverted pair made p10 factors above p90 (a band of no width).
+  const std::pair<const char*, std::pair<double, double>> pairs[] = {{"anchored_p10", {anchored_p10, anchored_p90}},
+                                                                     {"roofline_p10", {roofline_p10, roofline_p90}},
+                                                                     {"absolute_p10", {absolute_p10, absolute_p90}}};
+  for (const auto& [field, pair] : pairs) {
+    if (pair.first > pair.second) detail::fail(field, "<= its p90 (" + detail::fmt(pair.second) + ")", pair.first);
+  }
   const std::pair<const char*, std::pair<double, double>> bands[] = {
       {"measured", {measured_p10, measured_p90}}, {"measured_per_e_fold", {measured_per_e_fold_p10, measured_per_e_fold_p90}}};
   for (const auto& [field, band] : bands) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "srift/learned.hpp"
+#include "srift/learned_compute.hpp"
 
 namespace {
 
@@ -199,4 +200,81 @@ TEST(LearnedModel, UnicodeEscapesDecodeAsPythonsJsonDoes) {
   for (const char* bad : {"\xff\xfe", "\xC3", "\xC3(", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "a\tb", "\x01"}) {
     EXPECT_THROW(srift::LearnedModel::from_json(with_name(bad)), std::invalid_argument) << bad;
   }
+}
+
+namespace {
+std::string replaced(std::string doc, const std::string& from, const std::string& to) {
+  const std::size_t at = doc.find(from);
+  if (at == std::string::npos) throw std::logic_error("no '" + from + "' in the document");
+  return doc.replace(at, from.size(), to);
+}
+
+std::string what_of(const std::string& doc) {
+  try {
+    srift::LearnedModel::from_json(doc);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(LearnedModel, OutOfRangeDecimalsWithoutAnExponentReadAsPythonReadsThem) {
+  // 400 zeros then a 1: Python reads 0.0; this reader took every out-of-range number without
+  // an exponent for an overflow (infinity, then "must be finite").
+  const std::string tiny = "0." + std::string(400, '0') + "1";
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":" + tiny))
+                       .predict({3.0, 6.0}),
+                   2.0);
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":-" + tiny))
+                       .predict({3.0, 6.0}),
+                   2.0);
+  // and past the largest double, however written, is still refused naming the field
+  const std::string huge = "1" + std::string(400, '0');
+  EXPECT_NE(what_of(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":" + huge)).find("intercept"), std::string::npos);
+  EXPECT_NE(what_of(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.001e312")).find("intercept"), std::string::npos);
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":1000e-330"))
+                       .predict({3.0, 6.0}),
+                   2.0);
+}
+
+TEST(LearnedModel, RepeatedKeysAreRefused) {
+  // Python's json keeps the last value, this reader the first: one file, two models.
+  const std::string doc = replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercept\":100");
+  EXPECT_NE(what_of(doc).find("duplicate key 'intercept'"), std::string::npos) << what_of(doc);
+}
+
+TEST(LearnedModel, MissingLeftIsZeroOrOne) {
+  // stored as uint8: 256 read as 0 (NaN right), -7 as 249
+  for (const char* bad : {"[256,0,0]", "[-7,0,0]", "[2,0,0]"}) {
+    const std::string what = what_of(replaced(kTrees, "\"missing_left\":[1,0,0]", std::string("\"missing_left\":") + bad));
+    EXPECT_NE(what.find("missing_left[0] must be 0 or 1"), std::string::npos) << bad << ": " << what;
+  }
+}
+
+TEST(LearnedModel, ResidualQuantilesMustBeInOrder) {
+  const std::string what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":0.4,\"p90\":-0.4"));
+  EXPECT_NE(what.find("$.residuals"), std::string::npos) << what;
+  EXPECT_NE(what.find("p10 0.4 and p90 -0.4"), std::string::npos) << what;
+  srift::LearnedComputeConfig config;
+  config.absolute_p10 = 0.4;
+  config.absolute_p90 = -0.4;
+  EXPECT_THROW(config.validate(), std::invalid_argument);
+}
+
+TEST(LearnedModel, APredictionThatIsNotFiniteIsAnErrorNamingTheModel) {
+  const auto lin = srift::LearnedModel::from_json(kLinear);
+  try {
+    lin.predict({std::nan(""), 6.0});
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("learned model 'lin'"), std::string::npos) << what;
+    EXPECT_NE(what.find("feature a is nan"), std::string::npos) << what;
+  }
+  const auto overflow =
+      srift::LearnedModel::from_json(replaced(kLinear, "\"coef\":[3,-1]", "\"coef\":[1e308,1e308]"));
+  EXPECT_THROW(overflow.predict({1e10, 1e10}), std::invalid_argument);
+  // trees route a NaN by missing_left, as scikit-learn does: a finite answer
+  EXPECT_TRUE(std::isfinite(srift::LearnedModel::from_json(kTrees).predict({std::nan(""), std::nan("")})));
 }

@@ -66,13 +66,16 @@ class LearnedModel {
   double residual_p10() const { return p10_; }
   double residual_p90() const { return p90_; }
 
-  /// One prediction from `n` features. Throws std::invalid_argument when n is wrong.
+  /// One prediction from `n` features. Throws std::invalid_argument when n is wrong, and
+  /// when the prediction is not finite (a NaN input to a linear or MLP model, or parameters
+  /// that overflow), naming the model, so that no caller turns it into a time or a band.
   double predict(const double* x, std::size_t n) const;
   double predict(const std::vector<double>& x) const { return predict(x.data(), x.size()); }
   /// Row-major `rows x cols` inputs into `out` (rows values, caller-owned).
   void predict_batch(const double* x, std::size_t rows, std::size_t cols, double* out) const;
 
  private:
+  double eval(const double* x, std::size_t n) const;  // predict() without the finiteness check
   double eval_linear(const double* x) const;
   double eval_trees(const double* x) const;
   double eval_mlp(const double* x) const;
