@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -59,6 +60,23 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):  # 0, -5, nan and inf all failed only once the runs started
+        raise argparse.ArgumentTypeError(f"expected a positive finite number of seconds, got {text!r}")
+    return v
+
+
+def run_label(model: str, quotas: list[float | None], nic: float | None, mode: str) -> str:
+    """A run's label: model, homogeneous or heterogeneous hosts, and the NIC rate emulated
+    ("lo" where none is: loopback mode, or a host without a rate)."""
+    het = "het" if len(set(quotas)) > 1 else "homo"
+    return f"{model} {het} {'lo' if nic is None or mode != 'netns' else f'{nic:g}G'}"
+
+
 def _terminate_cleanly() -> None:
     """SIGTERM raises KeyboardInterrupt, so namespaces, cgroups and ranks are removed on the way out."""
     import signal
@@ -74,7 +92,7 @@ def _terminate_cleanly() -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from srift.validate import netemu
-    from srift.validate.runner import HostSpec, WorkerSpec, validate
+    from srift.validate.runner import HostSpec, WorkerSpec, resolve_mode, validate
 
     if args.cleanup:
         removed = netemu.cleanup_leftovers() if netemu.unavailable_reason() is None else []
@@ -88,12 +106,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     quotas = args.cpu_quota or [None] * args.hosts
     if len(quotas) != args.hosts:
         raise ValueError(f"--cpu-quota: expected one value per host ({args.hosts}), got {len(quotas)}")
+    try:
+        # the mode first: a label states a NIC rate only where one is emulated
+        real_mode, _ = resolve_mode(args.mode)
+    except netemu.EmulationUnavailable as exc:
+        raise ValueError(f"--mode {args.mode}: {exc}") from None
     clusters, labels = [], []
     for nic in args.nic_gbps:
         clusters.append([HostSpec(nic, tuple(WorkerSpec(args.threads, q) for _ in range(args.ranks_per_host)))
                          for q in quotas])
-        het = "het" if len(set(quotas)) > 1 else "homo"
-        labels.append(f"{args.model} {het} {'lo' if nic is None else f'{nic:g}G'}")
+        labels.append(run_label(args.model, quotas, nic, real_mode))
     _terminate_cleanly()
     if args.measurements:
         check_output_path(args.measurements, "--measurements")  # before the runs, not after them
@@ -146,7 +168,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                                       "appended to it (add_measurement) and it is saved")
     p.add_argument("--measurements", metavar="PATH",
                    help="append measurements (JSON lines, schema srift.measurements/1) here")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per launched run (default 600)")
+    p.add_argument("--timeout", type=_positive_seconds, default=600.0,
+                   help="seconds per launched run (default 600)")
     p.add_argument("--cleanup", action="store_true", help="remove namespaces/cgroups left by dead runs and exit")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true", help="machine-readable report")

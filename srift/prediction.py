@@ -109,6 +109,10 @@ class Prediction:
     micro_batch: int = 0
     # EngineConfig.max_local_batch: the cap on one GPU's samples per micro-step (None: memory)
     local_batch_cap: int | None = None
+    # index in `groups` of the group whose link bounds the ring (the simulator's
+    # IterationResult.bottleneck_group: its NIC for "network", its intra-node link for
+    # "intra-node"; ring_gbytes_s is that link's achieved speed); -1 when no link bounds it
+    bottleneck_group: int = -1
 
     @property
     def total_hours(self) -> float | None:
@@ -146,10 +150,15 @@ class Prediction:
 def resolve_region(catalog: Catalog, cluster: Cluster, region: str | None) -> str:
     """The region to price a cluster in: the one asked for, else the cheapest region where
     every group is priced. Raises ValueError saying what is not priced where."""
+    for value in (region, cluster.region):
+        # "" is no region name: it read as "the cheapest region" (falsy), where "us-east-1 " failed
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ValueError(f"region: expected a region name such as 'us-east-1' (or None for the cheapest "
+                             f"region), got {value!r}")
     if region is not None and cluster.region is not None and region != cluster.region:
         raise ValueError(f"region = {region!r}, but the cluster says @{cluster.region}: give one of them "
                          f"(or the same)")
-    wanted = region or cluster.region
+    wanted = region if region is not None else cluster.region
     if wanted is not None:
         if wanted not in catalog.regions:
             raise ValueError(f"region {wanted!r} is not in the catalog; known: {', '.join(catalog.regions)}")
@@ -303,4 +312,5 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         broadcast_s=result.broadcast_s if ok else nan,
         accumulation_steps=result.accumulation_steps if ok else 1,
         micro_batch=result.micro_batch if ok else global_batch,
-        local_batch_cap=engine.config.max_local_batch)
+        local_batch_cap=engine.config.max_local_batch,
+        bottleneck_group=int(result.bottleneck_group) if 0 <= result.bottleneck_group < len(groups) else -1)

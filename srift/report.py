@@ -334,25 +334,39 @@ def prediction_text(pred: Any) -> str:
 
 def bottleneck_link(pred: Any, catalog: Any | None = None) -> str:
     """The link that bounds the ring: kind and achieved speed, and with a catalog the
-    instance type whose NIC (or intra-node link) it is."""
+    instance type whose NIC (or intra-node link) it is: the group the simulator took the ring's
+    bandwidth from (``pred.bottleneck_group``), whose achieved speed is ``ring_gbytes_s``.
+    A probed link (measured_network_gbytes_s / measured_intra_gbytes_s) is said to be one."""
     text = f"{pred.bottleneck} at {pred.ring_gbytes_s:.1f} GB/s achieved"
     if catalog is None or pred.bottleneck not in ("network", "intra-node"):
         return text
     try:
         infos = [catalog.instance(g.instance_type) for g in pred.groups]
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, KeyError):
         return text
+    if not infos:
+        return text
+    index = getattr(pred, "bottleneck_group", -1)
+    known = isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(infos)
     if pred.bottleneck == "network":
-        slow = min(infos, key=lambda i: i.network_gbps)
-        return text + f" (the {slow.network_gbps:g} Gbit/s NIC of {slow.name}{', EFA' if slow.efa else ''})"
-    # the slowest achieved link inside an instance (learned or probed links reorder the nominal ones)
-    def achieved(pair: tuple[Any, Any]) -> float:
-        info, group = pair
-        return group.intra_gbytes_s if math.isfinite(group.intra_gbytes_s) else info.intra_node_gbytes_s or 0.0
-
+        if known:
+            slow = infos[index]
+        else:  # a prediction without the simulator's group (built by hand): the slowest nominal NIC
+            slow = min(infos, key=lambda i: i.network_gbps)
+        probed = ", probed" if getattr(slow, "measured_network_gbytes_s", None) else ""
+        return text + f" (the {slow.network_gbps:g} Gbit/s NIC of {slow.name}{', EFA' if slow.efa else ''}{probed})"
     pairs = list(zip(infos, pred.groups))
-    slow, _ = min([p for p in pairs if p[0].gpu_count > 1] or pairs, key=achieved)
-    return text + f" ({slow.interconnect} inside {slow.name})"
+    if known:
+        slow = infos[index]
+    else:
+        # the slowest achieved link inside an instance (learned or probed links reorder the nominal ones)
+        def achieved(pair: tuple[Any, Any]) -> float:
+            info, group = pair
+            return group.intra_gbytes_s if math.isfinite(group.intra_gbytes_s) else info.intra_node_gbytes_s or 0.0
+
+        slow, _ = min([p for p in pairs if p[0].gpu_count > 1] or pairs, key=achieved)
+    probed = ", probed" if getattr(slow, "measured_intra_gbytes_s", None) else ""
+    return text + f" ({slow.interconnect} inside {slow.name}{probed})"
 
 
 def explain_prediction(pred: Any, catalog: Any | None = None) -> str:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 import datetime as _dt
+import functools
+import json
 import math
 import os
 import statistics
@@ -73,10 +75,20 @@ class HostSpec:
                              f"GPU type), got {[w.key for w in self.workers]}")
         if self.nic_gbps is not None and not (isinstance(self.nic_gbps, (int, float)) and self.nic_gbps > 0):
             raise ValueError(f"nic_gbps: expected a positive rate in Gbit/s or None, got {self.nic_gbps!r}")
+        if self.nic_gbps is not None:
+            # the rate is the emulated instance's network_gbps: what the catalog schema allows
+            # (not clamped: the prediction would then be of another NIC than the one run)
+            low, high = schema_bounds("instance", "network_gbps")
+            if not low <= self.nic_gbps <= high:
+                raise ValueError(f"nic_gbps: expected a rate in Gbit/s in [{low:g}, {high:g}] (the catalog's "
+                                 f"network_gbps) or None, got {self.nic_gbps!r}")
 
-    def instance_name(self, nic_gbps: float | None = None) -> str:
+    def instance_name(self, nic_gbps: float | None = None, *, loopback: bool = False) -> str:
+        """Catalog name of the emulated instance type. Its NIC is not emulated (``loopback``, or a
+        host without a rate): the rate given is a placeholder that the measured allreduce replaces,
+        and the name says ``-lo``, not a rate that was never run."""
         nic = self.nic_gbps if nic_gbps is None else nic_gbps
-        rate = "lo" if nic is None else f"{nic:g}g"
+        rate = "lo" if nic is None or self.nic_gbps is None or loopback else f"{nic:g}g"
         return f"{self.workers[0].key}-x{len(self.workers)}-{rate}"
 
 
@@ -178,20 +190,58 @@ def refine_batches(local_batches: Sequence[int]) -> list[list[int]]:
     return out
 
 
+@functools.lru_cache(maxsize=None)
+def _schema_properties(definition: str) -> dict[str, Any]:
+    """The properties of ``$defs/<definition>`` ("gpu", "instance") in the catalog schema."""
+    from srift.catalog import SCHEMA_PATH
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return dict(schema["$defs"][definition]["properties"])
+
+
+def schema_bounds(definition: str, prop: str) -> tuple[float, float]:
+    """(lowest, highest) value the catalog schema allows for ``$defs/<definition>.<prop>``
+    (minimum / maximum; an exclusiveMinimum alone is not a value that can be written)."""
+    rules = _schema_properties(definition)[prop]
+    low = rules.get("minimum", -math.inf)
+    high = rules.get("maximum", math.inf)
+    return float(low), float(high)
+
+
+def clamp_to_schema(definition: str, prop: str, value: float) -> float:
+    """``value`` moved into the range the catalog schema allows for the property, so that the
+    overrides validate writes for its emulated hosts are always a valid document."""
+    low, high = schema_bounds(definition, prop)
+    return min(high, max(low, float(value)))
+
+
 def _gpu_entry(key: str, w: WorkerSpec, cal: list[dict[str, Any]], flops_per_sample: float, world: int) -> dict[str, Any]:
     pts = [c for c in cal if c["key"] == key]
     rates = [flops_per_sample * c["local_batch"] / max(c["forward_s"] + c["backward_s"], 1e-9) for c in pts]
-    tflops = max(1e-4, statistics.median(rates) / 1e12) if rates else 0.05
+    tflops = statistics.median(rates) / 1e12 if rates else 0.05
+    # The peak is nominal: the measured FLOP rate of the calibration. A low-FLOP model (ncf:
+    # embeddings, not FLOPs) measures below the schema's minimum of 0.001 TFLOP/s, and the
+    # overrides document was refused. Clamping it to the schema's range does not change the
+    # prediction validate compares against the measurement: every speed class is calibrated at
+    # two (or more) local batches (CALIBRATION_SCALES, then refine_batches), and with two
+    # measured batches the engine fits the compute through those measurements (compute source
+    # "measured": _core.anchor_to_measurements / LearnedCompute.measured_model fit their own
+    # line), so forward, backward and optimizer times are the measured ones whatever the peak
+    # (test_validate: test_the_emulated_peak_is_clamped_and_does_not_move_the_prediction).
+    tflops = clamp_to_schema("gpu", "fp32_tflops", tflops if math.isfinite(tflops) and tflops > 0 else 0.05)
     q = "" if w.cpu_quota is None else f", CPU quota {w.cpu_quota:g} core"
     return {"name": f"emulated worker ({cpu_name()}, {w.threads} thread(s){q})", "chip": "CPU",
-            "memory_gib": round(max(1.0, _mem_gib()), 1), "fp32_tflops": tflops, "tf32_tflops": None,
-            "fp16_tflops": None, "bf16_tflops": None, "memory_bandwidth_gbytes_s": 10.0,
+            "memory_gib": round(clamp_to_schema("gpu", "memory_gib", max(1.0, _mem_gib())), 1),
+            "fp32_tflops": tflops, "tf32_tflops": None,
+            "fp16_tflops": None, "bf16_tflops": None,
+            "memory_bandwidth_gbytes_s": clamp_to_schema("gpu", "memory_bandwidth_gbytes_s", 10.0),
             "source": f"srift validate emulation, measured {_dt.date.today().isoformat()}"}
 
 
 def emulation_overrides(hosts: Sequence[HostSpec], cal: list[dict[str, Any]], flops_per_sample: float,
-                        nic_gbps: Sequence[float]) -> tuple[dict[str, Any], str]:
-    """(catalog overrides "srift.catalog-overrides/1", cluster text) for the emulated hosts."""
+                        nic_gbps: Sequence[float], *, loopback: bool = False) -> tuple[dict[str, Any], str]:
+    """(catalog overrides "srift.catalog-overrides/1", cluster text) for the emulated hosts.
+    ``loopback``: no NIC is emulated; ``nic_gbps`` are placeholders and the types are named ``-lo``."""
     gpus: dict[str, Any] = {}
     instances: dict[str, Any] = {}
     counts: dict[str, int] = {}
@@ -199,7 +249,7 @@ def emulation_overrides(hosts: Sequence[HostSpec], cal: list[dict[str, Any]], fl
     for h, nic in zip(hosts, nic_gbps):
         w = h.workers[0]
         gpus.setdefault(w.key, _gpu_entry(w.key, w, cal, flops_per_sample, world))
-        name = h.instance_name(nic)
+        name = h.instance_name(nic, loopback=loopback)
         k = len(h.workers)
         instances[name] = {"family": "emu", "gpu": w.key, "gpu_count": k, "vcpus": max(1, w.threads * k),
                            "memory_gib": round(max(1.0, _mem_gib()), 1),
@@ -208,7 +258,8 @@ def emulation_overrides(hosts: Sequence[HostSpec], cal: list[dict[str, Any]], fl
                            "network_gbps": float(nic), "efa": False, "network_cards": 1, "status": "current",
                            "regions": [REGION],
                            "sources": ["srift validate: network namespace + tc tbf rate"
-                                       if h.nic_gbps is not None else "srift validate: loopback, measured allreduce"]}
+                                       if h.nic_gbps is not None and not loopback
+                                       else "srift validate: loopback, measured allreduce"]}
         counts[name] = counts.get(name, 0) + 1
     overrides = {"schema": "srift.catalog-overrides/1", "gpus": gpus, "instances": instances,
                  "prices": [{"instance": n, "region": REGION, "market": "on-demand",
@@ -217,7 +268,8 @@ def emulation_overrides(hosts: Sequence[HostSpec], cal: list[dict[str, Any]], fl
     return overrides, cluster
 
 
-def _rank_batches(prediction: Any, hosts: Sequence[HostSpec], nic_gbps: Sequence[float]) -> list[int]:
+def _rank_batches(prediction: Any, hosts: Sequence[HostSpec], nic_gbps: Sequence[float], *,
+                  loopback: bool = False) -> list[int]:
     """Each rank's local batch from the prediction's plan (per instance group: ranks_high ranks
     get local_batch_high, the others local_batch_low)."""
     left: dict[str, list[int]] = {}
@@ -226,7 +278,7 @@ def _rank_batches(prediction: Any, hosts: Sequence[HostSpec], nic_gbps: Sequence
         left[g.instance_type] = bs
     out = []
     for h, nic in zip(hosts, nic_gbps):
-        name = h.instance_name(nic)
+        name = h.instance_name(nic, loopback=loopback)
         for _ in h.workers:
             if not left.get(name):
                 raise RuntimeError(f"prediction has no local batch for a rank of {name}: groups "
@@ -305,7 +357,11 @@ def validate(
         # add_to_profile this model's timings would be saved into it
         raise ValueError(f"profile: it profiles {profile.model!r}, but the model validated is {model!r}; "
                          f"give a profile of {model!r} (srift profile --model {model}) or none")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not (
+            math.isfinite(timeout_s) and timeout_s > 0):
+        raise ValueError(f"timeout_s: expected a positive finite number of seconds, got {timeout_s!r}")
     real_mode, why = resolve_mode(mode)
+    loopback = real_mode != "netns"
     say = progress or (lambda s: None)
     base_profile = profile if profile is not None else _make_profile(model, options, optimizer)
     flops = base_profile.total_forward_flops() + base_profile.total_backward_flops()
@@ -337,11 +393,11 @@ def validate(
             # loopback: no NIC to emulate; the plan's split does not depend on it, and the rate
             # is replaced by the measured allreduce bandwidth below
             nic = [h.nic_gbps if (h.nic_gbps is not None and real_mode == "netns") else 10.0 for h in hosts]
-            overrides, cluster = emulation_overrides(hosts, points, flops, nic)
+            overrides, cluster = emulation_overrides(hosts, points, flops, nic, loopback=loopback)
             pred = predict_fn(prof, cluster, global_batch, catalog=catalog0.with_overrides(overrides), region=REGION)
             if not pred.feasible:
                 raise RuntimeError(f"srift predicts {cluster} infeasible: {pred.why_infeasible}")
-            local_batches = _rank_batches(pred, hosts, nic)
+            local_batches = _rank_batches(pred, hosts, nic, loopback=loopback)
             if refine:
                 # second pass: measure each class at the local batch the plan gives it, re-plan
                 say(f"[{label or i}] plan {local_batches}; calibrating at the planned local batches")
@@ -350,12 +406,12 @@ def validate(
                 for p in points:
                     prof.add_measurement(p["key"], p["local_batch"], p["iteration_s"], p["forward_s"],
                                          p["backward_s"], source="srift validate calibration")
-                overrides, cluster = emulation_overrides(hosts, points, flops, nic)
+                overrides, cluster = emulation_overrides(hosts, points, flops, nic, loopback=loopback)
                 pred = predict_fn(prof, cluster, global_batch, catalog=catalog0.with_overrides(overrides),
                                   region=REGION)
                 if not pred.feasible:
                     raise RuntimeError(f"srift predicts {cluster} infeasible: {pred.why_infeasible}")
-                local_batches = _rank_batches(pred, hosts, nic)
+                local_batches = _rank_batches(pred, hosts, nic, loopback=loopback)
                 if add_to_profile and profile is not None:
                     for p in points:
                         profile.add_measurement(p["key"], p["local_batch"], p["iteration_s"], p["forward_s"],
@@ -396,7 +452,8 @@ def validate(
                     vals = [r["interference_s_per_byte"] for r in run.ranks
                             if rank_host[r["rank"]] == hi and r.get("interference_s_per_byte") is not None]
                     if vals:
-                        overrides["instances"][h.instance_name(nic_h)]["measured_comm_compute_s_per_gbyte"] = \
+                        name_h = h.instance_name(nic_h, loopback=loopback)
+                        overrides["instances"][name_h]["measured_comm_compute_s_per_gbyte"] = \
                             float(statistics.median(vals)) * 1e9
                 pred = predict_fn(prof, cluster, global_batch, catalog=catalog0.with_overrides(overrides), region=REGION)
                 if pred.feasible and getattr(pred, "interference_s", 0.0) > 0:
@@ -407,9 +464,9 @@ def validate(
                                             region=REGION)
                     notes.append(f"collectives sharing the compute's cores cost {pred.interference_s:.3f}s per "
                                  f"iteration; without that srift predicted {pred_plain.iteration_s:.3f}s")
-                if pred.feasible and _rank_batches(pred, hosts, nic) != local_batches:
+                if pred.feasible and _rank_batches(pred, hosts, nic, loopback=loopback) != local_batches:
                     notes.append(f"with the calibrated link srift would split the batch as "
-                                 f"{_rank_batches(pred, hosts, nic)}, not as run ({local_batches})")
+                                 f"{_rank_batches(pred, hosts, nic, loopback=loopback)}, not as run ({local_batches})")
                 inter = sorted({round(e.get("measured_comm_compute_s_per_gbyte") or 0.0, 3)
                                 for e in overrides["instances"].values()})
                 notes.append(f"link calibrated by the allreduce probe: {gbytes:.3f} GB/s bus bandwidth"

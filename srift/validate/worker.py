@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import signal
 import statistics
@@ -372,6 +373,19 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+MAX_ALARM_S = 2**31 - 1  # signal.alarm takes a C int
+
+
+def alarm_seconds(timeout: float) -> int:
+    """Whole seconds for ``signal.alarm``: at least 1, at most MAX_ALARM_S (an infinite or
+    huge deadline waits as long as alarm can); ValueError for a deadline that is not positive."""
+    if not timeout > 0:  # also NaN
+        raise ValueError(f"timeout_s: expected a positive number of seconds, got {timeout!r}")
+    if not math.isfinite(timeout):
+        return MAX_ALARM_S
+    return int(min(MAX_ALARM_S, max(1, math.ceil(timeout))))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
@@ -381,15 +395,17 @@ def main(argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     out = Path(cfg["out_dir"]) / f"rank{rank}.json"
     _write(out, {"schema": RESULT_SCHEMA, "status": "started", "rank": rank, "pid": os.getpid()})
-    # hard deadline of its own: a rank never outlives the run
-    timeout = float(cfg.get("timeout_s", 600))
+    timeout = math.nan
 
     def _alarm(signum: int, frame: Any) -> None:
         raise TimeoutError(f"rank {rank} exceeded its {timeout:.0f}s deadline")
 
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(max(1, int(timeout)))
     try:
+        # hard deadline of its own: a rank never outlives the run. Inside the try: a bad value
+        # is reported in the rank's status file, not lost in a traceback before it is written.
+        timeout = float(cfg.get("timeout_s", 600))
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(alarm_seconds(timeout))
         fail_rank = cfg.get("fail_rank")  # for tests: make one rank fail on purpose
         if fail_rank is not None and int(fail_rank) == rank:
             raise RuntimeError(f"rank {rank} failed on purpose (fail_rank={fail_rank})")

@@ -389,3 +389,37 @@ def test_ddp_broadcasts_the_buffers_before_every_forward(resnet50_profile, catal
     big = dataclasses.replace(resnet50_profile, buffer_broadcast_bytes=[*messages, 48 * 2**20])
     slow = srift.predict(big, "4x p3.16xlarge", global_batch=256)
     assert slow.broadcast_s - pred.broadcast_s == pytest.approx(48 * 2**20 / bandwidth + chain, rel=1e-9)
+
+
+def test_an_empty_region_is_refused_not_read_as_the_cheapest(resnet50_profile, tmp_path, capsys):
+    # "" priced silently in the cheapest region, where "us-east-1 " (a trailing space) was refused
+    from srift.cli import main
+    from srift.cluster import Cluster
+
+    with pytest.raises(ValueError, match="region: .*got ''"):
+        srift.predict(resnet50_profile, "2x p3.2xlarge", global_batch=64, region="")
+    with pytest.raises(ValueError, match="region: .*got ''"):
+        srift.predict(resnet50_profile, Cluster.parse("2x p3.2xlarge", region=""), global_batch=64)
+    with pytest.raises(ValueError, match="region 'us-east-1 ' is not in the catalog"):
+        srift.predict(resnet50_profile, "2x p3.2xlarge", global_batch=64, region="us-east-1 ")
+    path = tmp_path / "r50.json"
+    resnet50_profile.save(path)
+    capsys.readouterr()
+    code = main(["predict", "--profile", str(path), "--cluster", "2x p3.2xlarge", "--global-batch", "64",
+                 "--region", ""])
+    assert code == 2 and "region" in capsys.readouterr().err
+    assert srift.predict(resnet50_profile, "2x p3.2xlarge", global_batch=64, region=None).region
+
+
+def test_prediction_names_the_group_whose_link_bounds_the_ring(resnet50_profile, catalog):
+    # the core says which group's link it used; a probed p3.16xlarge NIC (0.5 GB/s) is
+    # slower than p3.8xlarge's 10 Gbit/s one (1.0 GB/s achieved)
+    probed = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {
+        "p3.16xlarge": {"measured_network_gbytes_s": 0.5, "measured_network_latency_us": 100}}})
+    pred = srift.predict(resnet50_profile, "1x p3.16xlarge + 1x p3.8xlarge", global_batch=256, catalog=probed)
+    assert pred.bottleneck == "network" and pred.ring_gbytes_s == pytest.approx(0.5)
+    assert pred.groups[pred.bottleneck_group].instance_type == "p3.16xlarge"
+    assert pred.to_dict()["bottleneck_group"] == pred.bottleneck_group
+    plain = srift.predict(resnet50_profile, "1x p3.16xlarge + 1x p3.8xlarge", global_batch=256)
+    assert plain.groups[plain.bottleneck_group].instance_type == "p3.8xlarge"
+    assert srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=8).bottleneck_group == -1

@@ -158,3 +158,20 @@ def test_a_tie_with_the_twin_is_said_once():
     best = SimpleNamespace(**{**vars(twin), "region": "us-east-1"})
     why = report.why_best(best, [twin], "min_cost")
     assert why == "ties with the same instances in us-east-2 ($0.6324 each)"
+
+
+def test_bottleneck_names_the_link_the_simulator_used(resnet50_profile, catalog):
+    # a probed 0.5 GB/s p3.16xlarge NIC bounds the ring; the text named p3.8xlarge's nominally
+    # slower 10 Gbit/s NIC (1.0 GB/s achieved) next to 0.5 GB/s
+    probed = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {
+        "p3.16xlarge": {"measured_network_gbytes_s": 0.5, "measured_network_latency_us": 100}}})
+    cluster = "1x p3.16xlarge + 1x p3.8xlarge"
+    pred = predict(resnet50_profile, cluster, 256, catalog=probed)
+    text = report.bottleneck_link(pred, probed)
+    assert text == "network at 0.5 GB/s achieved (the 25 Gbit/s NIC of p3.16xlarge, probed)"
+    assert "p3.8xlarge" not in report.explain_prediction(pred, probed).split("bottleneck link:")[1].splitlines()[0]
+    plain = predict(resnet50_profile, cluster, 256)
+    assert report.bottleneck_link(plain, catalog) == "network at 1.0 GB/s achieved (the 10 Gbit/s NIC of p3.8xlarge)"
+    # a prediction without the simulator's group (built by hand) keeps the nominal guess
+    guess = SimpleNamespace(**{**vars(plain), "bottleneck_group": -1})
+    assert "10 Gbit/s NIC of p3.8xlarge" in report.bottleneck_link(guess, catalog)

@@ -298,3 +298,128 @@ def test_the_measured_ddp_is_built_as_the_profile_says() -> None:
 
     assert ddp_options({"forward_sync_buffers": False}, OlderDDP, None) == {
         "bucket_cap_mb": 25.0, "broadcast_buffers": False}
+
+
+# ---- review fixes: schema-valid overrides, honest labels, --timeout ---------------------------
+def test_a_low_flop_model_gets_a_valid_emulated_gpu() -> None:
+    # ncf measured ~1e-4 TFLOP/s (embeddings, not FLOPs): the floor of 1e-4 wrote an overrides
+    # document the catalog schema refuses (fp32_tflops minimum 0.001), and validate failed
+    from srift.catalog import Catalog
+    from srift.validate.runner import emulation_overrides, schema_bounds
+
+    low, high = schema_bounds("gpu", "fp32_tflops")
+    assert (low, high) == (0.001, 1e6)  # read from srift/schemas/catalog.schema.json
+    hosts = emulated_cluster(2, None)
+    for seconds in (1e3, 1e-15):  # far below the minimum, far above the maximum
+        cal = [{"key": "emu-cpu-t1", "local_batch": b, "forward_s": seconds, "backward_s": seconds} for b in (8, 24)]
+        overrides, cluster = emulation_overrides(hosts, cal, 639744.0, [10.0, 10.0], loopback=True)
+        assert low <= overrides["gpus"]["emu-cpu-t1"]["fp32_tflops"] <= high
+        cat = Catalog.default().with_overrides(overrides)  # raised ValueError: "at least 0.001"
+        assert cat.instance(cluster.split("x ", 1)[1]).gpu == "emu-cpu-t1"
+
+
+def test_the_emulated_peak_is_clamped_and_does_not_move_the_prediction() -> None:
+    # validate's prediction is anchored on the calibration (two local batches per speed
+    # class): the nominal peak, clamped or not, changes nothing srift predicts
+    import srift
+    from srift.catalog import Catalog
+    from srift.engine import EngineConfig
+    from srift.validate.runner import _make_profile, emulation_overrides
+
+    prof = _make_profile("ncf", {}, "adam")
+    cal = [{"key": "emu-cpu-t1", "local_batch": b, "iteration_s": it, "forward_s": f, "backward_s": bw}
+           for b, it, f, bw in ((32, 0.02, 0.006, 0.01), (19, 0.015, 0.004, 0.007))]
+    for p in cal:
+        prof.add_measurement(p["key"], p["local_batch"], p["iteration_s"], p["forward_s"], p["backward_s"])
+    overrides, cluster = emulation_overrides(emulated_cluster(2, None), cal, 1.0, [10.0, 10.0], loopback=True)
+    assert overrides["gpus"]["emu-cpu-t1"]["fp32_tflops"] == 0.001  # clamped up from ~1e-12
+    for compute_model in ("learned", "roofline"):
+        got = []
+        for tflops in (0.001, 0.1, 100.0):
+            doc = json.loads(json.dumps(overrides))
+            doc["gpus"]["emu-cpu-t1"]["fp32_tflops"] = tflops
+            pred = srift.predict(prof, cluster, 64, catalog=Catalog.default().with_overrides(doc),
+                                 region="us-east-1", config=EngineConfig(compute_model=compute_model))
+            assert [g.compute_source for g in pred.groups] == ["measured"]
+            got.append((pred.iteration_s, pred.compute_s, pred.optimizer_s, pred.groups[0].local_batch_high))
+        assert got[0] == got[1] == got[2]
+
+
+def test_nic_rate_outside_the_catalog_range_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"nic_gbps: .*\[0.001, 1e\+07\].*0.0001"):
+        HostSpec(0.0001)
+    assert HostSpec(0.001).instance_name() == "emu-cpu-t1-x1-0.001g"
+
+
+def test_loopback_names_no_nic_rate() -> None:
+    # loopback emulates no NIC: the label said "1G" and the instance "-10g" (a placeholder)
+    from srift.cli_validate import run_label
+
+    assert run_label("resnet18_cifar", [None, None], 1.0, "loopback") == "resnet18_cifar homo lo"
+    assert run_label("resnet18_cifar", [None, 0.5], 2.0, "netns") == "resnet18_cifar het 2G"
+    assert run_label("ncf", [None], None, "netns") == "ncf homo lo"
+    host = HostSpec(1.0)
+    assert host.instance_name(10.0, loopback=True) == "emu-cpu-t1-x1-lo"
+    assert HostSpec(None).instance_name(10.0) == "emu-cpu-t1-x1-lo"
+    assert host.instance_name(10.0) == "emu-cpu-t1-x1-10g"
+
+
+def test_cli_labels_after_the_mode_is_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from srift import cli_validate
+    from srift.validate import runner
+
+    seen = {}
+
+    def fake_validate(model, global_batch, clusters, **kw):
+        seen.update(kw, clusters=clusters)
+        return ValidationReport(runs=[])
+
+    monkeypatch.setattr(runner, "validate", fake_validate)
+    parser = argparse.ArgumentParser()
+    cli_validate.register(parser.add_subparsers())
+    args = parser.parse_args(["validate", "--model", "ncf", "--global-batch", "8", "--mode", "loopback", "--quiet"])
+    assert cli_validate.cmd_validate(args) == 0
+    assert seen["labels"] == ["ncf homo lo"]
+    monkeypatch.setattr(netemu, "unavailable_reason", lambda: "not root")
+    args = parser.parse_args(["validate", "--model", "ncf", "--global-batch", "8", "--nic-gbps", "2", "--quiet"])
+    cli_validate.cmd_validate(args)  # auto falls back to loopback: no 2G in the label
+    assert seen["labels"] == ["ncf homo lo"]
+    args = parser.parse_args(["validate", "--model", "ncf", "--global-batch", "8", "--mode", "netns"])
+    with pytest.raises(ValueError, match="--mode netns: not root"):
+        cli_validate.cmd_validate(args)
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "nan", "inf", "-inf", "soon"])
+def test_cli_timeout_must_be_positive_and_finite(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from srift.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["validate", "--model", "ncf", "--global-batch", "8", f"--timeout={value}"])
+    assert info.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=f"timeout_s: .*{value if value != 'soon' else 'x'}"):
+        validate("ncf", 8, [emulated_cluster(2, None)], mode="loopback",
+                 timeout_s=float(value) if value != "soon" else "x")  # type: ignore[arg-type]
+
+
+def test_worker_alarm_of_a_huge_deadline_is_reported_not_lost(tmp_path: Path) -> None:
+    # signal.alarm(int(inf)) raised before the worker wrote its status: the run failed with
+    # no reason. Large deadlines wait as long as alarm can; a bad one is written as the error.
+    from srift.validate.worker import MAX_ALARM_S, alarm_seconds
+
+    assert alarm_seconds(float("inf")) == MAX_ALARM_S == alarm_seconds(1e300)
+    assert alarm_seconds(0.2) == 1 and alarm_seconds(5.5) == 6
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"out_dir": str(tmp_path), "timeout_s": float("nan"), "fail_rank": 0}))
+    env = {**os.environ, "RANK": "0"}
+    proc = subprocess.run([sys.executable, "-m", "srift.validate.worker", str(cfg)], capture_output=True,
+                          text=True, timeout=60, env=env)
+    status = json.loads((tmp_path / "rank0.json").read_text())
+    assert proc.returncode == 1 and status["status"] == "error" and "timeout_s" in status["error"]
+    cfg.write_text(json.dumps({"out_dir": str(tmp_path), "timeout_s": 1e300, "fail_rank": 0}))
+    proc = subprocess.run([sys.executable, "-m", "srift.validate.worker", str(cfg)], capture_output=True,
+                          text=True, timeout=60, env=env)
+    status = json.loads((tmp_path / "rank0.json").read_text())
+    assert proc.returncode == 1 and "on purpose" in status["error"], proc.stderr
