@@ -46,6 +46,10 @@ void check_batch(const std::string& field, double batch) { detail::require_posit
 // roofline's own slope is no floor: its assumed efficiencies make it steeper than measured
 // curves (as a floor it cost NVIDIA's anchored V100/A100 pairs 8.7 -> 14.3 median APE).
 constexpr double kMinSlopeShare = 0.01;
+// The most a learned model may move a time from its roofline, in log: e^50 ~ 5e21x. Measured
+// corrections stay within a few units; a model file whose parameters give more (an intercept of
+// 1000 loaded, then every time overflowed to an error naming no model) is refused by name.
+constexpr double kMaxLogCorrection = 50;
 
 void check_gpu(const GpuSpec& g) {
   g.validate();
@@ -591,7 +595,11 @@ double LearnedCompute::guarded_log_ratio(const WorkloadStats& w, const GpuSpec& 
   for (const GpuSpec& g : config_.ratio_references) bound_by(g);
   bound_by(anchor);
   const double out = std::min(std::max(own, lower), upper);  // the upper bound wins where they cross
-  if (!std::isfinite(out)) detail::fail("anchored log ratio of " + target.name, "finite", out);
+  if (!(std::abs(out) <= kMaxLogCorrection)) {
+    detail::fail("the ratio model's (compute_ratio.json) log ratio of " + target.name + " to " + anchor.name +
+                     " at batch " + detail::fmt(batch),
+                 "within +-" + detail::fmt(kMaxLogCorrection) + " (its parameters are out of any real range)", out);
+  }
   return out;
 }
 
@@ -628,6 +636,11 @@ std::vector<double> LearnedCompute::absolute_corrections(const WorkloadStats& w,
     const double t = std::min(std::max(own[i], lower[i]), upper[i]);  // the upper bound wins where they cross
     if (!std::isfinite(t)) detail::fail("log time of " + target.name, "finite", t);
     own[i] = t - std::log(per_sample_of(terms.roofline, batches[i]));
+    if (!(std::abs(own[i]) <= kMaxLogCorrection)) {
+      detail::fail("the absolute model's (compute_absolute.json) log correction of " + target.name + "'s roofline at batch " +
+                       detail::fmt(batches[i]),
+                   "within +-" + detail::fmt(kMaxLogCorrection) + " (its parameters are out of any real range)", own[i]);
+    }
   }
   return own;
 }

@@ -385,3 +385,29 @@ def test_model_documents_decode_unicode_as_pythons_json() -> None:
             _core.LearnedModel.from_json(base % esc)
     with pytest.raises(ValueError, match="invalid UTF-8"):
         _core.LearnedModel.from_json(b'{"schema": "\xff\xfe"}')
+
+
+def test_a_model_file_whose_correction_is_out_of_range_is_named(catalog_gpus) -> None:
+    """An intercept of +1000 in compute_absolute.json loaded, then every time overflowed to an
+    error about seconds[0] that named no model; now the model file is named at the batch."""
+    import json
+
+    from srift.learn.models import MODELS_DIR
+
+    absolute = json.loads((MODELS_DIR / "compute_absolute.json").read_text())
+
+    def bump(m):
+        if m["type"] == "linear":
+            m["intercept"] += 1000
+        elif m["type"] == "tree_ensemble":
+            m["base"] += 1000
+        else:
+            for member in m["members"]:
+                bump(member["model"])
+
+    bump(absolute["model"])
+    lc = _core.LearnedCompute.from_documents((MODELS_DIR / "compute_ratio.json").read_text(), json.dumps(absolute))
+    wl = load_workloads()[WORKLOADS[0]]
+    g = catalog_gpus[0]
+    with pytest.raises(ValueError, match=r"compute_absolute\.json\) log correction of .* must be within \+-50"):
+        lc.predict_absolute(core_workload_stats(wl), gpu_spec(g), core_precision("amp"), 0.0)
