@@ -1,12 +1,16 @@
 """scikit-learn estimators -> portable JSON parameters (schema "srift.learned-model/1").
 
 Supported: LinearRegression/Ridge/Lasso/ElasticNet/HuberRegressor (optionally behind a StandardScaler in a
-Pipeline), GradientBoostingRegressor (squared error), RandomForestRegressor /
-ExtraTreesRegressor / DecisionTreeRegressor, HistGradientBoostingRegressor (numeric features),
-MLPRegressor. See csrc/include/srift/learned.hpp, note "portable models".
+Pipeline), GradientBoostingRegressor (squared error; init None, "zero" or a DummyRegressor),
+RandomForestRegressor / ExtraTreesRegressor / DecisionTreeRegressor (NaN routed by each node's
+missing_go_to_left, as scikit-learn >= 1.3 does), HistGradientBoostingRegressor (numeric
+features; identity-link losses: squared_error, absolute_error, quantile), MLPRegressor.
+See csrc/include/srift/learned.hpp, note "portable models".
 """
 from __future__ import annotations
 
+import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -19,13 +23,32 @@ SCHEMA_ID = "srift.learned-model/1"
 def _tree_arrays(tree: Any, value_scale: float = 1.0) -> dict[str, list]:
     t = tree.tree_
     leaf = t.children_left < 0
-    return {
+    out = {
         "feature": [int(f) if not lf else -1 for f, lf in zip(t.feature, leaf)],
-        "threshold": [float(x) if not lf else 0.0 for x, lf in zip(t.threshold, leaf)],
+        "threshold": [_finite_threshold(x) if not lf else 0.0 for x, lf in zip(t.threshold, leaf)],
         "left": [int(x) if not lf else -1 for x, lf in zip(t.children_left, leaf)],
         "right": [int(x) if not lf else -1 for x, lf in zip(t.children_right, leaf)],
         "value": [float(v) * value_scale for v in t.value[:, 0, 0]],
     }
+    # scikit-learn >= 1.3 routes a NaN input at each split by tree_.missing_go_to_left (to the
+    # child with more samples when training saw no NaN there); the core reads the same array as
+    # "missing_left" (absent: NaN goes right, what older scikit-learn's trees did).
+    missing = getattr(t, "missing_go_to_left", None)
+    if missing is not None:
+        out["missing_left"] = [int(bool(m)) if not lf else 0 for m, lf in zip(missing, leaf)]
+    return out
+
+
+def _finite_threshold(x: float) -> float:
+    """A split threshold as JSON can hold it. A tree trained with NaN splits "missing or not" at
+    +inf (every number left, NaN by missing_left); the largest double sends every number
+    scikit-learn accepts (finite, within float32 where the inputs are rounded to it) the same way."""
+    x = float(x)
+    if x == math.inf:
+        return sys.float_info.max
+    if not math.isfinite(x):
+        raise ValueError(f"a tree split threshold of {x!r} cannot be exported")
+    return x
 
 
 def _hist_tree_arrays(predictor: Any) -> dict[str, list]:
@@ -44,6 +67,34 @@ def _hist_tree_arrays(predictor: Any) -> dict[str, list]:
     }
 
 
+# Losses whose raw prediction is the prediction (identity link). poisson and gamma predict
+# exp(raw): the sum of the trees is log(y), which the core would return as y.
+_HIST_IDENTITY_LOSSES = ("squared_error", "absolute_error", "quantile")
+
+
+def _require_identity_link(est: Any) -> None:
+    """ValueError unless a HistGradientBoostingRegressor predicts its raw score (identity link)."""
+    loss = est.loss if isinstance(est.loss, str) else type(est.loss).__name__
+    link = getattr(getattr(est, "_loss", None), "link", None)
+    if loss not in _HIST_IDENTITY_LOSSES or (link is not None and type(link).__name__ != "IdentityLink"):
+        how = f" (its link is {type(link).__name__}: predict is not the trees' sum)" if link is not None else ""
+        raise ValueError(f"HistGradientBoostingRegressor loss {loss!r} is not exportable{how}; exportable losses: "
+                         + ", ".join(_HIST_IDENTITY_LOSSES))
+
+
+def _require_constant_init(est: Any) -> None:
+    """ValueError unless a GradientBoostingRegressor's init model predicts a constant (None,
+    "zero" or a DummyRegressor): the export keeps the init's prediction as a constant base."""
+    from sklearn.dummy import DummyRegressor
+
+    init = est.init
+    if init is None or (isinstance(init, str) and init == "zero") or isinstance(init, DummyRegressor):
+        return
+    raise ValueError(f"GradientBoostingRegressor init={init!r} is not exportable: only init=None, 'zero' or a "
+                     "DummyRegressor (a constant start) can be, the export keeps the init model's prediction "
+                     "as one constant")
+
+
 def _model_params(est: Any) -> dict[str, Any]:
     from sklearn.ensemble import (ExtraTreesRegressor, GradientBoostingRegressor,
                                   HistGradientBoostingRegressor, RandomForestRegressor)
@@ -57,6 +108,7 @@ def _model_params(est: Any) -> dict[str, Any]:
     if isinstance(est, GradientBoostingRegressor):
         if est.loss != "squared_error":
             raise ValueError(f"GradientBoostingRegressor loss {est.loss!r} is not exportable (squared_error only)")
+        _require_constant_init(est)
         base = float(np.ravel(est._raw_predict_init(np.zeros((1, est.n_features_in_))))[0])
         trees = [_tree_arrays(stage[0]) for stage in est.estimators_]
         return {"type": "tree_ensemble", "base": base, "scale": float(est.learning_rate),
@@ -71,6 +123,7 @@ def _model_params(est: Any) -> dict[str, Any]:
     if isinstance(est, HistGradientBoostingRegressor):
         if getattr(est, "is_categorical_", None) is not None and np.any(est.is_categorical_):
             raise ValueError("HistGradientBoostingRegressor with categorical features cannot be exported")
+        _require_identity_link(est)
         trees = [_hist_tree_arrays(it[0]) for it in est._predictors]
         return {"type": "tree_ensemble", "base": float(np.ravel(est._baseline_prediction)[0]), "scale": 1.0,
                 "float32_inputs": False, "trees": trees}

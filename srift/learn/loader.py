@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import math
+import sys
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -9,7 +11,94 @@ from typing import Any
 
 from srift.files import read_input_text
 
-__all__ = ["validate_model_dict", "load_model", "model_from_dict", "model_schema", "read_json"]
+__all__ = ["validate_model_dict", "load_model", "model_from_dict", "model_schema", "read_json", "check_numbers",
+           "check_residual_order"]
+
+# Python refuses int(str) of more digits than this (sys.get_int_max_str_digits; 4300 by default).
+_INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
+
+
+class _Refused:
+    """What a strict read puts where the text had something a model document may not hold (a
+    NaN/Infinity constant, a number out of double range, a duplicate key): check_numbers then
+    reports it with its JSON path."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+
+def _strict_float(text: str) -> Any:
+    v = float(text)
+    return v if math.isfinite(v) else _Refused(f"{text} is out of the range of a double")
+
+
+def _strict_int(text: str) -> Any:
+    digits = len(text.lstrip("-"))
+    if digits > _INT_DIGITS:
+        return _Refused(f"an integer of {digits} digits is out of the range of a double")
+    return int(text)
+
+
+def _strict_object(pairs: list[tuple[str, Any]]) -> Any:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            # The core's reader keeps the first, Python's the last: one file, two models.
+            return _Refused(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _json_path(parts: tuple[Any, ...]) -> str:
+    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
+def check_numbers(doc: Any, origin: str = "learned model") -> None:
+    """ValueError naming the JSON path of the first (in document order) NaN, infinity, number out
+    of double range or, in a strictly read document, duplicate key."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), doc)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, _Refused):
+            raise ValueError(f"{origin}: {_json_path(path)}: {v.what}")
+        if isinstance(v, bool) or v is None or isinstance(v, str):
+            continue
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueError(f"{origin}: {_json_path(path)}: {v!r} is not a finite number")
+        elif isinstance(v, int):
+            if abs(v) > sys.float_info.max:
+                raise ValueError(f"{origin}: {_json_path(path)}: an integer of {len(str(abs(v)))} digits is out of "
+                                 "the range of a double")
+        elif isinstance(v, dict):
+            stack.extend(((*path, k), x) for k, x in reversed(list(v.items())))
+        elif isinstance(v, (list, tuple)):
+            stack.extend(((*path, i), x) for i, x in reversed(list(enumerate(v))))
+
+
+def _residual_pairs(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(JSON path, object) of every p10/p90 pair srift reads from a model document."""
+    pairs = [("$.residuals", doc.get("residuals")), ("$.roofline_residuals", doc.get("roofline_residuals")),
+             ("$.instance_anchor", doc.get("instance_anchor"))]
+    blend = doc.get("absolute_blend")
+    if isinstance(blend, dict):
+        pairs.append(("$.absolute_blend.residuals", blend.get("residuals")))
+    for where, r in list(pairs):
+        if isinstance(r, dict) and isinstance(r.get("within_lab"), dict):
+            pairs.append((f"{where}.within_lab", r["within_lab"]))
+    return pairs
+
+
+def check_residual_order(doc: dict[str, Any], origin: str = "learned model") -> None:
+    """ValueError naming the field and both values where a held-out residual pair has p10 > p90
+    (an interval that would silently collapse or invert the prediction band)."""
+    for where, r in _residual_pairs(doc):
+        if not isinstance(r, dict):
+            continue
+        p10, p90 = r.get("p10"), r.get("p90")
+        nums = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (p10, p90))
+        if nums and p10 > p90:
+            raise ValueError(f"{origin}: {where}: p10 {p10!r} is above p90 {p90!r}")
 
 
 @lru_cache(maxsize=1)
@@ -25,12 +114,61 @@ def validate_model_dict(doc: Any, origin: str = "learned model") -> None:
         raise ValueError(f"{origin}: $ must be an object, got {type(doc).__name__}")
     if doc.get("schema") != "srift.learned-model/1":
         raise ValueError(f"{origin}: $.schema = {doc.get('schema')!r}: must be 'srift.learned-model/1'")
+    check_numbers(doc, origin)
     validator = jsonschema.Draft202012Validator(model_schema())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        e = errors[0]
-        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
-        raise ValueError(f"{origin}: {path}: {e.message[:300]}")
+        e = _deepest(errors[0])
+        raise ValueError(f"{origin}: {_json_path(tuple(e.absolute_path))}: {_describe(e)}")
+    check_residual_order(doc, origin)
+
+
+def _deepest(error: Any) -> Any:
+    """The error that says why: under a oneOf/anyOf, the branch meant for this value (the one
+    whose "type" matched: not refused at the value itself, nor at its "type" key), down to that
+    branch's deepest failure."""
+    while error.context:
+        base = len(error.absolute_path)
+        branches: dict[Any, list[Any]] = {}
+        for e in error.context:
+            branches.setdefault(e.relative_schema_path[0] if e.relative_schema_path else None, []).append(e)
+
+        def wrong_kind(e: Any) -> bool:
+            rel = tuple(e.absolute_path)[base:]
+            return (rel == () and e.validator == "type") or (rel == ("type",) and e.validator in ("const", "enum"))
+
+        meant = [errs for errs in branches.values() if not any(wrong_kind(e) for e in errs)]
+        if not meant:  # no branch fits the value's kind
+            kinds = [e.validator_value for e in error.context
+                     if tuple(e.absolute_path)[base:] == ("type",) and e.validator == "const"]
+            if len(kinds) == len(branches) and isinstance(error.instance, dict):
+                return _Explained((*error.absolute_path, "type"), f"{error.instance.get('type')!r} is not one of "
+                                  + ", ".join(repr(k) for k in kinds))
+            return error
+        errs = max(meant, key=lambda es: max(len(e.absolute_path) for e in es))
+        error = max(errs, key=lambda e: len(e.absolute_path))
+    return error
+
+
+class _Explained:
+    def __init__(self, path: tuple[Any, ...], text: str):
+        self.absolute_path, self.text = path, text
+
+
+def _describe(error: Any) -> str:
+    """The failure with the value, cut short when the value is large."""
+    if isinstance(error, _Explained):
+        return error.text
+    value = repr(error.instance)
+    if len(value) > 80:
+        value = value[:77] + "..."
+    reason = error.message
+    rv = repr(error.instance)
+    if reason.startswith(rv):
+        reason = reason[len(rv):].lstrip()
+    elif len(reason) > 200:
+        reason = reason[:197] + "..."
+    return f"{value} {reason}"
 
 
 def model_from_dict(doc: dict[str, Any], origin: str = "learned model"):  # -> _core.LearnedModel
@@ -43,11 +181,16 @@ def model_from_dict(doc: dict[str, Any], origin: str = "learned model"):  # -> _
         raise ValueError(f"{origin}: {exc}") from None
 
 
-def read_json(path: str | Path) -> Any:
-    """The parsed JSON document at `path` (ValueError naming the file when it is not JSON)."""
+def read_json(path: str | Path, strict: bool = False) -> Any:
+    """The parsed JSON document at `path` (ValueError naming the file when it is not JSON).
+    strict: also refuse NaN/Infinity, numbers out of double range and duplicate keys (the core's
+    reader keeps a duplicate key's first value, Python's the last), naming their JSON path."""
     p = Path(path)
     try:
-        return json.loads(read_input_text(p))
+        if not strict:
+            return json.loads(read_input_text(p))
+        doc = json.loads(read_input_text(p), parse_constant=lambda c: _Refused(f"{c} is not a finite number"),
+                         parse_float=_strict_float, parse_int=_strict_int, object_pairs_hook=_strict_object)
     except OSError as exc:
         raise ValueError(f"{p}: cannot read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
@@ -56,9 +199,13 @@ def read_json(path: str | Path) -> Any:
         raise ValueError(f"{p}: not valid JSON: {exc}") from None
     except RecursionError:  # json recurses once per level of [[[[...]]]]
         raise ValueError(f"{p}: arrays or objects nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer over sys.get_int_max_str_digits() digits
+        raise ValueError(f"{p}: not valid JSON: {exc}") from None
+    check_numbers(doc, str(p))
+    return doc
 
 
 def load_model(path: str | Path):  # -> (_core.LearnedModel, dict)
     """(core model, document) from a JSON file; never unpickles anything."""
-    doc = read_json(path)
+    doc = read_json(path, strict=True)
     return model_from_dict(doc, str(path)), doc

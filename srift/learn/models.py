@@ -64,17 +64,46 @@ def _pcie_domain_bytes_s(doc: dict[str, Any]) -> float:
     return float(top) * 1e9 * float(factor)
 
 
+def _expected_features() -> dict[str, list[str]]:
+    """Each model file's features, in the order srift computes them for it."""
+    from srift.learn.comm import OVERHEAD_FEATURES
+    from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES
+    from srift.learn.links import LINK_FEATURES
+    from srift.learn.pcie_link import PCIE_FEATURES
+
+    return {"compute_ratio": list(RATIO_FEATURES), "compute_absolute": list(ABSOLUTE_FEATURES),
+            "iteration_overhead": list(OVERHEAD_FEATURES), "link_tcp_efficiency": list(LINK_FEATURES),
+            "link_tcp_latency": list(LINK_FEATURES), "link_pcie_efficiency": list(PCIE_FEATURES)}
+
+
+def _load_checked(path: Path, expected: list[str]) -> _Loaded:
+    """The model at `path`, whose `features` must be `expected` (the features srift computes
+    and feeds it, by position): ValueError naming the file and the first difference."""
+    loaded = _Loaded(*load_model(path))
+    got = list(loaded.doc["features"])
+    if got != expected:
+        i = next((k for k, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
+        if i < min(len(got), len(expected)):
+            what = f"features[{i}] is {got[i]!r}, but srift computes {expected[i]!r} there"
+        else:
+            what = f"{len(got)} features, but srift computes {len(expected)}"
+            what += f" (features[{i}] {'is ' + repr(got[i]) if i < len(got) else 'missing: ' + repr(expected[i])})"
+        raise ValueError(f"{path}: $.features: {what}; expected {expected!r}: retrain with `srift train`")
+    return loaded
+
+
 class CostModels:
     """Learned compute and iteration models, evaluated by the C++ core."""
 
     def __init__(self, directory: str | Path = MODELS_DIR):
         d = Path(directory)
-        self.ratio = _Loaded(*load_model(d / "compute_ratio.json"))
-        self.absolute = _Loaded(*load_model(d / "compute_absolute.json"))
-        self.overhead = _Loaded(*load_model(d / "iteration_overhead.json"))
-        self.tcp_efficiency = _Loaded(*load_model(d / "link_tcp_efficiency.json"))
-        self.tcp_latency = _Loaded(*load_model(d / "link_tcp_latency.json"))
-        self.pcie_efficiency = _Loaded(*load_model(d / "link_pcie_efficiency.json"))
+        expected = _expected_features()
+        self.ratio = _load_checked(d / "compute_ratio.json", expected["compute_ratio"])
+        self.absolute = _load_checked(d / "compute_absolute.json", expected["compute_absolute"])
+        self.overhead = _load_checked(d / "iteration_overhead.json", expected["iteration_overhead"])
+        self.tcp_efficiency = _load_checked(d / "link_tcp_efficiency.json", expected["link_tcp_efficiency"])
+        self.tcp_latency = _load_checked(d / "link_tcp_latency.json", expected["link_tcp_latency"])
+        self.pcie_efficiency = _load_checked(d / "link_pcie_efficiency.json", expected["link_pcie_efficiency"])
         self._pcie_domain = _pcie_domain_bytes_s(self.pcie_efficiency.doc)
         self._scaling_band = validate_scaling_band(self.overhead.doc.get("scaling_band"))
         self._scaling_table: Any = None

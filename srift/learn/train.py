@@ -24,17 +24,51 @@ from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_fea
 from srift.learn.workloads import WorkloadInfo, load_workloads
 
 __all__ = ["train_all", "train_overhead", "train_links", "train_pcie_link", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "absolute_guard", "train_compute",
-           "select_blend", "git_commit", "MODELS_DIR"]
+           "select_blend", "git_commit", "git_state", "run_stamp", "MODELS_DIR"]
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "data" / "models"
 
 
-def git_commit() -> str:
+def _git(*args: str) -> subprocess.CompletedProcess[str] | None:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                              text=True, timeout=10).stdout.strip() or "unknown"
-    except Exception:  # noqa: BLE001 - not a git checkout
-        return "unknown"
+        return subprocess.run(["git", *args], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=10)
+    except Exception:  # noqa: BLE001 - no git
+        return None
+
+
+def git_commit() -> str:
+    r = _git("rev-parse", "HEAD")
+    return (r.stdout.strip() if r is not None and r.returncode == 0 else "") or "unknown"
+
+
+def git_state() -> dict[str, Any]:
+    """{"commit": HEAD, "dirty": whether tracked files differ from HEAD (what `git describe
+    --dirty` marks; untracked files do not count)}; dirty is None where git cannot tell."""
+    commit = git_commit()
+    dirty: bool | None = None
+    if commit != "unknown":
+        r = _git("status", "--porcelain", "--untracked-files=no")
+        if r is not None and r.returncode == 0:
+            dirty = bool(r.stdout.strip())
+    return {"commit": commit, "dirty": dirty}
+
+
+# Note "run stamp": one `srift train` run takes ~16 minutes, and HEAD or the tree may change
+# under it (another checkout's commit, or the run's own files written into srift/data/models).
+# The code that trains is the code imported at the start, so train_all reads the commit, the
+# tree's state and the time once, and every file of the run records that same stamp.
+_RUN_STAMP: dict[str, Any] | None = None
+
+
+def new_stamp() -> dict[str, Any]:
+    """{"commit", "dirty", "trained_at"} read now."""
+    return {**git_state(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def run_stamp() -> dict[str, Any]:
+    """The training record's {"commit", "dirty", "trained_at"}: the stamp train_all read at the
+    start of its run (note "run stamp"), or one read now for a model trained on its own."""
+    return dict(_RUN_STAMP) if _RUN_STAMP is not None else new_stamp()
 
 
 def candidates() -> dict[str, Callable[[], Any]]:
@@ -223,7 +257,7 @@ def train_overhead(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> d
     record = {"data": {"dir": "../shared/data/measured", "file": "sia_profiles_non_ec2.csv", "cases": len(cases)},
               "links": "srift.learn.comm.SIA_LINKS", "selection": {"split": "leave-one-Sia-cluster-out",
                                                                    "scores": scores, "chosen": best},
-              "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+              **run_stamp()}
     doc = _fit_export("iteration_overhead", best, X, y, OVERHEAD_FEATURES, resid_by[best], record,
                       "log(step/T1) - log(simulated_v0/T1): correction of the simulated iteration")
     doc["residuals"]["split"] = "leave-one-Sia-cluster-out"
@@ -297,7 +331,7 @@ def train_links(out_dir: Path | None = MODELS_DIR, verbose: bool = True,
                        "machine": doc.get("machine"), "transport": doc.get("transport"), "configs": len(configs)},
               "selection": {"scores": scores, "chosen": "huber"},
               "feature_range": {"min": [float(v) for v in X.min(axis=0)], "max": [float(v) for v in X.max(axis=0)]},
-              "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+              **run_stamp()}
     out = {}
     r_eff, r_lat = held_out_residuals(configs)
     for name, y, r, target in (
@@ -379,7 +413,7 @@ def train_pcie_link(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> 
               "selection": {"split": "leave-one-PCIe-cluster-out", "scores": scores,
                             "chosen": "linear"},
               "domain": domain,
-              "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+              **run_stamp()}
     doc = export_estimator(line, "link_pcie_efficiency", PCIE_FEATURES,
                            target="log(achieved / nominal bandwidth) of the PCIe links inside an instance",
                            training=record,
@@ -399,14 +433,19 @@ def train_all(out_dir: Path | None = MODELS_DIR, verbose: bool = True, reprofile
         if out_dir.exists() and not out_dir.is_dir():
             raise ValueError(f"out: expected a directory for the model JSON files, got the file {str(out_dir)!r}")
         out_dir.mkdir(parents=True, exist_ok=True)
-    if reprofile:
-        from srift.learn.workloads import profile_workloads
+    global _RUN_STAMP
+    _RUN_STAMP = new_stamp()  # note "run stamp": before --reprofile rewrites workloads.json
+    try:
+        if reprofile:
+            from srift.learn.workloads import profile_workloads
 
-        profile_workloads()
-    out = train_compute(out_dir, verbose)
-    out["iteration_overhead"] = train_overhead(out_dir, verbose)
-    out.update(train_links(out_dir, verbose))
-    out["link_pcie_efficiency"] = train_pcie_link(out_dir, verbose)
+            profile_workloads()
+        out = train_compute(out_dir, verbose)
+        out["iteration_overhead"] = train_overhead(out_dir, verbose)
+        out.update(train_links(out_dir, verbose))
+        out["link_pcie_efficiency"] = train_pcie_link(out_dir, verbose)
+    finally:
+        _RUN_STAMP = None
     return out
 
 
@@ -465,6 +504,7 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
     from srift.learn.datasets import CPU_SWEEP, load_cpu_sweep, load_gpu_sweeps
     from srift.learn.gpu_sweep import sweep_files
 
+    stamp = run_stamp()  # both files the same (note "run stamp")
     workloads = load_workloads()
     files = sweep_files()
     gpu_sweeps = [{"file": f"srift/data/measurements/{f.name}", "gpu": d["gpu"], "measured_at": d.get("measured_at"),
@@ -540,7 +580,7 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
         record = {"data": data, "workloads": "srift/data/models/workloads.json",
                   "selection": {"split": "leave-one-GPU-chip-out and leave-one-model-out, GPU targets; "
                                          "score: mean over both of median + p90/4", "scores": scores, "chosen": best},
-                  "commit": git_commit(), "trained_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+                  **stamp}
         if blend_scores:  # note "two uses"
             record["selection"]["in_anchored_blend"] = {
                 "rule": f"the {BLEND_CONTENDERS} best by their own score, each scored inside its best clipped "

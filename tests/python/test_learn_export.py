@@ -118,3 +118,101 @@ def test_mean_models_reject_unequal_weights_and_nesting() -> None:
     doc["model"]["members"][0]["model"] = {"type": "mean", "members": []}
     with pytest.raises(ValueError, match=r"\$\.model"):
         validate_model_dict(doc)
+
+
+@pytest.mark.parametrize("loss", ["poisson", "gamma"])
+def test_hist_gradient_boosting_with_a_log_link_is_refused(loss: str) -> None:
+    # Review finding 1: these predict exp(sum of trees); exported as identity the core returned log(y).
+    x, y = _data(3)
+    est = HistGradientBoostingRegressor(loss=loss, max_iter=5, random_state=0).fit(x, np.exp(y / 4))
+    with pytest.raises(ValueError, match=rf"HistGradientBoostingRegressor loss '{loss}' is not exportable.*LogLink"):
+        export_estimator(est, "hgb", [f"x{i}" for i in range(x.shape[1])])
+
+
+@pytest.mark.parametrize("loss", ["absolute_error", "quantile"])
+def test_hist_gradient_boosting_identity_link_losses_still_export(loss: str) -> None:
+    x, y = _data(3)
+    kw = {"quantile": 0.3} if loss == "quantile" else {}
+    est = HistGradientBoostingRegressor(loss=loss, max_iter=10, random_state=0, **kw).fit(x, y)
+    core = model_from_dict(export_estimator(est, "hgb", [f"x{i}" for i in range(x.shape[1])]))
+    np.testing.assert_allclose(core.predict(x), est.predict(x), rtol=1e-9, atol=1e-12)
+
+
+def test_gradient_boosting_with_an_init_estimator_is_refused() -> None:
+    # Review finding 2: the init model's prediction at x = 0 used to be exported as a constant base.
+    x, y = _data(4)
+    est = GradientBoostingRegressor(n_estimators=5, init=Ridge(), random_state=0).fit(x, y)
+    with pytest.raises(ValueError, match=r"GradientBoostingRegressor init=Ridge\(\) is not exportable"):
+        export_estimator(est, "g", [f"x{i}" for i in range(x.shape[1])])
+
+
+@pytest.mark.parametrize("init", ["zero", "dummy_median", "dummy_constant"])
+def test_gradient_boosting_with_a_constant_init_exports_exactly(init: str) -> None:
+    from sklearn.dummy import DummyRegressor
+
+    x, y = _data(4)
+    make = {"zero": lambda: "zero", "dummy_median": lambda: DummyRegressor(strategy="median"),
+            "dummy_constant": lambda: DummyRegressor(strategy="constant", constant=2.5)}[init]
+    est = GradientBoostingRegressor(n_estimators=10, init=make(), random_state=0).fit(x, y)
+    core = model_from_dict(export_estimator(est, "g", [f"x{i}" for i in range(x.shape[1])]))
+    np.testing.assert_allclose(core.predict(x), est.predict(x), rtol=1e-9, atol=1e-12)
+
+
+def _nan_probe(x: np.ndarray, seed: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    probe = np.vstack([x[:100], rng.normal(size=(100, x.shape[1])) * 5])
+    probe[rng.random(probe.shape) < 0.3] = np.nan
+    return probe
+
+
+@pytest.mark.parametrize("kind", ["dt", "rf", "et"])
+@pytest.mark.parametrize("trained_with_nan", [False, True])
+def test_sklearn_trees_route_nan_as_sklearn(kind: str, trained_with_nan: bool) -> None:
+    # Review finding 3: tree_.missing_go_to_left (scikit-learn >= 1.3) was not exported; the core
+    # sent every NaN right.
+    from sklearn.ensemble import ExtraTreesRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    x, y = _data(6)
+    if trained_with_nan:
+        x = x.copy()
+        x[::5, 0] = np.nan
+        x[::7, 2] = np.nan
+    est = {"dt": lambda: DecisionTreeRegressor(max_depth=6, random_state=0),
+           "rf": lambda: RandomForestRegressor(n_estimators=10, max_depth=6, random_state=0),
+           "et": lambda: ExtraTreesRegressor(n_estimators=10, max_depth=6, random_state=0)}[kind]().fit(x, y)
+    doc = json.loads(json.dumps(export_estimator(est, kind, [f"x{i}" for i in range(x.shape[1])])))
+    assert all("missing_left" in t for t in doc["model"]["trees"])
+    core = model_from_dict(doc)
+    probe = _nan_probe(x)
+    np.testing.assert_allclose(core.predict(probe), est.predict(probe), rtol=1e-9, atol=1e-12)
+
+
+def test_gradient_boosting_trees_carry_their_nan_routing() -> None:
+    # scikit-learn's GradientBoostingRegressor refuses NaN; its trees' own routing is exported, so
+    # the core answers as those trees would (each stage's DecisionTreeRegressor).
+    x, y = _data(7)
+    est = GradientBoostingRegressor(n_estimators=20, random_state=0).fit(x, y)
+    core = model_from_dict(export_estimator(est, "g", [f"x{i}" for i in range(x.shape[1])]))
+    probe = _nan_probe(x)
+    with pytest.raises(ValueError, match="NaN"):
+        est.predict(probe)
+    want = est.init_.predict(probe[:, :1]) + est.learning_rate * sum(stage[0].predict(probe)
+                                                                     for stage in est.estimators_)
+    np.testing.assert_allclose(core.predict(probe), want, rtol=1e-9, atol=1e-12)
+
+
+def test_trees_without_missing_left_send_nan_right() -> None:
+    # Files exported before missing_left was written (the shipped ones) keep their meaning.
+    from sklearn.tree import DecisionTreeRegressor
+
+    x, y = _data(8)
+    est = DecisionTreeRegressor(max_depth=4, random_state=0).fit(x, y)
+    doc = json.loads(json.dumps(export_estimator(est, "dt", [f"x{i}" for i in range(x.shape[1])])))
+    del doc["model"]["trees"][0]["missing_left"]
+    core = model_from_dict(doc)
+    t = doc["model"]["trees"][0]
+    node = 0
+    while t["feature"][node] >= 0:
+        node = t["right"][node]
+    assert core.predict(np.full((1, x.shape[1]), np.nan))[0] == pytest.approx(t["value"][node], rel=1e-12)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -529,3 +530,181 @@ def test_split_keys_hold_out_a_chip_a_model_or_a_whole_source() -> None:
     assert _split_key((None, target), "source") == ({"lambda"}, "lambda")
     with pytest.raises(ValueError, match="by: expected 'chip', 'model' or 'source', got 'gpu'"):
         _split_key((anchor, target), "gpu")
+
+
+# Review findings 4, 5, 7, 8 (Python side) and 10.
+
+def _copy_models(tmp_path: Path) -> Path:
+    import shutil
+
+    d = tmp_path / "models"
+    d.mkdir(parents=True)
+    for f in MODELS.glob("*.json"):
+        shutil.copy(f, d / f.name)
+    return d
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m["members"][1]["model"]["trees"][3]["feature"].__setitem__(0, 2.5),
+     r"\$\.model\.members\[1\]\.model\.trees\[3\]\.feature\[0\]: 2\.5 is not of type 'integer'"),
+    (lambda m: m["members"][1]["model"]["trees"][3]["threshold"].__setitem__(0, "0.5"),
+     r"\$\.model\.members\[1\]\.model\.trees\[3\]\.threshold\[0\]: '0\.5' is not of type 'number'"),
+    (lambda m: m["members"][1]["model"]["trees"][3].__setitem__(
+        "missing_left", [2] * len(m["members"][1]["model"]["trees"][3]["feature"])),
+     r"\$\.model\.members\[1\]\.model\.trees\[3\]\.missing_left\[0\]: 2 is not one of \[0, 1\]"),
+    (lambda m: m["members"][0]["model"].__setitem__("type", "Linear"),
+     r"\$\.model\.members\[0\]\.model\.type: 'Linear' is not one of 'linear', 'tree_ensemble', 'mlp'"),
+    (lambda m: m["members"][0].__setitem__("input_scaler", {"mean": [0.0], "scale": [0.0]}),
+     r"\$\.model\.members\[0\]\.input_scaler\.scale\[0\]: 0\.0 is less than or equal to the minimum of 0"),
+], ids=["float-feature", "string-threshold", "missing-left-2", "unknown-type", "zero-scale"])
+def test_schema_errors_name_the_deepest_path_and_the_value(tmp_path: Path, edit, message: str) -> None:
+    doc = json.loads((MODELS / "compute_absolute.json").read_text())
+    edit(doc["model"])
+    p = tmp_path / "compute_absolute.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=rf"compute_absolute\.json: {message}") as info:
+        load_model(p)
+    assert len(str(info.value)) < 400
+
+
+LINEAR = {"schema": "srift.learned-model/1", "name": "t", "features": ["a", "b"], "input_scaler": None,
+          "model": {"type": "linear", "coef": [1.0, 2.0], "intercept": 0.5}, "residuals": {"p10": -0.1, "p90": 0.1}}
+
+
+@pytest.mark.parametrize("text, message", [("NaN", "NaN is not a finite number"),
+                                           ("Infinity", "Infinity is not a finite number"),
+                                           ("-Infinity", "-Infinity is not a finite number"),
+                                           ("1e400", "1e400 is out of the range of a double"),
+                                           ("9" * 400, "an integer of 400 digits is out of the range of a double"),
+                                           ("9" * 5000, "an integer of 5000 digits is out of the range of a double")],
+                         ids=["nan", "inf", "-inf", "1e400", "400-digit-int", "5000-digit-int"])
+def test_non_finite_numbers_are_refused_with_their_path(tmp_path: Path, text: str, message: str) -> None:
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(LINEAR).replace("2.0", text))
+    with pytest.raises(ValueError, match=rf"m\.json: \$\.model\.coef\[1\]: {message}"):
+        load_model(p)
+
+
+def test_non_finite_numbers_in_a_dict_are_refused_with_their_path() -> None:
+    from srift.learn.loader import model_from_dict
+
+    doc = json.loads(json.dumps(LINEAR))
+    doc["model"]["intercept"] = math.inf
+    with pytest.raises(ValueError, match=r"here: \$\.model\.intercept: inf is not a finite number"):
+        model_from_dict(doc, "here")
+
+
+def test_an_integer_too_long_to_parse_names_the_file(tmp_path: Path) -> None:
+    from srift.learn.loader import read_json
+
+    p = tmp_path / "m.json"
+    p.write_text(json.dumps(LINEAR).replace("2.0", "9" * 5000))
+    with pytest.raises(ValueError, match=r"m\.json: not valid JSON: .*4300"):
+        read_json(p)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"schema": "srift.learned-model/1", "name": "t", "features": ["a"], '
+     '"model": {"type": "linear", "coef": [0.5], "intercept": 1.0}, '
+     '"model": {"type": "linear", "coef": [100.0], "intercept": 0.0}}', r"\$: duplicate key 'model'"),
+    ('{"schema": "srift.learned-model/1", "name": "t", "features": ["a"], '
+     '"model": {"type": "linear", "coef": [0.5], "intercept": 1.0, "intercept": 2.0}}',
+     r"\$\.model: duplicate key 'intercept'"),
+], ids=["top-level", "nested"])
+def test_duplicate_keys_are_refused_naming_the_key_and_path(tmp_path: Path, text: str, message: str) -> None:
+    # The core's JSON reader keeps a duplicate key's first value, Python's the last.
+    p = tmp_path / "dup.json"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=rf"dup\.json: {message}"):
+        load_model(p)
+
+
+@pytest.mark.parametrize("name, field", [
+    ("compute_absolute", "residuals"), ("compute_absolute", "roofline_residuals"),
+    ("compute_absolute", "residuals.within_lab"), ("compute_ratio", "residuals"),
+    ("compute_ratio", "roofline_residuals"), ("compute_ratio", "absolute_blend.residuals"),
+    ("iteration_overhead", "residuals"), ("iteration_overhead", "instance_anchor"),
+    ("link_pcie_efficiency", "residuals"), ("link_tcp_efficiency", "residuals"),
+])
+def test_inverted_residual_quantiles_are_refused(tmp_path: Path, name: str, field: str) -> None:
+    from srift.learn.models import CostModels
+
+    d = _copy_models(tmp_path)
+    doc = json.loads((d / f"{name}.json").read_text())
+    r = doc
+    for k in field.split("."):
+        r = r[k]
+    r["p10"], r["p90"] = 0.4, -0.4
+    (d / f"{name}.json").write_text(json.dumps(doc))
+    want = rf"{name}\.json: \$\.{re.escape(field)}: p10 0\.4 is above p90 -0\.4"
+    with pytest.raises(ValueError, match=want):
+        load_model(d / f"{name}.json")
+    with pytest.raises(ValueError, match=want):
+        CostModels(d)
+
+
+def test_cost_models_check_each_files_features(tmp_path: Path) -> None:
+    from srift.learn.models import CostModels
+
+    d = _copy_models(tmp_path)
+    doc = json.loads((d / "link_tcp_efficiency.json").read_text())
+    doc["features"] = doc["features"][::-1]  # same count, other order: used to load silently
+    (d / "link_tcp_efficiency.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"link_tcp_efficiency\.json: \$\.features: features\[0\] is "
+                                         r"'log_ranks_per_node', but srift computes 'log_nominal_gbytes_s'"):
+        CostModels(d)
+
+    d = _copy_models(tmp_path / "b")
+    doc = json.loads((d / "compute_absolute.json").read_text())
+    doc["features"], doc["input_scaler"] = ["x", "y", "z"], None
+    doc["model"] = {"type": "linear", "coef": [1, 2, 3], "intercept": 0}
+    (d / "compute_absolute.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"compute_absolute\.json: \$\.features: features\[0\] is 'x'"):
+        CostModels(d)
+    doc["features"] = json.loads((MODELS / "compute_absolute.json").read_text())["features"][:3]
+    (d / "compute_absolute.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"compute_absolute\.json: \$\.features: 3 features, but srift computes 9 "
+                                         r"\(features\[3\] missing: 'log_bw'\)"):
+        CostModels(d)
+
+
+def test_git_state_reads_the_commit_and_whether_the_tree_is_modified() -> None:
+    import subprocess
+
+    from srift.learn.train import git_state
+
+    root = Path(__file__).resolve().parents[2]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    state = git_state()
+    if head.returncode != 0:
+        assert state == {"commit": "unknown", "dirty": None}
+        return
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                            capture_output=True, text=True).stdout
+    assert state == {"commit": head.stdout.strip(), "dirty": bool(status.strip())}
+
+
+def test_one_training_run_stamps_every_file_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Review finding 10: each file read the commit when it was written, so a commit made during
+    # the 16-minute run split the run's files between two commits.
+    import srift.learn.train as train
+
+    commits = iter(f"commit{i}" for i in range(100))
+    monkeypatch.setattr(train, "git_state", lambda: {"commit": next(commits), "dirty": True})
+    seen: list[dict] = []
+
+    def fake(name):
+        def run(*args, **kwargs):
+            seen.append(train.run_stamp())
+            return {name: seen[-1]}
+        return run
+
+    monkeypatch.setattr(train, "train_compute", fake("compute"))
+    monkeypatch.setattr(train, "train_overhead", fake("overhead"))
+    monkeypatch.setattr(train, "train_links", fake("links"))
+    monkeypatch.setattr(train, "train_pcie_link", fake("pcie"))
+    train.train_all(tmp_path, verbose=False)
+    assert len(seen) == 4 and all(s == seen[0] for s in seen)
+    assert seen[0]["commit"] == "commit0" and seen[0]["dirty"] is True and seen[0]["trained_at"]
+    assert train.run_stamp()["commit"] == "commit1"  # outside a run: read afresh
+    assert train._RUN_STAMP is None
