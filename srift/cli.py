@@ -32,6 +32,12 @@ class UserError(Exception):
         self.hint = hint
 
 
+# The "schema" field of the --json documents (format and version; validate writes
+# srift.validate-report/1, catalog show srift.catalog-show/1). Every other key is as before.
+PREDICTION_SCHEMA = "srift.prediction/1"
+RECOMMENDATION_SCHEMA = "srift.recommendation/1"  # recommend and replan
+PARETO_SCHEMA = "srift.pareto/1"
+
 # srift/compute.hpp note "fp32 is PyTorch's"
 PRECISION_HELP = ("arithmetic of the training run: fp32 = PyTorch's defaults (matmuls FP32, cuDNN "
                   "convolutions and RNNs on TF32 tensor cores where the GPU has them), tf32 = TF32 "
@@ -66,6 +72,17 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+MAX_ITERATIONS = 1e12  # a million years of 30 ms iterations; past it the run time and cost are noise
+
+
+def _iterations(text: str) -> float:
+    """--iterations: a number > 0, at most MAX_ITERATIONS (1e308 printed 300-digit times and costs)."""
+    value = _positive_float(text)
+    if value > MAX_ITERATIONS:
+        raise argparse.ArgumentTypeError(f"expected at most 1e12 iterations, got {text!r}")
     return value
 
 
@@ -168,7 +185,7 @@ def _add_emit(p: argparse.ArgumentParser) -> None:
 def _add_space(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("search space")
     g.add_argument("--global-batch", type=_positive_int, required=True, help="samples per iteration, all GPUs")
-    g.add_argument("--iterations", type=_positive_float, required=True, help="iterations to train")
+    g.add_argument("--iterations", type=_iterations, required=True, help="iterations to train (at most 1e12)")
     g.add_argument("--regions", default=None, help="comma-separated regions, or 'all' (default: us-east-1,us-west-2,eu-west-1)")
     g.add_argument("--spot", action="store_true", help="also consider spot instances")
     g.add_argument("--types", default=None, help="only these instance types (comma-separated)")
@@ -361,20 +378,31 @@ def _prediction_text(pred: Any) -> str:
     return report.prediction_text(pred)
 
 
-def _write_emit(args: argparse.Namespace, obj: Any) -> bool:
-    """Writes the launch spec if asked; True when it went to stdout (and the table must not)."""
+def _emit_script_args(args: argparse.Namespace) -> list[str] | None:
+    """The launch-spec options checked (None without --emit): the same mistakes are exit 2
+    whether or not the plan runs."""
     if not args.emit:
         if args.emit_to:
             raise UserError("--emit-to needs --emit torchrun|skypilot|json")
-        return False
+        return None
     import shlex
-
-    from srift import export
 
     try:
         script_args = shlex.split(args.script_args)
     except ValueError as exc:
         raise UserError(f"--script-args {args.script_args!r} is not valid shell words: {exc}") from None
+    if args.json and args.emit != "json" and not args.emit_to:
+        raise UserError("--json and --emit torchrun/skypilot both write stdout", hint="add --emit-to FILE")
+    return script_args
+
+
+def _write_emit(args: argparse.Namespace, obj: Any) -> bool:
+    """Writes the launch spec if asked; True when it went to stdout (and the table must not)."""
+    script_args = _emit_script_args(args)
+    if script_args is None:
+        return False
+    from srift import export
+
     text = export.emit(obj, args.emit, script=args.script, script_args=script_args, name=args.name)
     if args.emit_to:
         from pathlib import Path
@@ -383,8 +411,6 @@ def _write_emit(args: argparse.Namespace, obj: Any) -> bool:
         if not args.json:
             print(f"wrote the {args.emit} launch spec to {args.emit_to}", file=sys.stderr)
         return False
-    if args.json and args.emit != "json":
-        raise UserError("--json and --emit torchrun/skypilot both write stdout", hint="add --emit-to FILE")
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return True
 
@@ -408,9 +434,17 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         plots.save_timeline(pred, args.plot, phases=plots.phase_split(pred, engine))
         if not args.json:
             print(f"wrote the iteration timeline to {args.plot}", file=sys.stderr)
+    payload = {"schema": PREDICTION_SCHEMA, **pred.to_dict()}
+    if args.emit and not pred.feasible:
+        # nothing runs, so there is no launch spec: exit 3 as without --emit, not 2 (bad input)
+        _emit_script_args(args)
+        print(f"srift: no launch spec: {pred.cluster} does not run: {pred.why_infeasible}", file=sys.stderr)
+        if args.json:  # a script reading JSON gets a document, not an empty stdout
+            _emit(args, payload, lambda: "")
+        return 3
     if _write_emit(args, pred):
         return 0
-    _emit(args, pred.to_dict(), lambda: report.explain_prediction(pred, catalog) if args.explain
+    _emit(args, payload, lambda: report.explain_prediction(pred, catalog) if args.explain
           else _prediction_text(pred))
     return 0 if pred.feasible else 3  # the cluster asked about cannot run: the output says why
 
@@ -460,7 +494,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         if rec.best is None:
             print(f"srift: no plan fits: {rec.why_none}", file=sys.stderr)
             if args.json:  # a script reading JSON gets a document, not an empty stdout
-                payload = rec.to_dict()
+                payload = {"schema": RECOMMENDATION_SCHEMA, **rec.to_dict()}
                 payload["why"] = None
                 _emit(args, payload, lambda: "")
             return 3
@@ -524,7 +558,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                          "--emit torchrun|skypilot to launch it)")
         return "\n".join(lines)
 
-    payload = rec.to_dict()
+    payload = {"schema": RECOMMENDATION_SCHEMA, **rec.to_dict()}
     payload["why"] = why
     _emit(args, payload, text)
     return 0 if rec.best is not None else 3
@@ -536,7 +570,8 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
     prof = _profile(args)
     plans = pareto(prof, catalog=_catalog(args), max_instances=args.max_instances, **_space_kwargs(args))
     if not plans:
-        _emit(args, {"plans": [], "why_none": plans.why_none}, lambda: f"no plan runs: {plans.why_none}")
+        _emit(args, {"schema": PARETO_SCHEMA, "plans": [], "why_none": plans.why_none},
+              lambda: f"no plan runs: {plans.why_none}")
         return 3
     if args.plot:
         from srift import plots
@@ -545,7 +580,7 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
                                                   f"{report.count(args.iterations)} iterations: time-cost front")
         if not args.json:
             print(f"wrote the time-cost front to {args.plot}", file=sys.stderr)
-    _emit(args, {"plans": [p.to_dict() for p in plans]},
+    _emit(args, {"schema": PARETO_SCHEMA, "plans": [p.to_dict() for p in plans]},
           lambda: f"{len(plans)} plans on the time-cost front (fastest first)\n" + report.plan_table(plans))
     return 0
 
@@ -576,7 +611,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_source(p)
     p.add_argument("--cluster", required=True, help="e.g. '2x p3.16xlarge + 4x g4dn.12xlarge:spot'")
     p.add_argument("--global-batch", type=_positive_int, required=True)
-    p.add_argument("--iterations", type=_positive_float, default=None, help="also give the whole run's time and cost")
+    p.add_argument("--iterations", type=_iterations, default=None,
+                   help="also give the whole run's time and cost (at most 1e12)")
     p.add_argument("--region", default=None, help="default: the cheapest region pricing every group")
     p.add_argument("--explain", action="store_true", help="add where the time goes, the bottleneck link, headroom")
     p.add_argument("--plot", metavar="FILE.png", default=None,

@@ -22,13 +22,22 @@ def register(subparsers: Any) -> None:
     t.set_defaults(func=_cmd_train)
     p = subparsers.add_parser("probe-network", help="measure allreduce bandwidth/latency (NCCL on GPUs, gloo elsewhere) "
                                                     "inside one instance or, under torchrun, across several")
-    p.add_argument("--instance-type", required=True)
-    p.add_argument("--min-bytes", type=int, default=1024)
-    p.add_argument("--max-bytes", type=int, default=1 << 30)
+    p.add_argument("--instance-type", required=True,
+                   help="the catalog's instance type (with --catalog-overrides, one of their private types too)")
+    p.add_argument("--min-bytes", type=_message_bytes, default=1024, metavar="BYTES",
+                   help=f"smallest allreduce message, 1..{MAX_PROBE_BYTES} (default 1024); sizes grow x4")
+    p.add_argument("--max-bytes", type=_message_bytes, default=1 << 30, metavar="BYTES",
+                   help=f"largest allreduce message, 1..{MAX_PROBE_BYTES} (default 2^30); the bandwidth is fitted "
+                        f"on two or more sizes of at least {MIN_BANDWIDTH_BYTES} B (1 MiB)")
     p.add_argument("--ranks", type=int, default=None,
                    help="local processes (single-host probe; default: every visible GPU, as srift plans whole "
-                        "instances, or 2 gloo processes without GPUs)")
+                        f"instances, or 2 gloo processes without GPUs; gloo: at most {GLOO_RANKS_PER_CPU} per CPU "
+                        "core of this host)")
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--timeout", type=_timeout_arg, default=DEFAULT_COLLECTIVE_TIMEOUT_S, metavar="SECONDS",
+                   help="how long a rank waits for the others in one collective (the process group's timeout) "
+                        f"before the probe fails, 0 < SECONDS <= {MAX_COLLECTIVE_TIMEOUT_S:.0f} (default "
+                        f"{DEFAULT_COLLECTIVE_TIMEOUT_S:.0f}): bounds the wait for a dead peer")
     p.add_argument("--loopback", action="store_true",
                    help="without NCCL on the ranks' GPUs, store gloo's allreduce between processes on this one "
                         "host as the instance's network link (tests and emulated hosts: it is not the NIC)")
@@ -39,7 +48,38 @@ def register(subparsers: Any) -> None:
                         "ring across instances and stores it as the type's network link; rank 0 writes --out")
     p.add_argument("--out", default="-", help="overrides file to write ('-': stdout)")
     p.add_argument("--json", action="store_true", help="also print the raw sweep (sizes, seconds) as JSON on stderr")
+    from srift.cli_catalog import add_catalog_arguments
+
+    add_catalog_arguments(p)  # --catalog, --catalog-overrides: a private instance type can be probed
     p.set_defaults(func=_cmd_probe)
+
+
+def _message_bytes(text: str) -> int:
+    """--min-bytes / --max-bytes: a whole number of bytes in 1..MAX_PROBE_BYTES (the same rule for both)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}") from None
+    if not 1 <= value <= MAX_PROBE_BYTES:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes in 1..{MAX_PROBE_BYTES}, got {text!r}")
+    return value
+
+
+def _timeout_arg(text: str) -> float:
+    try:
+        return _check_timeout("--timeout", float(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("--timeout ", "", 1)) from None
+
+
+def _check_timeout(name: str, value: Any) -> float:
+    """A collective timeout in seconds: finite, > 0 and at most MAX_COLLECTIVE_TIMEOUT_S."""
+    from srift import checks
+
+    seconds = checks.positive(name, value)
+    if seconds > MAX_COLLECTIVE_TIMEOUT_S:
+        raise ValueError(f"{name} must be at most {MAX_COLLECTIVE_TIMEOUT_S:.0f} seconds, got {value!r}")
+    return seconds
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -75,34 +115,60 @@ def default_probe_ranks() -> int:
 
 MIN_BANDWIDTH_BYTES = 1 << 20  # the bandwidth is fitted on messages this large or larger
 SMALL_MESSAGE_BYTES = 64 << 10  # the per-step latency, on messages this small or smaller
+MAX_PROBE_BYTES = 1 << 34  # the largest message, and the largest smallest one
+DEFAULT_COLLECTIVE_TIMEOUT_S = 300.0  # how long a rank waits for its peers in one collective
+MAX_COLLECTIVE_TIMEOUT_S = 86400.0
+GLOO_RANKS_PER_CPU = 4  # a single-host gloo probe starts one process per rank
 
 
-def _probe_sizes(instance_type: str, min_bytes: int, max_bytes: int, repeats: int) -> list[int]:
-    """The message sizes (x4 from min_bytes), every argument checked before any process starts."""
+def _catalog(catalog: Any) -> Any:
     from srift import checks
     from srift.catalog import Catalog
 
-    Catalog.default().instance(instance_type)  # an unknown type would give an overrides file srift refuses
-    checks.integer("min_bytes", min_bytes)
-    checks.integer("max_bytes", max_bytes, low=max(min_bytes, MIN_BANDWIDTH_BYTES), high=1 << 34)
+    if catalog is None:
+        return Catalog.default()
+    return checks.instance("catalog", catalog, Catalog, "Catalog.default().with_overrides(path) for private types")
+
+
+def _probe_sizes(instance_type: str, min_bytes: int, max_bytes: int, repeats: int, catalog: Any = None) -> list[int]:
+    """The message sizes (x4 from min_bytes), every argument checked before any process starts."""
+    from srift import checks
+
+    _catalog(catalog).instance(instance_type)  # an unknown type would give an overrides file srift refuses
+    checks.integer("min_bytes", min_bytes, high=MAX_PROBE_BYTES)
+    checks.integer("max_bytes", max_bytes, low=min_bytes, high=MAX_PROBE_BYTES)
     checks.integer("repeats", repeats, high=10_000)
     sizes, s = [], min_bytes
     while s <= max_bytes:
         sizes.append(s)
         s *= 4
+    big = [s for s in sizes if s >= MIN_BANDWIDTH_BYTES]
+    if len(big) < 2:
+        # One point cannot separate the bandwidth from the per-step latency: a least-squares fit
+        # stored the whole time as bandwidth and a latency of 0.
+        first = min_bytes
+        while first < MIN_BANDWIDTH_BYTES:
+            first *= 4
+        fix = (f"raise --max-bytes to {first * 4} or more" if first * 4 <= MAX_PROBE_BYTES else
+               f"lower --min-bytes to {MAX_PROBE_BYTES // 4} or less")
+        shown = ", ".join(map(str, sizes)) if len(sizes) <= 4 else f"{sizes[0]}, {sizes[1]}, ..., {sizes[-1]}"
+        raise ValueError(f"--min-bytes {min_bytes} --max-bytes {max_bytes} time message sizes {shown} B, "
+                         f"{len(big)} of them at least {MIN_BANDWIDTH_BYTES} B (1 MiB); the bandwidth and latency "
+                         f"are fitted on two or more sizes of at least 1 MiB (x4 apart): {fix}")
     return sizes
 
 
 def _probe_document(instance_type: str, link: str, backend: str, ranks: int, nodes: int, sizes: list[int],
-                    times: list[float]) -> dict[str, Any]:
+                    times: list[float], catalog: Any = None) -> dict[str, Any]:
     """A catalog-overrides document storing the sweep's fitted ring bus bandwidth and per-step
     latency as the instance type's `link` ("intra": inside one instance; "network": the ring
     across instances), fitted with the simulator's own ring model over all `ranks`."""
-    from srift.catalog import Catalog
-
     # The catalog's own spelling: the overrides file is keyed by it ("G4DN.12XLARGE" would be a new type).
-    instance_type = Catalog.default().instance(instance_type).name
-    big = [(s, t) for s, t in zip(sizes, times) if s >= MIN_BANDWIDTH_BYTES] or list(zip(sizes, times))
+    instance_type = _catalog(catalog).instance(instance_type).name
+    big = [(s, t) for s, t in zip(sizes, times) if s >= MIN_BANDWIDTH_BYTES]
+    if len(big) < 2:  # _probe_sizes refuses such a sweep; a caller's own sizes too
+        raise ValueError(f"message sizes {sizes}: the bandwidth is fitted on two or more sizes of at least "
+                         f"{MIN_BANDWIDTH_BYTES} B, got {len(big)}")
     bw, _ = fit_alpha_beta([s for s, _ in big], [t for _, t in big], ranks)
     if not math.isfinite(bw):
         raise ValueError(f"allreduce times did not grow with message size ({sizes[0]}-{sizes[-1]} B: "
@@ -130,13 +196,18 @@ _LOOPBACK_REFUSED = ("gloo between processes on one host measures loopback, not 
 
 
 def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 << 30, ranks: int | None = None,
-                  repeats: int = 5, *, loopback: bool = False) -> dict[str, Any]:
+                  repeats: int = 5, *, loopback: bool = False, catalog: Any = None,
+                  collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> dict[str, Any]:
     """Allreduce sweep among `ranks` local processes (default_probe_ranks() when None); a
     catalog-overrides document. With NCCL on `ranks` GPUs it measures the instance's
     interconnect (`measured_intra_*`). Without, it would time gloo between processes on this one
     host, which is loopback and not the instance's NIC: ValueError unless ``loopback`` (tests
     and emulated hosts), which stores it as the network link. The link between instances is
-    probed across them: probe_network_distributed."""
+    probed across them: probe_network_distributed. ``catalog`` (default: the bundled one) names
+    the type, e.g. a private one from overrides. A rank that fails (or waits on the others longer
+    than ``collective_timeout_s``) raises srift.validate.launcher.LaunchError naming it."""
+    import os
+
     import torch
 
     from srift.validate.launcher import run_ranks
@@ -145,9 +216,14 @@ def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 
         ranks = default_probe_ranks()
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 2:
         raise ValueError(f"ranks: expected an integer >= 2 (an allreduce needs two processes), got {ranks!r}")
-    sizes = _probe_sizes(instance_type, min_bytes, max_bytes, repeats)
+    sizes = _probe_sizes(instance_type, min_bytes, max_bytes, repeats, catalog)
+    timeout = _check_timeout("collective_timeout_s", collective_timeout_s)
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     backend = "nccl" if gpus >= ranks else "gloo"
+    cpus = os.cpu_count() or 1
+    if backend == "gloo" and ranks > GLOO_RANKS_PER_CPU * cpus:
+        raise ValueError(f"ranks={ranks} (--ranks): a gloo probe starts one process per rank on this host, at most "
+                         f"{GLOO_RANKS_PER_CPU * cpus} ({GLOO_RANKS_PER_CPU} per CPU core, {cpus} cores)")
     if backend == "gloo" and not loopback:
         raise ValueError(f"probing {instance_type} needs NCCL on {ranks} GPUs of this instance (found {gpus}): "
                          f"{_LOOPBACK_REFUSED}. On a 1-GPU type the link that matters is the network between "
@@ -157,13 +233,14 @@ def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 
     # the validation worker's allreduce mode: one process per rank, every size timed after one
     # untimed call, ranks released together by a barrier before each timing
     cfg = {"mode": "allreduce", "local_batches": [1] * ranks, "message_bytes": sizes, "repeats": repeats,
-           "backend": backend, "device": "cuda" if backend == "nccl" else "cpu"}
-    run = run_ranks(cfg, ranks_per_host=[ranks], mode="loopback", launcher="direct", timeout_s=600,
-                    measure_latency=False)
+           "backend": backend, "device": "cuda" if backend == "nccl" else "cpu", "collective_timeout_s": timeout}
+    # the whole sweep's deadline: 10 minutes, or two collective timeouts when those are longer
+    run = run_ranks(cfg, ranks_per_host=[ranks], mode="loopback", launcher="direct",
+                    timeout_s=max(600.0, 2 * timeout), measure_latency=False)
     times = next(r["allreduce_s"] for r in run.ranks if r["rank"] == 0)
     # NCCL on one machine measures the GPUs' interconnect; gloo here stands in for a NIC (loopback).
     return _probe_document(instance_type, "intra" if backend == "nccl" else "network", backend, ranks, 1, sizes,
-                           times)
+                           times, catalog)
 
 
 def _torchrun_env() -> tuple[int, int, int]:
@@ -206,24 +283,27 @@ def _host_identity() -> str:
 
 
 def probe_network_distributed(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 << 30,
-                              repeats: int = 5, *, loopback: bool = False,
-                              collective_timeout_s: float = 300.0) -> dict[str, Any] | None:
+                              repeats: int = 5, *, loopback: bool = False, catalog: Any = None,
+                              collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> dict[str, Any] | None:
     """The allreduce sweep over every rank of a torchrun job spanning N instances of one type
     (one process per GPU; gloo where the ranks have no GPU each): the ring across instances as
     DDP runs it, stored as the type's link between instances (`measured_network_*`, which the
     simulator uses as the ring's bandwidth whenever a cluster spans instances). On one instance
     it is probe_network's measurement (NCCL: `measured_intra_*`; gloo refused unless
     ``loopback``). Several torchrun nodes on one host are loopback too, and refused the same way.
-    Returns the document on rank 0 and None on the others."""
+    Returns the document on rank 0 and None on the others. A failure of the process group (a
+    peer that died or lost its network, or no answer within ``collective_timeout_s``) raises
+    srift.validate.launcher.LaunchError naming this rank."""
     import datetime as dt
     import os
 
     import torch
     import torch.distributed as dist
 
-    from srift.validate.worker import allreduce_times
+    from srift.validate import worker
 
-    sizes = _probe_sizes(instance_type, min_bytes, max_bytes, repeats)
+    sizes = _probe_sizes(instance_type, min_bytes, max_bytes, repeats, catalog)
+    timeout = _check_timeout("collective_timeout_s", collective_timeout_s)
     rank, world, per_node = _torchrun_env()
     nodes = world // per_node
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -232,7 +312,11 @@ def probe_network_distributed(instance_type: str, min_bytes: int = 1024, max_byt
     if backend == "nccl":
         device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', rank % per_node))}")
         torch.cuda.set_device(device)
-    dist.init_process_group(backend=backend, timeout=dt.timedelta(seconds=collective_timeout_s))
+    try:
+        dist.init_process_group(backend=backend, timeout=dt.timedelta(seconds=timeout))
+    except RuntimeError as exc:  # torch.distributed's DistError / DistStoreError / DistBackendError
+        raise _rank_failed(rank, world, "joining the process group", exc, timeout) from exc
+    failure: BaseException | None = None
     try:
         hosts: list[str] = [""] * world
         dist.all_gather_object(hosts, _host_identity())
@@ -247,16 +331,34 @@ def probe_network_distributed(instance_type: str, min_bytes: int = 1024, max_byt
             raise ValueError(f"probing {instance_type} on one instance needs NCCL on its {per_node} GPUs (found "
                              f"{gpus}): {_LOOPBACK_REFUSED}; probe two or more instances (torchrun --nnodes 2 or "
                              "more), or --loopback")
-        times, _ = allreduce_times(sizes, repeats, device, backend == "nccl")
+        times, _ = worker.allreduce_times(sizes, repeats, device, backend == "nccl")
         dist.barrier()
+    except RuntimeError as exc:  # a dead or unreachable peer: gloo/NCCL errors and timeouts
+        failure = exc
+        raise _rank_failed(rank, world, "the allreduce sweep", exc, timeout) from exc
     finally:
-        dist.destroy_process_group()
+        try:
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001 - a broken group may not tear down; the failure above is the news
+            if failure is None:
+                raise
     if rank != 0:
         return None
     # Across instances the ring's slowest link is the network (DESIGN: the slowest NIC in the
     # ring); NCCL inside one instance measures its interconnect.
     link = "network" if nodes > 1 or backend == "gloo" else "intra"
-    return _probe_document(instance_type, link, backend, world, nodes if link == "network" else 1, sizes, times)
+    return _probe_document(instance_type, link, backend, world, nodes if link == "network" else 1, sizes, times,
+                           catalog)
+
+
+def _rank_failed(rank: int, world: int, during: str, exc: BaseException, timeout: float) -> Exception:
+    """torch.distributed's error on this rank as a LaunchError: one line that names the rank."""
+    from srift.validate.launcher import LaunchError
+
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return LaunchError(f"rank {rank} failed: {type(exc).__name__} during {during} ({world} ranks, collective "
+                       f"timeout {timeout:g} s): {first}", rank=rank, reason=first)
 
 
 def _cmd_probe(args: argparse.Namespace) -> int:
@@ -265,17 +367,31 @@ def _cmd_probe(args: argparse.Namespace) -> int:
     if args.distributed and args.ranks is not None:
         raise ValueError("--ranks is for a probe inside one instance; under --distributed torchrun's "
                          "--nproc-per-node sets the ranks on each instance")
+    from srift.cli import UserError
+    from srift.cli_catalog import catalog_from_args
+    from srift.validate.launcher import LaunchError
+
     lead = not args.distributed or os.environ.get("RANK", "0") == "0"  # only rank 0 writes
     if args.out != "-" and lead:
         check_output_path(args.out, "--out")
-    if args.distributed:
-        doc = probe_network_distributed(args.instance_type, args.min_bytes, args.max_bytes, args.repeats,
-                                        loopback=args.loopback)
-        if doc is None:
-            return 0
-    else:
-        doc = probe_network(args.instance_type, args.min_bytes, args.max_bytes, args.ranks, args.repeats,
-                            loopback=args.loopback)
+    catalog = catalog_from_args(args)
+    try:
+        if args.distributed:
+            doc = probe_network_distributed(args.instance_type, args.min_bytes, args.max_bytes, args.repeats,
+                                            loopback=args.loopback, catalog=catalog, collective_timeout_s=args.timeout)
+            if doc is None:
+                return 0
+        else:
+            doc = probe_network(args.instance_type, args.min_bytes, args.max_bytes, args.ranks, args.repeats,
+                                loopback=args.loopback, catalog=catalog, collective_timeout_s=args.timeout)
+    except LaunchError as exc:  # a rank failed or a peer died: the user's machines, not srift's bug
+        if args.debug:
+            raise
+        hint = ("another rank or instance may have died or lost its network (its own output says why); "
+                f"--timeout SECONDS bounds the wait for a peer (now {args.timeout:g} s)" if args.distributed else
+                "a smaller --max-bytes if a rank ran out of memory; --timeout SECONDS for ranks slower "
+                f"than {args.timeout:g} s per collective")
+        raise UserError(str(exc), hint=hint) from exc
     # The overrides validator knows no "measurements" section: keep the raw sweep in the note file.
     overrides = {k: v for k, v in doc.items() if k != "measurements"}
     text = jsonout.dumps(overrides)

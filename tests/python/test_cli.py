@@ -217,3 +217,67 @@ def test_spot_line_says_it_is_preemption_alone(capsys, tmp_path, resnet50_profil
     spot = [line for line in text.splitlines() if line.startswith("spot:")]
     if spot:  # the best plan may be on-demand
         assert "with preemption alone (the prediction taken as exact)" in spot[0]
+
+
+# ---- review findings: predict --emit on an infeasible cluster, --json schema, --iterations bound ----
+
+def test_emit_of_an_infeasible_cluster_exits_3_not_2(capsys, tmp_path, resnet50_profile):
+    """Review finding 6: `predict --emit` of a cluster that cannot run exited 2 (bad input),
+    not 3 (nothing runs) as predict without --emit does; it now says why and exits 3."""
+    path = resnet50_profile.save(tmp_path / "p.json")
+    common = ["predict", "--profile", str(path), "--cluster", "1x p3.2xlarge", "--global-batch", "100000"]
+    assert main(common) == 3
+    capsys.readouterr()
+    for extra in (["--emit", "json"], ["--emit", "torchrun"], ["--emit", "skypilot", "--emit-to",
+                                                                 str(tmp_path / "t.yaml")]):
+        assert main(common + extra) == 3, extra
+        captured = capsys.readouterr()
+        assert captured.out == "" and "does not run" in captured.err and "GPU memory holds" in captured.err
+        assert "srift: error" not in captured.err
+    assert not (tmp_path / "t.yaml").exists()
+    assert main(common + ["--emit", "json", "--json"]) == 3  # a script reading JSON gets a document
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["feasible"] is False and doc["why_infeasible"] and doc["schema"] == "srift.prediction/1"
+    # a mistake in the launch-spec options is still a mistake (2), runnable or not
+    assert main(common + ["--emit", "torchrun", "--json"]) == 2
+    assert "both write stdout" in capsys.readouterr().err
+    assert main(common + ["--emit-to", str(tmp_path / "x")]) == 2
+
+
+def test_json_documents_name_their_schema(capsys, tmp_path, resnet50_profile):
+    """Review finding 7: predict/recommend/replan/pareto --json carried no schema field (validate
+    writes srift.validate-report/1, catalog show srift.catalog-show/1); the other keys stay."""
+    path = str(resnet50_profile.save(tmp_path / "p.json"))
+    assert main(["predict", "--profile", path, "--cluster", "2x p3.2xlarge", "--global-batch", "64", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "srift.prediction/1" and doc["feasible"] is True and "iteration_s" in doc
+    space = ["--profile", path, "--global-batch", "64", "--iterations", "1000", "--types", "p3.2xlarge,g4dn.xlarge"]
+    assert main(["recommend", *space, "--deadline", "1h", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "srift.recommendation/1" and doc["found"] is True and "why" in doc and "best" in doc
+    assert main(["recommend", *space, "--deadline", "1s", "--json"]) == 3  # no plan: still a document
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "srift.recommendation/1" and doc["found"] is False
+    assert main(["replan", *space, "--deadline", "1h", "--held", "1x p3.2xlarge @us-east-1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == "srift.recommendation/1"
+    assert main(["pareto", *space, "--regions", "us-east-1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "srift.pareto/1" and doc["plans"]
+
+
+@pytest.mark.parametrize("command", ["predict", "recommend", "pareto", "replan"])
+def test_iterations_are_bounded(capsys, tmp_path, resnet50_profile, command):
+    """Review finding 11: --iterations 1e308 printed run times and costs with ~300 digits."""
+    path = str(resnet50_profile.save(tmp_path / "p.json"))
+    argv = {"predict": ["--cluster", "2x p3.2xlarge"],
+            "recommend": ["--deadline", "1h"], "pareto": [],
+            "replan": ["--deadline", "1h", "--held", "1x p3.2xlarge"]}[command]
+    for bad in ("1e308", "1.5e12"):
+        with pytest.raises(SystemExit) as exc:
+            main([command, "--profile", path, "--global-batch", "64", "--iterations", bad, *argv])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert f"argument --iterations: expected at most 1e12 iterations, got '{bad}'" in err
+    if command == "predict":
+        assert main([command, "--profile", path, "--global-batch", "64", "--iterations", "1e12", *argv]) == 0
+        assert "1,000,000,000,000 iterations" in capsys.readouterr().out

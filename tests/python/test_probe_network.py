@@ -10,7 +10,7 @@ from srift.cli_learn import probe_network
 
 @pytest.fixture(scope="module")
 def probe():
-    return probe_network("g4dn.xlarge", min_bytes=1024, max_bytes=1 << 20, ranks=2, repeats=3, loopback=True)
+    return probe_network("g4dn.xlarge", min_bytes=1024, max_bytes=4 << 20, ranks=2, repeats=3, loopback=True)
 
 
 def test_probe_writes_a_valid_measured_link(probe):
@@ -20,7 +20,7 @@ def test_probe_writes_a_valid_measured_link(probe):
     assert "gloo allreduce" in entry["note"]
     m = probe["measurements"]
     assert m["backend"] == "gloo" and m["ranks"] == 2
-    assert len(m["message_bytes"]) == len(m["seconds"]) == 6  # 1 KiB .. 1 MiB by x4
+    assert len(m["message_bytes"]) == len(m["seconds"]) == 7  # 1 KiB .. 4 MiB by x4: two sizes of at least 1 MiB
     assert all(t > 0 for t in m["seconds"])
 
 
@@ -68,13 +68,204 @@ def test_a_single_host_gloo_probe_is_not_stored_as_the_nic_unless_asked(monkeypa
     ({"min_bytes": 0}, "min_bytes must be an integer in 1.."),  # the size loop never ended
     ({"min_bytes": -5}, "min_bytes must be an integer in 1.."),
     ({"min_bytes": 1 << 24, "max_bytes": 1 << 22}, "max_bytes must be an integer in 16777216.."),  # wrote Infinity
-    ({"max_bytes": 4096}, "max_bytes must be an integer in 1048576.."),  # no message for the bandwidth
+    # no message for the bandwidth, or one (its time was all stored as bandwidth, the latency as 0)
+    ({"max_bytes": 4096}, r"--min-bytes 1024 --max-bytes 4096 time message sizes 1024, 4096 B, 0 of them at least "
+                          r"1048576 B.*two or more.*raise --max-bytes to 4194304 or more"),
+    ({"min_bytes": 1 << 20, "max_bytes": 1 << 20}, r"sizes 1048576 B, 1 of them.*raise --max-bytes to 4194304"),
+    ({"max_bytes": 3 << 20}, r"1024, 4096, \.\.\., 1048576 B, 1 of them.*raise --max-bytes to 4194304"),
+    ({"min_bytes": 1 << 33, "max_bytes": 1 << 34}, r"1 of them.*lower --min-bytes to 4294967296 or less"),
+    # --min-bytes and --max-bytes share one range (min stopped at 2^31 - 1, max at 2^34)
+    ({"min_bytes": (1 << 34) + 1}, "min_bytes must be an integer in 1..17179869184"),
+    ({"max_bytes": (1 << 34) + 1}, "max_bytes must be an integer in 1024..17179869184"),
     ({"repeats": 0}, "repeats must be an integer in 1.."),  # a traceback from the workers
+    ({"collective_timeout_s": 0}, "collective_timeout_s must be a finite number > 0"),
+    ({"collective_timeout_s": float("nan")}, "collective_timeout_s must be a finite number > 0"),
+    ({"collective_timeout_s": 1e6}, "collective_timeout_s must be at most 86400 seconds"),
 ])
-def test_probe_arguments_are_checked_before_any_process_starts(kwargs, message):
+def test_probe_arguments_are_checked_before_any_process_starts(kwargs, message, monkeypatch):
+    from srift.validate import launcher
+
+    monkeypatch.setattr(launcher, "run_ranks", _no_ranks)
     args = {"instance_type": "g5.xlarge", "ranks": 2, "loopback": True, **kwargs}
     with pytest.raises(ValueError, match=message):
         probe_network(**args)
+
+
+def _no_ranks(*args, **kwargs):
+    raise AssertionError("the probe started ranks")
+
+
+def test_message_sizes_share_one_range():
+    """A smallest message past 2^31 - 1 is accepted as the largest one is (review finding 10)."""
+    from srift.cli_learn import _probe_sizes
+
+    assert _probe_sizes("g5.xlarge", 1 << 31, 1 << 34, 1) == [1 << 31, 1 << 33]
+    assert _probe_sizes("g5.xlarge", 1 << 20, 1 << 22, 1) == [1 << 20, 1 << 22]
+
+
+def test_the_cli_refuses_one_bandwidth_size_before_any_rank_starts(capsys, monkeypatch):
+    """Review finding 5: --min-bytes 1048576 --max-bytes 1048576 stored the whole time as
+    bandwidth and a latency of 0 (a two-parameter fit on one point)."""
+    from srift.cli import main
+    from srift.validate import launcher
+
+    monkeypatch.setattr(launcher, "run_ranks", _no_ranks)
+    argv = ["probe-network", "--instance-type", "g4dn.xlarge", "--loopback", "--min-bytes", "1048576",
+            "--max-bytes", "1048576"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("srift: error: --min-bytes 1048576 --max-bytes 1048576 time message sizes 1048576 B, "
+                          "1 of them at least 1048576 B")
+    assert "raise --max-bytes to 4194304" in err and "Traceback" not in err
+    # the argparse types of both limits are the same
+    for flag in ("--min-bytes", "--max-bytes"):
+        with pytest.raises(SystemExit) as exc:
+            main(["probe-network", "--instance-type", "g4dn.xlarge", flag, str((1 << 34) + 1)])
+        assert exc.value.code == 2
+        assert f"argument {flag}: expected a number of bytes in 1..17179869184" in capsys.readouterr().err
+
+
+def test_ranks_are_bounded_by_the_hosts_cores(capsys, monkeypatch):
+    """Review finding 10: --ranks 500 --loopback would start 500 torch processes."""
+    import os
+
+    from srift.cli import main
+    from srift.validate import launcher
+
+    monkeypatch.setattr(launcher, "run_ranks", _no_ranks)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    with pytest.raises(ValueError, match=r"ranks=9 \(--ranks\): a gloo probe starts one process per rank on this "
+                                         r"host, at most 8 \(4 per CPU core, 2 cores\)"):
+        probe_network("g4dn.xlarge", ranks=9, loopback=True)
+    assert main(["probe-network", "--instance-type", "g4dn.xlarge", "--loopback", "--ranks", "500"]) == 2
+    assert capsys.readouterr().err.startswith("srift: error: ranks=500 (--ranks)")
+
+
+class _FakeRun:
+    def __init__(self, ranks):
+        self.ranks = ranks
+
+
+def _ring_times(sizes, ranks, bw=2e9, lat=50e-6):
+    return [2 * (ranks - 1) / ranks * s / bw + 2 * (ranks - 1) * lat for s in sizes]
+
+
+PRIVATE_TYPE = """
+schema = "srift.catalog-overrides/1"
+[instances."p9.private"]
+gpu = "H100-80GB"
+gpu_count = 8
+vcpus = 192
+memory_gib = 2048
+interconnect = "nvswitch"
+intra_node_gbytes_s = 450
+network_gbps = 400
+efa = true
+network_cards = 4
+regions = ["us-east-1"]
+[[prices]]
+instance = "p9.private"
+region = "us-east-1"
+market = "on-demand"
+usd_per_hour = 30.0
+"""
+
+
+def test_a_private_instance_type_from_overrides_can_be_probed(capsys, tmp_path, monkeypatch, resnet50_profile):
+    """Review finding 10: probe-network had no --catalog-overrides, so a private type the
+    overrides define was an "unknown EC2 instance type". --timeout reaches the ranks."""
+    from srift.cli import main
+    from srift.validate import launcher
+
+    seen = {}
+
+    def fake_run_ranks(cfg, **kwargs):
+        seen.update(cfg=cfg, **kwargs)
+        return _FakeRun([{"rank": 0, "allreduce_s": _ring_times(cfg["message_bytes"], len(cfg["local_batches"]))}])
+
+    monkeypatch.setattr(launcher, "run_ranks", fake_run_ranks)
+    private = tmp_path / "private.toml"
+    private.write_text(PRIVATE_TYPE)
+    out = tmp_path / "probe.json"
+    argv = ["probe-network", "--instance-type", "P9.PRIVATE", "--loopback", "--max-bytes", str(16 << 20),
+            "--out", str(out), "--timeout", "42"]
+    assert main(argv) == 2
+    assert "unknown EC2 instance type" in capsys.readouterr().err
+    assert main(argv + ["--catalog-overrides", str(private)]) == 0
+    assert seen["cfg"]["collective_timeout_s"] == 42.0 and seen["timeout_s"] >= 600
+    import json
+
+    doc = json.loads(out.read_text())
+    entry = doc["instances"]["p9.private"]
+    assert entry["measured_network_gbytes_s"] == pytest.approx(2.0)
+    assert entry["measured_network_latency_us"] == pytest.approx(50.0)
+    catalog = srift.Catalog.default().with_overrides(private).with_overrides(doc)
+    pred = srift.predict(resnet50_profile, "2x p9.private", global_batch=256, catalog=catalog)
+    assert pred.ring_gbytes_s == pytest.approx(2.0)
+    # without --timeout the collective timeout is the process group's 300 s, as before
+    assert main(argv[:-2] + ["--catalog-overrides", str(private)]) == 0
+    assert seen["cfg"]["collective_timeout_s"] == 300.0
+    for bad in ("0", "-5", "nan", "inf", "1e6"):
+        with pytest.raises(SystemExit) as exc:
+            main(argv[:-1] + [bad])
+        assert exc.value.code == 2
+        assert "argument --timeout:" in capsys.readouterr().err
+
+
+def test_a_failed_rank_is_a_one_line_error(capsys, monkeypatch):
+    """Review finding 2a: a rank of the single-host probe that failed (here: a message it could
+    not allocate) gave srift.validate.launcher.LaunchError's traceback and exit 1."""
+    from srift.cli import main
+    from srift.validate import launcher
+
+    def failing(cfg, **kwargs):
+        raise launcher.LaunchError("rank 1 failed: RuntimeError: [enforce fail at alloc_cpu.cpp:127] "
+                                   "DefaultCPUAllocator: can't allocate memory", rank=1, reason="oom",
+                                   logs="--- rank1.log\nTraceback ...")
+
+    monkeypatch.setattr(launcher, "run_ranks", failing)
+    argv = ["probe-network", "--instance-type", "g4dn.xlarge", "--loopback", "--max-bytes", str(4 << 20)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert lines[0] == ("srift: error: rank 1 failed: RuntimeError: [enforce fail at alloc_cpu.cpp:127] "
+                        "DefaultCPUAllocator: can't allocate memory")
+    assert lines[1].startswith("hint: a smaller --max-bytes") and len(lines) == 2
+    with pytest.raises(launcher.LaunchError):  # --debug: the traceback
+        main(["--debug", *argv])
+
+
+def test_a_peer_lost_mid_sweep_is_a_one_line_error(capsys, monkeypatch):
+    """Review finding 2b: under torchrun, a peer that died mid-sweep left the survivor with
+    torch's RuntimeError (gloo: Connection reset by peer) as a traceback."""
+    import torch.distributed as dist
+
+    from srift.cli import main
+    from srift.validate import worker
+
+    for key, value in (("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
+                       ("MASTER_PORT", "1")):
+        monkeypatch.setenv(key, value)
+    seen = {}
+    monkeypatch.setattr(dist, "init_process_group", lambda **kw: seen.update(kw))
+    monkeypatch.setattr(dist, "all_gather_object", lambda out, obj: out.__setitem__(slice(None), ["a/1", "b/2"]))
+    monkeypatch.setattr(dist, "barrier", lambda: None)
+    monkeypatch.setattr(dist, "destroy_process_group", lambda: None)
+
+    def reset(*args, **kwargs):
+        raise dist.DistBackendError("[gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:4242: "
+                                    "Connection reset by peer\nException raised from ...")
+
+    monkeypatch.setattr(worker, "allreduce_times", reset)
+    assert main(["probe-network", "--instance-type", "g4dn.xlarge", "--distributed", "--max-bytes", str(4 << 20),
+                 "--timeout", "7"]) == 2
+    assert seen["timeout"].total_seconds() == 7
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == ("srift: error: rank 0 failed: DistBackendError during the allreduce sweep (2 ranks, collective "
+                        "timeout 7 s): [gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:4242: Connection reset "
+                        "by peer")
+    assert lines[1].startswith("hint: another rank or instance may have died") and "--timeout" in lines[1]
+    assert len(lines) == 2
 
 
 # ---- across instances: srift probe-network --distributed under torchrun --------------------
@@ -142,6 +333,29 @@ def test_distributed_probe_on_one_host_is_loopback_and_refused_unless_asked(tmp_
     import srift
 
     srift.Catalog.default().with_overrides(doc)
+
+
+def test_a_peer_that_never_comes_is_a_bounded_one_line_error(tmp_path):
+    """Review finding 2b, for real: rank 0 of a 2-rank job whose peer never joins waits
+    --timeout seconds (it was a fixed 300 s), then says so in one line with exit 2."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from srift.validate.launcher import free_port
+
+    env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(free_port()), "OMP_NUM_THREADS": "1"}
+    start = time.monotonic()
+    proc = subprocess.run([str(Path(sys.executable).parent / "srift"), "probe-network", "--instance-type",
+                           "g5.xlarge", "--distributed", "--loopback", "--max-bytes", str(4 << 20), "--timeout", "2"],
+                          env=env, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("srift: error: rank 0 failed: DistStoreError during joining the process group "
+                                  "(2 ranks, collective timeout 2 s)"), proc.stderr
+    assert "Traceback" not in proc.stderr and time.monotonic() - start < 90
 
 
 NETNS_REASON = None
