@@ -46,9 +46,6 @@ void check_batch(const std::string& field, double batch) { detail::require_posit
 // roofline's own slope is no floor: its assumed efficiencies make it steeper than measured
 // curves (as a floor it cost NVIDIA's anchored V100/A100 pairs 8.7 -> 14.3 median APE).
 constexpr double kMinSlopeShare = 0.01;
-// affine_relative_fit's slope for a flat or falling curve, as a share of the least per-sample
-// time of its points (no roofline to take kMinSlopeShare of there).
-constexpr double kFlatSlopeShare = 0.01;
 // The most a learned model may move a time from its roofline, in log: e^50 ~ 5e21x. Measured
 // corrections stay within a few units; a model file whose parameters give more (an intercept of
 // 1000 loaded, then every time overflowed to an error naming no model) is refused by name.
@@ -367,17 +364,7 @@ std::pair<double, double> affine_relative_fit_scaled(const std::vector<double>& 
     return {fixed, per_sample};
   }
   if (one_batch) return {0.0, mean_per_sample};
-  if (!(per_sample > 0)) {
-    // A flat or falling curve is a fixed time plus a token slope (1% of the least per-sample
-    // time of the points), the intercept refitted under it. The mean per-sample time through
-    // the origin it got before took batch 1's per-sample time for every batch: NCF, flat at
-    // 9.6 ms over batches 1-1024, was predicted 0.42 s at 256.
-    double least = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < batches.size(); ++i) least = std::min(least, seconds[i] / batches[i]);
-    per_sample = kFlatSlopeShare * least;
-    fixed = (r0 - per_sample * s01) / s00;  // > 0: per_sample x b / t <= 1% at every point
-    return {fixed, per_sample};
-  }
+  if (!(per_sample > 0)) return {0.0, mean_per_sample};
   if (fixed < 0) return {0.0, r1 / s11};  // through the origin: sum(b/t) / sum((b/t)^2)
   return {fixed, per_sample};
 }

@@ -312,15 +312,11 @@ GRID_POINTS_PER_DECADE = 4
 GRID_MIN_SPAN = 1024.0
 
 
-FLAT_SLOPE_SHARE = 0.01  # the core's kFlatSlopeShare (srift::affine_relative_fit)
-
-
 def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray, min_per_sample: float = 0.0) -> tuple[float, float]:
     """(fixed s, per-sample s) of t = fixed + per_sample * b minimising the squared relative
     error over the points; both terms non-negative. min_per_sample (s/sample) > 0: the slope is
-    at least that, the intercept refitted under it; 0: one batch gets the mean per-sample time
-    through the origin, and a flat or falling curve a fixed time plus a token slope (1% of the
-    least per-sample time of the points), the intercept refitted under it (the core's twin)."""
+    at least that, the intercept refitted under it; 0: a falling curve, or one batch, gets the
+    mean per-sample time through the origin (the core's twin)."""
     b, t = np.asarray(batches, dtype=np.float64), np.asarray(seconds, dtype=np.float64)
     if not (np.all(b > 0) and np.all(t > 0) and np.all(np.isfinite(t))):
         raise ValueError(f"batches and seconds: expected positive values, got seconds {t.tolist()!r}")
@@ -340,12 +336,8 @@ def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray, min_per_sample
             x = b / t
             return 0.0, float(max(min_per_sample, np.sum(x) / np.sum(x * x)))
         return float(fixed), float(per_sample)
-    if one_batch:
+    if one_batch or per_sample <= 0:
         return 0.0, float(np.mean(t / b))
-    if per_sample <= 0:
-        u, v = 1.0 / t, b / t
-        per_sample = FLAT_SLOPE_SHARE * float(np.min(t / b))
-        return float((np.sum(u) - per_sample * np.sum(u * v)) / np.sum(u * u)), per_sample
     if fixed < 0:
         x = b / t
         return 0.0, float(np.sum(x) / np.sum(x * x))

@@ -96,8 +96,7 @@ std::vector<double> batch_grid(double max_batch);
 /// (fixed s, per-sample s) of t = fixed + per_sample * b minimising the squared relative error
 /// over the points, both non-negative. `min_per_sample` (s/sample) > 0: the slope is at least
 /// that, the intercept refitted under it (a flat or falling curve is a fixed time plus that
-/// slope); 0: one batch gets the mean per-sample time through the origin, and a flat or falling
-/// curve a fixed time plus a token slope (1% of the least per-sample time of the points).
+/// slope); 0: a falling curve, or one batch, gets the mean per-sample time through the origin.
 /// Throws std::invalid_argument on non-positive values or a negative floor.
 std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds,
                                               double min_per_sample = 0);
