@@ -39,6 +39,23 @@ def optional_positive(name: str, value: Any) -> float | None:
     return None if value is None else positive(name, value)
 
 
+# A million years of 30 ms iterations: past it run times and costs are noise (1e308 printed
+# 300-digit times); the CLI's --iterations and the sweep's share the bound.
+MAX_ITERATIONS = 1e12
+
+
+def iterations(name: str, value: Any) -> float:
+    """``value`` as a float in (0, MAX_ITERATIONS]; ValueError naming ``name`` and the value."""
+    number = positive(name, value)
+    if number > MAX_ITERATIONS:
+        raise ValueError(f"{name} must be at most {MAX_ITERATIONS:g}, got {value!r}")
+    return number
+
+
+def optional_iterations(name: str, value: Any) -> float | None:
+    return None if value is None else iterations(name, value)
+
+
 def instance(name: str, value: Any, cls: type, how: str) -> Any:
     """``value`` when it is a ``cls``; else ValueError naming the argument, what it got and
     ``how`` to make one (a path or a dict where an object belongs used to raise a bare

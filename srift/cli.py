@@ -10,7 +10,7 @@ import re
 import sys
 from typing import Any, Callable, Sequence
 
-from srift import jsonout, report
+from srift import checks, jsonout, report
 from srift.files import check_output_path
 
 __all__ = ["main", "build_parser", "parse_duration_hours"]
@@ -75,7 +75,7 @@ def _positive_float(text: str) -> float:
     return value
 
 
-MAX_ITERATIONS = 1e12  # a million years of 30 ms iterations; past it the run time and cost are noise
+MAX_ITERATIONS = checks.MAX_ITERATIONS  # a million years of 30 ms iterations; past it run times are noise
 
 
 def _iterations(text: str) -> float:

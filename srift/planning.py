@@ -215,7 +215,7 @@ class _Space:
                  max_local_batch: int | None = None):
         checks.integer("global_batch", global_batch)
         checks.optional_instance("spot_assumptions", spot, SpotAssumptions, "srift.planning.SpotAssumptions(...)")
-        _positive("iterations", iterations, allow_none=False)
+        checks.iterations("iterations", iterations)
         checks.integer("max_instances_per_type", max_instances_per_type)
         min_memory = _positive("min_gpu_memory_gib", min_gpu_memory_gib)
         config = with_overrides(config or EngineConfig(), precision=precision,

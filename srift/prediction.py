@@ -213,7 +213,7 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     from srift.catalog import Catalog
 
     global_batch = checks.integer("global_batch", global_batch)
-    iterations = checks.optional_positive("iterations", iterations)
+    iterations = checks.optional_iterations("iterations", iterations)
     cluster = Cluster.parse(cluster) if not isinstance(cluster, Cluster) else cluster
     if engine is None:
         check_objects(profile, catalog, config)

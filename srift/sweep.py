@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from srift import _core
+from srift import _core, checks
 from srift.checks import INT_MAX
 from srift.engine import PRECISIONS
 from srift.files import read_input_bytes, read_input_text
@@ -319,6 +319,9 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
     global_batch = [_positive_number(b, "global_batch", integer=True) for b in _as_list(data["global_batch"])]
     _refuse_repeats("global_batch", _as_list(data["global_batch"]), global_batch)
     iterations = [_positive_number(x, "iterations") for x in _as_list(data["iterations"])]
+    for it in iterations:
+        if it > checks.MAX_ITERATIONS:
+            raise ValueError(f"iterations must be at most {checks.MAX_ITERATIONS:g}, got {it!r}")
     _refuse_repeats("iterations", _as_list(data["iterations"]), iterations)
     return SweepSpec(
         models=models, global_batch=global_batch, iterations=iterations,

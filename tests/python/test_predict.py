@@ -423,3 +423,23 @@ def test_prediction_names_the_group_whose_link_bounds_the_ring(resnet50_profile,
     plain = srift.predict(resnet50_profile, "1x p3.16xlarge + 1x p3.8xlarge", global_batch=256)
     assert plain.groups[plain.bottleneck_group].instance_type == "p3.8xlarge"
     assert srift.predict(resnet50_profile, "1x p3.2xlarge", global_batch=8).bottleneck_group == -1
+
+
+def test_iterations_past_any_real_run_are_refused_by_the_api_as_by_the_cli(resnet50_profile):
+    """1e308 iterations printed 300-digit times and costs; the API, the CLI and sweeps share
+    one bound (srift.checks.MAX_ITERATIONS, 1e12)."""
+    import pytest
+
+    import srift
+    from srift import checks
+    from srift.sweep import parse_spec
+
+    prof = resnet50_profile
+    assert srift.predict(prof, "1x g5.xlarge", 64, iterations=checks.MAX_ITERATIONS).total_hours > 0
+    with pytest.raises(ValueError, match=r"iterations must be at most 1e\+12, got 1e\+308"):
+        srift.predict(prof, "1x g5.xlarge", 64, iterations=1e308)
+    with pytest.raises(ValueError, match=r"iterations must be at most 1e\+12"):
+        srift.recommend(prof, global_batch=64, iterations=1e13, deadline_hours=10)
+    with pytest.raises(ValueError, match=r"iterations must be at most 1e\+12"):
+        parse_spec({"models": ["resnet50"], "global_batch": 64, "iterations": [1000, 1e13],
+                    "constraints": [{"deadline": "10h"}]})
