@@ -237,7 +237,8 @@ class _Space:
             regions = [held_cluster.region]
         self.regions = resolve_regions(catalog, regions)
         self.markets = _markets(markets)
-        if held_cluster is not None:
+        asked_markets = set(self.markets)
+        if held_cluster is not None:  # a held group's market is searched for that group alone (below)
             self.markets = sorted(set(self.markets) | {g.market for g in held_cluster.groups}, key=MARKETS.index)
         if isinstance(instance_types, str):  # one name, not its letters
             instance_types = [instance_types]
@@ -251,10 +252,12 @@ class _Space:
             catalog.instance(name)  # unknown names raise with suggestions
         excluded = set(exclude or ())
         held_markets = {(g.instance_type, g.market) for g in held_cluster.groups} if held_cluster else set()
-        # A held type the user did not allow (or excluded) stays in every plan as held, and no
-        # more of it is rented: its offer is kept at the held count (_held_groups).
-        self._not_wanted = {name for name, _ in held_markets
-                            if (allowed is not None and name not in allowed) or name in excluded}
+        # A held type the user did not allow (or excluded), or held in a market the user did not
+        # ask for (spot held, no --spot), stays in every plan as held, and no more of it is
+        # rented: its offer is kept at the held count (_held_groups).
+        self._not_wanted = {(name, market) for name, market in held_markets
+                            if (allowed is not None and name not in allowed) or name in excluded
+                            or market not in asked_markets}
 
         request = _core.SearchRequest()
         request.workload = self.engine.workload
@@ -268,9 +271,9 @@ class _Space:
             for info in catalog.offers(region, self.markets):
                 priced += 1
                 name = info.instance
-                if (allowed is not None and name not in allowed) or name in excluded:
-                    if (name, info.market) not in held_markets:
-                        continue
+                filtered = (allowed is not None and name not in allowed) or name in excluded
+                if (filtered or info.market not in asked_markets) and (name, info.market) not in held_markets:
+                    continue
                 if name not in instance_index:
                     instance_index[name] = len(instances)
                     instances.append(self.engine.instance_spec(name))
@@ -343,7 +346,7 @@ class _Space:
             if len(regions) > 1:
                 raise ValueError(f"held group {g} is offered in several regions ({', '.join(regions)}); "
                                  f"say which one with '@REGION' (e.g. '{held} @{regions[0]}')")
-            if g.instance_type in self._not_wanted:
+            if (g.instance_type, g.market) in self._not_wanted:
                 self._offers[matches[0]].max_count = g.count  # kept, never grown
             groups.append(_core.PlanGroup(matches[0], g.count))
         return groups

@@ -74,6 +74,22 @@ def test_a_held_type_the_filters_rule_out_is_kept_not_grown(resnet50_profile, fi
         assert others <= allowed
 
 
+@pytest.mark.parametrize("objective", [{"deadline_hours": 6}, {"budget_usd": 2000}])
+def test_a_held_spot_group_without_spot_rents_no_more_spot(resnet50_profile, objective):
+    # replan opened the held group's market to every type: 2x p3.16xlarge:spot held, no
+    # --spot, gave alternatives with new g4dn/p4d spot groups and a third p3.16xlarge:spot
+    rec = _rec(resnet50_profile, held="2x p3.16xlarge:spot @us-east-1", **objective)
+    plans = [rec.best, *rec.alternatives]
+    assert plans[0] is not None and len(plans) > 1
+    for p in plans:
+        spot = [(g.instance_type, g.count) for g in p.cluster.groups if g.market == "spot"]
+        assert spot == [("p3.16xlarge", 2)], p.cluster
+    with_spot = _rec(resnet50_profile, held="2x p3.16xlarge:spot @us-east-1", spot=True, **objective)
+    grown = [p for p in [with_spot.best, *with_spot.alternatives]
+             if [(g.instance_type, g.count) for g in p.cluster.groups if g.market == "spot"] != [("p3.16xlarge", 2)]]
+    assert grown  # with --spot new spot capacity is fair game
+
+
 def test_why_none_names_the_held_group_whose_nic_bounds_every_plan(resnet50_profile):
     """A held g5.xlarge (one A10G, a 2.5 Gbit/s NIC) stays in every plan, so its NIC bounds
     every plan's allreduce: the answer says so instead of only "the fastest takes 13 h"."""
