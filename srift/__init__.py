@@ -27,6 +27,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Recommendation": ("srift.planning", "Recommendation"),
     "Plan": ("srift.planning", "Plan"),
     "pareto": ("srift.planning", "pareto"),
+    "UnevenBatchSampler": ("srift.sampler", "UnevenBatchSampler"),
     "zoo": ("srift.zoo", None),
 }
 
@@ -56,3 +57,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from srift.profile_data import Measurement, Profile
     from srift.profiler import profile
     from srift.planning import Plan, Recommendation, pareto, recommend
+    from srift.sampler import UnevenBatchSampler

@@ -3,9 +3,13 @@
 Heterogeneous plans give different GPUs different local batches (srift splits the global
 batch so that every rank finishes its backward together). torchrun has no notion of that,
 so each node's line exports ``SRIFT_LOCAL_BATCHES`` — the local batch of each of its local
-ranks, comma-separated — and the training script picks its own with ``LOCAL_RANK``::
+ranks, comma-separated — and the training script takes its own with ``LOCAL_RANK``. Feed it
+to the DataLoader through srift.sampler.UnevenBatchSampler, which gives every rank the same
+number of steps (``DistributedSampler`` with ``batch_size=local_batch`` does not: uneven
+ranks run different step counts and DDP hangs at the first epoch's end)::
 
-    local_batch = int(os.environ["SRIFT_LOCAL_BATCHES"].split(",")[int(os.environ["LOCAL_RANK"])])
+    sampler = srift.UnevenBatchSampler.from_env(len(dataset))  # after init_process_group
+    loader = DataLoader(dataset, batch_sampler=sampler)
 
 Node ranks follow the plan's groups in order; node 0 (the first instance of the first group)
 is the rendezvous host.
