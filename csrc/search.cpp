@@ -221,9 +221,14 @@ std::string why_none(const SearchRequest& r, const NoPlan& info, const Plan* clo
     if (r.deadline_confidence > 0) why << " with probability " << r.deadline_confidence;
     if (has_closest) {
       const bool both = std::isfinite(r.budget_usd) && std::isfinite(r.max_usd_per_hour);
-      why << "; the fastest" << (within.empty() ? "" : both ? " within them" : " within it") << " takes "
-          << hours(closest->total_s);
-      if (r.deadline_confidence > 0) {
+      why << "; the fastest" << (within.empty() ? "" : both ? " within them" : " within it");
+      if (std::isfinite(closest->total_s)) {
+        why << " takes " << hours(closest->total_s);
+      } else {  // "takes inf h": a spot rate whose restarts outrun the time between interruptions
+        why << " never finishes at its spot interruption rate (each restart costs more than the mean "
+               "time between interruptions)";
+      }
+      if (r.deadline_confidence > 0 && std::isfinite(closest->total_s)) {
         std::ostringstream p;
         p.precision(2);
         p << closest->deadline_probability;

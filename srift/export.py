@@ -40,6 +40,10 @@ __all__ = ["NodeLaunch", "nodes", "torchrun", "torchrun_text", "skypilot", "to_j
 
 EMIT_FORMATS = ("torchrun", "skypilot", "json")
 DEFAULT_PORT = 29500
+LAUNCH_SCHEMA = "srift.launch/1"  # the `json` format's document
+# A launch spec writes a line (and holds an object) per node: a 1e7-node spec ran out of memory
+# with a traceback. No EC2 account runs more instances than this in one job.
+MAX_LAUNCH_NODES = 100_000
 
 
 @dataclass
@@ -72,6 +76,10 @@ def nodes(obj: Plan | Prediction) -> list[NodeLaunch]:
     ``local_batch_low``; the batches of all ranks sum to the global batch (with gradient
     accumulation: to the micro-step's, ``micro_batch``)."""
     pred = _prediction(obj)
+    count = sum(g.count for g in pred.groups)
+    if count > MAX_LAUNCH_NODES:
+        raise ValueError(f"cannot write a launch spec for {count:,} nodes ({pred.cluster}): it writes one line "
+                         f"per node, and more than {MAX_LAUNCH_NODES:,} is past any EC2 job")
     out: list[NodeLaunch] = []
     node_rank = rank = 0
     for gi, g in enumerate(pred.groups):
@@ -125,10 +133,11 @@ def torchrun(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
 def torchrun_text(obj: Plan | Prediction, **kwargs: Any) -> str:
     """``torchrun`` lines, each preceded by a comment naming the node."""
     pred = _prediction(obj)
-    out = [f"# {pred.cluster} in {pred.region}: {len(nodes(pred))} nodes, {pred.workers} ranks, "
+    launch = nodes(pred)
+    out = [f"# {pred.cluster} in {pred.region}: {len(launch)} nodes, {pred.workers} ranks, "
            f"global batch {pred.global_batch}",
            "# run line k on node k; set MASTER_ADDR to node 0's address on every node"]
-    for node, line in zip(nodes(pred), torchrun(pred, **kwargs)):
+    for node, line in zip(launch, torchrun(pred, **kwargs)):
         out.append(f"# node {node.node_rank}: {node.instance_type} ({node.market}), ranks "
                    f"{node.first_global_rank}-{node.first_global_rank + node.nproc_per_node - 1}")
         out.append(line)
@@ -217,9 +226,10 @@ def _literal_dumper() -> type:
 
 
 def to_json(obj: Plan | Prediction, *, script: str = "train.py", script_args: Sequence[str] = ()) -> dict[str, Any]:
-    """The plan (or prediction) as a dict, with the per-node launch layout and torchrun lines."""
+    """The plan (or prediction) as a dict, with the per-node launch layout and torchrun lines
+    (``schema``: LAUNCH_SCHEMA)."""
     pred = _prediction(obj)
-    out = obj.to_dict()
+    out = {"schema": LAUNCH_SCHEMA, **obj.to_dict()}
     out["launch"] = {"nodes": [x.to_dict() for x in nodes(pred)],
                      "torchrun": torchrun(pred, script=script, script_args=script_args)}
     return out

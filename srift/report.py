@@ -329,6 +329,10 @@ def prediction_text(pred: Any) -> str:
     if pred.iterations is not None:
         lines.append(f"whole run        {interval(pred)}, {usd(pred.total_usd)} "
                      f"for {count(pred.iterations)} iterations")
+        if any(g.market == "spot" for g in pred.groups):
+            # recommend prices the same plan at its expected time under preemption: say why they differ
+            lines.append("                 (spot: uninterrupted; recommend and pareto add the expected "
+                         "preemption, restarts and checkpoints)")
     return "\n".join(lines)
 
 

@@ -105,6 +105,7 @@ def test_skypilot_single_group_is_a_plain_task(resnet50_profile):
 
 def test_json_export_and_bad_input(hetero):
     data = json.loads(export.emit(hetero, "json"))
+    assert data["schema"] == export.LAUNCH_SCHEMA == "srift.launch/1"
     assert data["cluster"] == hetero.cluster
     assert sum(sum(n["local_batches"]) for n in data["launch"]["nodes"]) == 100
     assert len(data["launch"]["torchrun"]) == 3
@@ -125,3 +126,13 @@ def test_infeasible_prediction_is_not_exported(resnet50_profile):
     assert not pred.feasible
     with pytest.raises(ValueError, match="does not run"):
         export.torchrun(pred)
+
+
+def test_a_spec_of_more_nodes_than_any_job_is_refused_before_it_is_built(resnet50_profile):
+    """--emit held an object and a line per node: 1e7 nodes ended in a MemoryError traceback."""
+    huge = predict(resnet50_profile, "1000000x g4dn.xlarge", 1_000_000, region="us-east-1")
+    assert huge.feasible
+    for fmt in export.EMIT_FORMATS:
+        with pytest.raises(ValueError, match=r"1,000,000 nodes .* more than 100,000"):
+            export.emit(huge, fmt)
+    assert len(export.nodes(predict(resnet50_profile, "100000x g4dn.xlarge", 100_000, region="us-east-1"))) == 100_000

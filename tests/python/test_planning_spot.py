@@ -184,3 +184,13 @@ def test_the_bound_spot_functions_refuse_what_estimate_spot_refuses():
         _core.poisson_quantile(-5.0, 0.5)
     assert _core.spot_expected_s(3600.0, 0.0, p) == 3600.0
     assert _core.poisson_cdf(3, 0.0) == 1.0
+
+
+def test_a_spot_rate_no_run_outlives_is_said_so_not_inf_hours(resnet50_profile):
+    # "the fastest takes inf h": restarts that cost more than the time between interruptions
+    rec = srift.recommend(resnet50_profile, global_batch=256, iterations=1e5, deadline_hours=12, markets=["spot"],
+                          instance_types=["p4d.24xlarge"], regions=["us-east-1"],
+                          spot_assumptions=SpotAssumptions(interruptions_per_hour={"p4d.24xlarge": 1e6}))
+    assert rec.best is None
+    assert "never finishes at its spot interruption rate" in rec.why_none
+    assert "inf h" not in rec.why_none

@@ -175,3 +175,16 @@ def test_bottleneck_names_the_link_the_simulator_used(resnet50_profile, catalog)
     # a prediction without the simulator's group (built by hand) keeps the nominal guess
     guess = SimpleNamespace(**{**vars(plain), "bottleneck_group": -1})
     assert "10 Gbit/s NIC of p3.8xlarge" in report.bottleneck_link(guess, catalog)
+
+
+def test_predict_text_says_a_spot_cluster_is_priced_uninterrupted(resnet50_profile):
+    # predict and recommend gave different totals for one spot plan without saying why
+    import srift
+    from srift import report
+
+    spot = report.prediction_text(srift.predict(resnet50_profile, "2x p4d.24xlarge:spot", 256, iterations=1e5,
+                                                region="us-east-1"))
+    assert "spot: uninterrupted; recommend and pareto add the expected preemption" in spot
+    plain = report.prediction_text(srift.predict(resnet50_profile, "2x p4d.24xlarge", 256, iterations=1e5,
+                                                 region="us-east-1"))
+    assert "spot:" not in plain
