@@ -142,9 +142,16 @@ double miss_given(const SpotEstimate& e, double deadline_s) {
   // Interruptions that cost nothing (no checkpoint to write or read, no provisioning) cannot
   // push the run past a deadline it meets without them; the division below would be 0 / 0.
   if (!(e.cost_per_interruption_s > 0)) return 0.0;
-  const double k = std::floor((deadline_s - e.failure_free_s) / e.cost_per_interruption_s);
-  const long long kk = k > 9e15 ? static_cast<long long>(9e15) : static_cast<long long>(k);
-  return std::max(0.0, 1.0 - poisson_cdf_impl(kk, e.expected_interruptions));
+  // Note "spot model": the loss of k failures spread over [(k - 1/2) c_f, (k + 1/2) c_f].
+  const double x = (deadline_s - e.failure_free_s) / e.cost_per_interruption_s;
+  const double mean = e.expected_interruptions;
+  if (x < 0.5) return std::max(0.0, 1.0 - std::exp(-mean));
+  if (x + 0.5 > 9e15) return std::max(0.0, 1.0 - poisson_cdf_impl(static_cast<long long>(9e15), mean));
+  const double k = std::floor(x + 0.5);
+  const double within = x + 0.5 - k;  // in [0, 1): how far into the k-th failure's spread
+  const double met = poisson_cdf_impl(static_cast<long long>(k) - 1, mean) +
+                     within * std::exp(log_poisson_pmf(k, mean));
+  return std::clamp(1.0 - met, 0.0, 1.0);
 }
 
 // The run's inputs, as estimate_spot checks them (plain comparisons first: the searches call
@@ -204,8 +211,14 @@ double spot_time_quantile(const SpotEstimate& e, double q) {
   if (!(q >= 0 && q < 1)) detail::fail("q", "in [0, 1)", q);
   if (!(e.interruptions_per_hour > 0)) return e.expected_s;
   if (!std::isfinite(e.expected_s)) return kInf;
-  const long long k = poisson_quantile(e.expected_interruptions, q);
-  return e.failure_free_s + static_cast<double>(k) * e.cost_per_interruption_s;
+  // Note "spot model": x_q with G(x_q) = q; the k failures the Poisson quantile counts cost
+  // between (k - 1/2) c_f and (k + 1/2) c_f.
+  const double mean = e.expected_interruptions;
+  const long long k = poisson_quantile(mean, q);
+  if (k == 0) return e.failure_free_s;
+  const double below = poisson_cdf_impl(k - 1, mean), pmf = std::exp(log_poisson_pmf(static_cast<double>(k), mean));
+  const double within = pmf > 0 ? std::clamp((q - below) / pmf, 0.0, 1.0) : 1.0;
+  return e.failure_free_s + (static_cast<double>(k) - 0.5 + within) * e.cost_per_interruption_s;
 }
 
 double interruption_rate_from_class(const char* frequency_class) {
