@@ -671,9 +671,12 @@ def test_cost_models_check_each_files_features(tmp_path: Path) -> None:
 def test_git_state_reads_the_commit_and_whether_the_tree_is_modified() -> None:
     import subprocess
 
+    import srift.learn.train as train
     from srift.learn.train import git_state
 
-    root = Path(__file__).resolve().parents[2]
+    # where git_state asks: the installed package's folder (a non-editable install, as in CI,
+    # is outside any checkout, and the state is unknown there)
+    root = Path(train.__file__).parent
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
     state = git_state()
     if head.returncode != 0:
