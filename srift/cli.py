@@ -426,15 +426,20 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                                                 max_local_batch=args.max_local_batch))
     pred = predict(prof, args.cluster, args.global_batch, catalog=catalog, region=args.region,
                    iterations=args.iterations, engine=engine, timeline=bool(args.plot))
+    payload = {"schema": PREDICTION_SCHEMA, **pred.to_dict()}
     if args.plot:
         from srift import plots
 
+        plots.check_path(args.plot)  # a bad path is a mistake (2), runnable or not
         if not pred.feasible:
-            raise UserError(f"cannot plot {pred.cluster}: it does not run: {pred.why_infeasible}")
+            # nothing runs, so there is no timeline: exit 3 as without --plot, not 2 (bad input)
+            print(f"srift: no timeline: {pred.cluster} does not run: {pred.why_infeasible}", file=sys.stderr)
+            if args.json:
+                _emit(args, payload, lambda: "")
+            return 3
         plots.save_timeline(pred, args.plot, phases=plots.phase_split(pred, engine))
         if not args.json:
             print(f"wrote the iteration timeline to {args.plot}", file=sys.stderr)
-    payload = {"schema": PREDICTION_SCHEMA, **pred.to_dict()}
     if args.emit and not pred.feasible:
         # nothing runs, so there is no launch spec: exit 3 as without --emit, not 2 (bad input)
         _emit_script_args(args)

@@ -32,7 +32,8 @@ def _figure(figsize: tuple[float, float] = FIGSIZE) -> Any:
     return Figure(figsize=figsize, dpi=DPI, layout="constrained")
 
 
-def _check_path(path: str | os.PathLike[str]) -> Path:
+def check_path(path: str | os.PathLike[str]) -> Path:
+    """The plot's path, after checking its suffix and folder (ValueError / FileNotFoundError)."""
     path = Path(path)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise ValueError(f"plot path must end in .png, .svg or .pdf, got {str(path)!r}")
@@ -137,7 +138,7 @@ def _overlap(a: Any, b: Any) -> float:
 
 
 def save_pareto(plans: Sequence[Plan], path: str | os.PathLike[str], **kwargs: Any) -> Path:
-    path = _check_path(path)
+    path = check_path(path)
     pareto_figure(plans, **kwargs).savefig(path)
     return path
 
@@ -241,6 +242,6 @@ def timeline_figure(prediction: Prediction, *, phases: Sequence[tuple[float, flo
 
 
 def save_timeline(prediction: Prediction, path: str | os.PathLike[str], **kwargs: Any) -> Path:
-    path = _check_path(path)
+    path = check_path(path)
     timeline_figure(prediction, **kwargs).savefig(path)
     return path

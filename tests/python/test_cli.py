@@ -281,3 +281,17 @@ def test_iterations_are_bounded(capsys, tmp_path, resnet50_profile, command):
     if command == "predict":
         assert main([command, "--profile", path, "--global-batch", "64", "--iterations", "1e12", *argv]) == 0
         assert "1,000,000,000,000 iterations" in capsys.readouterr().out
+
+
+def test_plot_of_an_infeasible_cluster_exits_3_not_2(capsys, tmp_path, resnet50_profile):
+    """`predict --plot` of a cluster that cannot run exited 2 (bad input), unlike predict alone
+    and --emit (3: nothing runs); a bad plot path is still a mistake (2)."""
+    path = resnet50_profile.save(tmp_path / "p.json")
+    common = ["predict", "--profile", str(path), "--cluster", "1x p3.2xlarge", "--global-batch", "100000"]
+    assert main(common + ["--plot", str(tmp_path / "t.png")]) == 3
+    captured = capsys.readouterr()
+    assert "no timeline" in captured.err and "does not run" in captured.err and "srift: error" not in captured.err
+    assert not (tmp_path / "t.png").exists()
+    assert main(common + ["--plot", str(tmp_path / "t.png"), "--json"]) == 3
+    assert json.loads(capsys.readouterr().out)["feasible"] is False
+    assert main(common + ["--plot", str(tmp_path / "t.txt")]) == 2
