@@ -188,9 +188,14 @@ class LearnedCompute {
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
                                         const GpuSpec& target, Precision precision, double max_batch) const;
   /// Compute on `target` with no measurement; `max_batch`: the largest local batch that fits
-  /// (samples; <= 0 when unknown). Precision::fp32 on a GPU with TF32 (PyTorch's default: TF32
-  /// convolutions, FP32 matmuls) is the TF32 prediction times the roofline's default/all-TF32
-  /// ratio, term by term, in both predictions (learned_compute.cpp note "fp32 via tf32").
+  /// (samples; <= 0 when unknown: the grid then ends at 1024). Pass it when known, as
+  /// srift.predict does: a launch-bound model whose time is flat over a short grid (NCF: 9.6 ms
+  /// from batch 1 to 1024) fits no positive slope, and affine_relative_fit's fallback, the mean
+  /// per-sample time through the origin, then predicted 0.42 s at batch 256 (a review; over the
+  /// memory limit's grid the zoo models stay within 0.78-1.26x). Precision::fp32 on a GPU with
+  /// TF32 (PyTorch's default: TF32 convolutions, FP32 matmuls) is the TF32 prediction times the
+  /// roofline's default/all-TF32 ratio, term by term, in both predictions (learned_compute.cpp
+  /// note "fp32 via tf32").
   LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                                         double max_batch) const;
   /// Compute on a GPU type the workload was measured on (note "measured batch shape"). Two or
