@@ -825,12 +825,28 @@ class Searcher {
     return bound(Q, rest, 1, k, k);
   }
 
+  // The most instances of `o` a plan P + o may hold: its cap, the instances and the workers left.
+  long long most_count(const State& P, const OfferInfo& o) const {
+    return std::min({static_cast<long long>(o.cap), r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
+  }
+
+  // M = Q with the held groups from `first` on at their minimum counts (in every plan below Q);
+  // false when those alone exceed the global batch's workers or max_instances.
+  bool with_held_minimums(const Region& reg, const State& Q, int first, State& M) const {
+    M = Q;
+    bool fits = true;
+    for (int j = first; j < static_cast<int>(reg.held.size()); ++j) {
+      M.push(reg.held[j], reg.held_min[j]);
+      fits = fits && M.W <= r_.global_batch && M.N <= r_.max_instances;
+    }
+    return fits;
+  }
+
   // Adds opt[pos] with every count; evaluates the plans when `evaluate_here`, recurses.
   void count_loop(const Region& reg, const State& P, int pos, bool evaluate_here) {
     const OfferInfo& o = reg.opt[pos];
     const RestStats& after = reg.suffix[pos + 1];
-    const long long hi =
-        std::min({static_cast<long long>(o.cap), r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
+    const long long hi = most_count(P, o);
     const bool deeper = P.n + 1 < K_ && after.any;
     const long long first = first_count(P, o, after, deeper ? K_ - P.n - 1 : 0);
     // The last group, when its counts are many: bounded alone first (the bound of the offers
@@ -870,19 +886,13 @@ class Searcher {
       return;
     }
     const OfferInfo& o = reg.held[h];
-    const long long hi =
-        std::min({static_cast<long long>(o.cap), r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
+    const long long hi = most_count(P, o);
     for (long long a = reg.held_min[h]; a <= hi; ++a) {
       if (stopped()) return;
       State Q = P;
       Q.push(o, static_cast<int>(a));  // a <= cap, an int
-      State M = Q;  // with the held groups still to come at their minimum: in every plan below
-      bool fits = true;
-      for (int j = h + 1; j < H; ++j) {
-        M.push(reg.held[j], reg.held_min[j]);
-        fits = fits && M.W <= r_.global_batch && M.N <= r_.max_instances;
-      }
-      if (!fits || monotone_cut(M, reg.all.e)) break;
+      State M;  // with the held groups still to come at their minimum: in every plan below
+      if (!with_held_minimums(reg, Q, h + 1, M) || monotone_cut(M, reg.all.e)) break;
       held_loop(reg, Q, h + 1);
     }
   }
@@ -942,8 +952,7 @@ class Searcher {
   void rate_counts(const Region& reg, const State& P, int pos) {
     const OfferInfo& o = reg.opt[pos];
     const RestStats& after = reg.suffix[pos + 1];
-    const long long hi =
-        std::min({static_cast<long long>(o.cap), r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
+    const long long hi = most_count(P, o);
     const bool deeper = P.n + 1 < K_ && after.any;
     for (long long a = first_count(P, o, after, deeper ? K_ - P.n - 1 : 0, false); a <= hi; ++a) {
       if (stopped()) return;
@@ -963,19 +972,13 @@ class Searcher {
       return;
     }
     const OfferInfo& o = reg.held[h];
-    const long long hi =
-        std::min({static_cast<long long>(o.cap), r_.max_instances - P.N, (r_.global_batch - P.W) / o.gpus});
+    const long long hi = most_count(P, o);
     for (long long a = reg.held_min[h]; a <= hi; ++a) {
       if (stopped()) return;
       State Q = P;
       Q.push(o, static_cast<int>(a));
-      State M = Q;  // with the held groups still to come at their minimum
-      bool fits = true;
-      for (int j = h + 1; j < H; ++j) {
-        M.push(reg.held[j], reg.held_min[j]);
-        fits = fits && M.W <= r_.global_batch && M.N <= r_.max_instances;
-      }
-      if (!fits || rate_above(M.price)) break;
+      State M;  // with the held groups still to come at their minimum
+      if (!with_held_minimums(reg, Q, h + 1, M) || rate_above(M.price)) break;
       rate_held(reg, Q, h + 1);
     }
   }
