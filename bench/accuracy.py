@@ -502,7 +502,7 @@ def measured_other_batch(w) -> None:
         prior = roofline(wl, g, a.precision)
         refs = reference_gpus({a.chip})
         corr = lambda grid: guarded_correction(absolute[a.chip].predict, wl, g, grid, a.precision, refs)  # noqa: B023
-        learned = absolute_on_grid(prior, corr, 4 * max(a.batch, b.batch))
+        learned = absolute_on_grid(prior, corr, 4 * max(a.batch, b.batch), token_slope=True)
         halfway = absolute_on_grid(prior, lambda grid: 0.5 * corr(grid), 4 * max(a.batch, b.batch))  # noqa: B023
         row = [math.log(b.per_sample_s)]
         for m in (_core.anchor_to_measurements(prior, point), _core.anchor_to_measurements(learned, point),
@@ -649,7 +649,7 @@ def ratio_engine_path(w) -> None:
         # now: the anchor's measured curve (halfway, note "measured batch shape") to b's batch
         span = 4.0 * max(a.batch, b.batch)
         learned = absolute_on_grid(roof_a, lambda grid: guarded_correction(est_a.predict, wl, pa, grid, a.precision,
-                                                                           refs), span)
+                                                                           refs), span, token_slope=True)
         halfway = absolute_on_grid(roof_a, lambda grid: [0.5 * math.log(total(learned, g) / total(roof_a, g))
                                                          for g in grid], span)
         on_anchor = total(_core.anchor_to_measurements(halfway, measurement), b.batch)
@@ -752,7 +752,7 @@ def absolute_engine_path(w) -> None:
         pred["reference_batch_32"][i] = math.log(roof) + corr([32.0])[0]
         for k, mult in (("grid_to_4x_batch", 4), ("grid_to_64x_batch", 64)):
             for suffix, guard in (("", False), ("_dominance_guard", True)):
-                m = absolute_on_grid(prior, lambda grid: corr(grid, guard), mult * b)
+                m = absolute_on_grid(prior, lambda grid: corr(grid, guard), mult * b, token_slope=True)
                 pred[k + suffix][i] = math.log((m.compute_s(b) + m.optimizer_s) / b)
     ok = ~np.isnan(pred["at_row_batch"])
     print(json.dumps({"split": "compute_absolute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),

@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         for key in catalog.gpu_keys():
             g = peaks_from_catalog(catalog, key)
             absolute_on_grid(roofline(wl, g, "amp"), lambda grid: guarded_correction(
-                learned.absolute.core.predict, wl, g, grid, "amp", learned._references), None)
+                learned.absolute.core.predict, wl, g, grid, "amp", learned._references), None, token_slope=True)
 
     clip = {}
     for label, p in (("no_measurement", prof), ("anchored_on_T4", anchored)):

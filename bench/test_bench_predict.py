@@ -67,6 +67,6 @@ def test_learned_compute_python_twin_baseline(benchmark, learned):
 
     def python_twin():
         return absolute_on_grid(roofline(wl, g, "amp"), lambda grid: guarded_correction(
-            models.absolute.core.predict, wl, g, grid, "amp", models._references), None)
+            models.absolute.core.predict, wl, g, grid, "amp", models._references), None, token_slope=True)
 
     benchmark(python_twin)

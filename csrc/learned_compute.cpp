@@ -655,10 +655,43 @@ std::vector<double> LearnedCompute::absolute_corrections(const WorkloadStats& w,
 // pairs, most measured at 2-8x different batches, went 16.4 / 48 -> 8.7 / 25 median / p90 APE
 // (bench/external_nvidia.py one_gpu_anchored), and Lambda's held-out chips 10.3 / 30 ->
 // 10.1 / 27 (bench/accuracy.py compute_leave_one_gpu_out_engine_path).
+// Note "order at the measurement": the guarded ratio keeps every grid point of a target that
+// dominates the anchor at or below the anchor's measured curve (and of one it dominates at or
+// above), but the line fitted through the points can cross the measured curve by the fit's
+// residual (NCF measured on an H100 at batch 32: an A100, slower on every spec, was predicted
+// 0.006% faster than the measurement there). The line is scaled by the least factor that puts it
+// back on its side at every measured batch: a no-op wherever the fit already keeps the order.
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  LearnedComputeResult r = predict_anchored_fit(w, anchor, measurements, target, precision, max_batch);
+  const bool no_slower = dominates(target, anchor, precision);
+  const bool no_faster = dominates(anchor, target, precision);
+  if (!no_slower && !no_faster) return r;
+  double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
+  for (const Measurement& m : measurements) span = std::max(span, m.local_batch);
+  const ComputeModel measured = measured_model(w, anchor, w.roofline(anchor, precision), measurements, precision, span);
+  double factor = 1.0;
+  for (const Measurement& m : measurements) {
+    const double b = m.local_batch;
+    const double ratio = (measured.compute_s(b) + measured.optimizer_s) / (r.model.compute_s(b) + r.model.optimizer_s);
+    factor = no_slower ? std::min(factor, ratio) : std::max(factor, ratio);
+  }
+  if (factor != 1.0) {
+    ComputeModel& m = r.model;
+    for (double* term : {&m.forward_fixed_s, &m.forward_per_sample_s, &m.backward_fixed_s, &m.backward_per_sample_s,
+                         &m.optimizer_s}) {
+      *term *= factor;
+    }
+  }
+  return r;
+}
+
+LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w, const GpuSpec& anchor,
+                                                          const std::vector<Measurement>& measurements,
+                                                          const GpuSpec& target, Precision precision,
+                                                          double max_batch) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
   validate_measurements(measurements);  // named here, not as an internal fit's "seconds[0]"
   // The grid reaches every measured batch, so no part of the curve is extrapolated from it.
@@ -771,10 +804,18 @@ LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, co
   const std::vector<double> grid = batch_grid(max_batch);
   const std::vector<double> corr = absolute_corrections(w, target, grid, precision);
   std::vector<double> t(grid.size());
+  double least_per_sample = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < grid.size(); ++i) {
     t[i] = (prior.compute_s(grid[i]) + prior.optimizer_s) * std::exp(corr[i]);
+    least_per_sample = std::min(least_per_sample, t[i] / grid[i]);
   }
-  const auto [fixed, per_sample] = affine_relative_fit(grid, t);
+  // A flat or falling curve (a launch-bound model over a short grid) is its fixed time plus a
+  // token slope, kMinSlopeShare of its own least per-sample time (at most 1% of the curve at
+  // any batch of the grid). Without a floor, the mean per-sample time through the origin took
+  // batch 1's per-sample time for every batch: NCF, 9.6 ms flat over batches 1-1024, was
+  // predicted 0.42 s at 256. (The anchored predictions' floor, a share of the roofline's slope,
+  // is no token here: where the learned curve sits far below the roofline it outgrew the curve.)
+  const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * least_per_sample);
   LearnedComputeResult r;
   r.model = split_like(prior, fixed, per_sample);
   r.p10_factor = std::exp(config_.absolute_p10);

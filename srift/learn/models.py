@@ -310,6 +310,9 @@ class CostModels:
 # current ones as compute_absolute_leave_one_gpu_out_engine_path.)
 GRID_POINTS_PER_DECADE = 4
 GRID_MIN_SPAN = 1024.0
+# The core's kMinSlopeShare (csrc/learned_compute.cpp): the least slope of a prediction's line, as
+# a share of a seconds-per-sample scale; the guard against a curve flat over the grid.
+MIN_SLOPE_SHARE = 0.01
 
 
 def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray, min_per_sample: float = 0.0) -> tuple[float, float]:
@@ -351,10 +354,13 @@ def batch_grid(max_batch: float | None) -> np.ndarray:
     return np.unique(np.maximum(1.0, np.round(np.geomspace(1.0, hi, n))))
 
 
-def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, min_per_sample: float = 0.0) -> Any:
+def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, min_per_sample: float = 0.0, *,
+                     token_slope: bool = False) -> Any:
     """The roofline `prior` (a _core.ComputeModel) anchored to its corrected iteration times
     on batch_grid(max_batch); log_corrections(batches) -> log(t / roofline) at each batch;
-    min_per_sample: affine_relative_fit's floor on the slope (0: none)."""
+    min_per_sample: affine_relative_fit's floor on the slope (0: none); token_slope: the floor is
+    instead MIN_SLOPE_SHARE of the corrected curve's least per-sample time, as the core's
+    prediction with no measurement (predict_absolute) takes it."""
     from srift import _core
 
     grid = batch_grid(max_batch)
@@ -362,6 +368,8 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, 
     if corr.shape != grid.shape or not np.all(np.isfinite(corr)):
         raise ValueError(f"log_corrections: expected {grid.size} finite values, got {corr.tolist()!r}")
     t = np.array([prior.compute_s(b) + prior.optimizer_s for b in grid]) * np.exp(corr)
+    if token_slope:
+        min_per_sample = MIN_SLOPE_SHARE * float(np.min(t / grid))
     fixed, per_sample = affine_relative_fit(grid, t, min_per_sample)
     # The line split as the prior splits its terms (the core's split_like): the optimizer step
     # the prior's, at most half the fixed time; forward and backward in the prior's proportions.

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -206,6 +207,56 @@ TEST(LearnedCompute, PredictionsAnchorToMeasurementsOrFitTheRooflineGrid) {
     FAIL() << "no throw";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("measurements[0].forward_s"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LearnedCompute, AFlatCurveIsAFixedTimeNotALineThroughTheOrigin) {
+  // An absolute model of -1 per log batch: the corrected time per sample falls as 1/b, so the
+  // iteration time is flat-to-falling over the grid (a launch-bound model: NCF). Its line is the
+  // fixed time plus a token slope; the mean per-sample time through the origin it got before
+  // took batch 1's per-sample time for every batch (NCF ~170x at batch 1024 with no max_batch).
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec b = gpu("b", 31.2, 125, 600);
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 4, -1.0), srift::LearnedComputeConfig{});
+  const srift::ComputeModel roof = w.roofline(b, Precision::amp);
+  const std::vector<double> grid = srift::batch_grid(0);
+  const std::vector<double> corr = lc.absolute_corrections(w, b, grid, Precision::amp);
+  const srift::ComputeModel p = lc.predict_absolute(w, b, Precision::amp, 0).model;
+  double least = std::numeric_limits<double>::infinity(), most = 0, least_per_sample = least;
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    const double point = (roof.compute_s(grid[i]) + roof.optimizer_s) * std::exp(corr[i]);
+    least = std::min(least, point);
+    most = std::max(most, point);
+    least_per_sample = std::min(least_per_sample, point / grid[i]);
+  }
+  // the token slope: 1% of the curve's least per-sample time, at most 1% of any point
+  EXPECT_NEAR(p.per_sample_s(), 0.01 * least_per_sample, 1e-9 * least_per_sample);
+  ASSERT_GT(most / least, 1.2);  // the curve is not quite flat: the test has something to miss
+  for (double batch : grid) {  // the line stays within the curve's range, to the token slope
+    const double line = p.compute_s(batch) + p.optimizer_s;
+    EXPECT_GE(line, least) << batch;
+    EXPECT_LE(line, 1.05 * most) << batch;
+  }
+}
+
+TEST(LearnedCompute, AnchoredPredictionsKeepTheOrderOfDominatingGpusAtTheMeasurement) {
+  // An absolute model that bends the anchor's measured curve (halfway to a flat one) and a ratio
+  // model of 0: the target's grid points are the roofline ratio times that curve, and the line
+  // fitted through them misses the points. Whatever the fit, a GPU that dominates the anchor is
+  // no slower than the measurement at the measured batch, and one the anchor dominates no faster.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec slow = gpu("slow", 10, 50, 400), fast = gpu("fast", 20, 100, 800);
+  srift::LearnedComputeConfig cfg;
+  cfg.ratio_references = {slow, fast};
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 4, -1.0), cfg);
+  for (double batch : {1.0, 3.0, 32.0, 300.0, 5000.0}) {
+    for (double seconds : {1e-4, 0.05, 3.0}) {
+      const std::vector<srift::Measurement> meas = {{batch, seconds}};
+      const srift::ComputeModel up = lc.predict_anchored(w, slow, meas, fast, Precision::amp).model;
+      const srift::ComputeModel down = lc.predict_anchored(w, fast, meas, slow, Precision::amp).model;
+      EXPECT_LE(up.compute_s(batch) + up.optimizer_s, seconds * (1 + 1e-12)) << batch << " " << seconds;
+      EXPECT_GE(down.compute_s(batch) + down.optimizer_s, seconds * (1 - 1e-12)) << batch << " " << seconds;
+    }
   }
 }
 

@@ -176,7 +176,9 @@ class LearnedCompute {
   /// "anchored batch shape"): at each batch of the grid of `max_batch` (samples; <= 0 when
   /// unknown; the grid reaches the measured batches too), the anchor's measured curve
   /// (measured_model) times the guarded ratio at that batch; fitted as a line and split as the
-  /// target's roofline. Throws std::invalid_argument on no measurements or a bad batch.
+  /// target's roofline; a target that dominates the anchor (dominates()) is then no slower than
+  /// the anchor's measured curve at every measured batch, one the anchor dominates no faster.
+  /// Throws std::invalid_argument on no measurements or a bad batch.
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                         const std::vector<Measurement>& measurements, const GpuSpec& target,
                                         Precision precision, double max_batch = 0) const;
@@ -209,6 +211,10 @@ class LearnedCompute {
                               double max_batch) const;
 
  private:
+  // predict_anchored before its order guard (learned_compute.cpp note "order at the measurement").
+  LearnedComputeResult predict_anchored_fit(const WorkloadStats& w, const GpuSpec& anchor,
+                                            const std::vector<Measurement>& measurements, const GpuSpec& target,
+                                            Precision precision, double max_batch) const;
   struct AnchorTerms;  // what every ratio from one anchor shares (learned_compute.cpp)
   AnchorTerms anchor_terms(const WorkloadStats& w, const GpuSpec& anchor, double batch, Precision precision) const;
   double anchored_log_ratio_from(const WorkloadStats& w, const AnchorTerms& at, const GpuSpec& anchor,
