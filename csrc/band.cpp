@@ -246,6 +246,9 @@ double normal_quantile(double p) {
   }
   const double e = normal_cdf(x) - p;
   const double u = e * kSqrt2Pi * std::exp(x * x / 2);
+  // Past |x| ~ 37.5 (p below ~1e-307) exp(x^2/2) overflows and the step is inf x 0: NaN. The
+  // approximation alone is kept there (a deadline probability of 1e-308 needs no ninth digit).
+  if (!std::isfinite(u)) return x;
   return x - u / (1 + x * u / 2);
 }
 
@@ -270,7 +273,8 @@ double deadline_probability_unchecked(double nominal_s, const BandFactors& band,
   // over the slices of the band below it (note "deadline probability").
   double met = 0;
   for (int i = 0; i < kBandNodes; ++i) {
-    const double u = (i + 0.5) / kBandNodes * band_alone;
+    // a subnormal band_alone underflows the slice's quantile to 0: the least positive double
+    const double u = std::max((i + 0.5) / kBandNodes * band_alone, std::numeric_limits<double>::denorm_min());
     const double z = u >= 1.0 ? 8.0 : normal_quantile(u);
     const double f = std::exp(z * (z < 0 ? sigma_lo : sigma_hi));
     met += 1.0 - spot_miss_probability(nominal_s * f, interruptions_per_hour, params, deadline_s);

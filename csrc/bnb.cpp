@@ -1107,9 +1107,7 @@ void build(Context& x) {
   }
 
   // the band's floor on deadlines met with a confidence (note "bounds")
-  bool bands_known = true;
-  for (const Offer& o : r.offers) bands_known = bands_known && o.band.compute.known() && o.band.compute_several.known();
-  if (r.deadline_confidence > 0 && bands_known) {
+  if (r.deadline_confidence > 0) {  // every offer's compute bands are known (SearchRequest::validate)
     x.band_exponent = normal_quantile(r.deadline_confidence) / normal_quantile(0.9);
     const ScalingBand& t = r.scaling_band;
     double least = kInf, least_any = kInf;

@@ -669,9 +669,10 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
   const bool no_slower = dominates(target, anchor, precision);
   const bool no_faster = dominates(anchor, target, precision);
   if (!no_slower && !no_faster) return r;
-  double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
-  for (const Measurement& m : measurements) span = std::max(span, m.local_batch);
-  const ComputeModel measured = measured_model(w, anchor, w.roofline(anchor, precision), measurements, precision, span);
+  // The anchor's measured curve at the measured batches: measured_model's value there, which
+  // is anchor_to_measurements' of any prior (one batch: scaled through the measurements' mean;
+  // several: their own line), without the learned curve measured_model would predict again.
+  const ComputeModel measured = anchor_to_measurements(w.roofline(anchor, precision), measurements);
   double factor = 1.0;
   for (const Measurement& m : measurements) {
     const double b = m.local_batch;

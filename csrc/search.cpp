@@ -438,6 +438,13 @@ void SearchRequest::validate() const {
     detail::require_finite_nonneg(f + "interruptions_per_hour", o.interruptions_per_hour);
     o.compute.validate();
     o.band.validate((f + "band").c_str());
+    if (deadline_confidence > 0 && !(o.band.compute.known() && o.band.compute_several.known())) {
+      // the deadline test at a confidence needs the spread it is taken over
+      detail::fail(f + "band.compute" + (o.band.compute.known() ? "_several" : ""),
+                   "known when deadline_confidence > 0 (a compute model with no band cannot meet a deadline at a "
+                   "stated probability; leave deadline_confidence at 0)",
+                   o.band.compute.known() ? o.band.compute_several.p10 : o.band.compute.p10);
+    }
   }
   if (static_cast<int>(held.size()) > max_types) {
     detail::fail("held (count)", "<= max_types (" + std::to_string(max_types) + ")",
@@ -522,6 +529,11 @@ void plan_totals(const SearchRequest& request, Plan& plan) {
   }
   plan.band = detail::plan_band(request, plan.iteration, offers, counts, std::min(n, kMaxGroups));
   if (std::isfinite(request.deadline_s)) {
+    // No band (a compute model with no held-out spread): the chance is unknown, not certain.
+    if (!plan.band.known()) {
+      plan.deadline_probability = std::numeric_limits<double>::quiet_NaN();
+      return;
+    }
     plan.deadline_probability = deadline_probability_unchecked(
         nominal, plan.band.factors(plan.iteration.iteration_s), rate, request.spot, request.deadline_s);
   }

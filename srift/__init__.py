@@ -22,6 +22,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Catalog": ("srift.catalog", "Catalog"),
     "Cluster": ("srift.cluster", "Cluster"),
     "predict": ("srift.prediction", "predict"),
+    "Engine": ("srift.engine", "Engine"),
+    "EngineConfig": ("srift.engine", "EngineConfig"),
     "Prediction": ("srift.prediction", "Prediction"),
     "recommend": ("srift.planning", "recommend"),
     "Recommendation": ("srift.planning", "Recommendation"),
@@ -53,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from srift import zoo
     from srift.catalog import Catalog
     from srift.cluster import Cluster
+    from srift.engine import Engine, EngineConfig
     from srift.prediction import Prediction, predict
     from srift.profile_data import Measurement, Profile
     from srift.profiler import profile

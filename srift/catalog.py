@@ -226,6 +226,13 @@ def validate_catalog_dict(data: Any, origin: str = "catalog") -> None:
         for name in data[table]:
             if name not in instances:
                 raise ValueError(f"{origin}: {format_json_path([table, name])}: unknown instance type {name!r}")
+            # a price where the type is not offered would be used by predict and ignored by the search
+            offered = set(instances[name].get("regions") or ())
+            for region in data[table][name]:
+                if table != "interruption" and region not in offered:
+                    raise ValueError(f"{origin}: {format_json_path([table, name, region])}: {name} is priced in "
+                                     f"{region!r}, which is not among {format_json_path(['instances', name, 'regions'])}"
+                                     f" {sorted(offered)}: add the region there or drop the price")
 
 
 def _parse_stamp(stamp: Any) -> _dt.datetime | None:

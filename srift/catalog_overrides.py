@@ -323,15 +323,29 @@ def apply_overrides(catalog: Catalog, source: Mapping[str, Any] | str | os.PathL
             inst = out["instances"][name]
             inst.update(entry)
             inst["sources"] = [*inst.get("sources", []), label]
+            if "regions" in entry:
+                # Regions taken away: it cannot be bought there, so its prices and interruption
+                # rates there go too (a price in this file's prices adds a region back).
+                kept = set(entry["regions"])
+                for table in ("on_demand", "spot", "spot_zones", "interruption"):
+                    for region in [r for r in out.get(table, {}).get(name, {}) if r not in kept]:
+                        del out[table][name][region]
         else:
             inst = {"family": name.split(".")[0], "intra_node_gbytes_s": None, "status": "current",
                     "regions": [], "sources": [label]}
             inst.update(entry)
             out["instances"][name] = inst
-        gpu = out["gpus"][inst["gpu"]]
-        inst.setdefault("gpu_memory_gib", gpu["memory_gib"])
         for region in inst.get("regions", []):
             out["interruption"].setdefault(name, {}).setdefault(region, "unknown")
+    # An instance's GPU memory follows its GPU (a new GPU type, or the GPU's memory overridden)
+    # unless the instance entry gives its own.
+    changed_gpus = {k for k, e in (data.get("gpus") or {}).items() if "memory_gib" in e}
+    for name, inst in out["instances"].items():
+        entry = (data.get("instances") or {}).get(name, {})
+        if "gpu_memory_gib" in entry:
+            continue
+        if "gpu" in entry or inst["gpu"] in changed_gpus or (entry and "gpu_memory_gib" not in inst):
+            inst["gpu_memory_gib"] = out["gpus"][inst["gpu"]]["memory_gib"]
     for entry in data.get("prices") or []:
         name, region, market = entry["instance"], entry["region"], entry["market"]
         rec: dict[str, Any] = {"usd_per_hour": float(entry["usd_per_hour"]),

@@ -420,17 +420,20 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
     from srift.engine import Engine, EngineConfig
 
+    if args.plot is not None:
+        from srift import plots
+
+        plots.check_path(args.plot)  # a bad path is a mistake (2), runnable or not
     prof = _profile(args)
     catalog = _catalog(args)
     engine = Engine(prof, catalog, EngineConfig(precision=args.precision, max_accumulation_steps=args.accumulate,
                                                 max_local_batch=args.max_local_batch))
     pred = predict(prof, args.cluster, args.global_batch, catalog=catalog, region=args.region,
-                   iterations=args.iterations, engine=engine, timeline=bool(args.plot))
+                   iterations=args.iterations, engine=engine, timeline=args.plot is not None)
     payload = {"schema": PREDICTION_SCHEMA, **pred.to_dict()}
-    if args.plot:
+    if args.plot is not None:
         from srift import plots
 
-        plots.check_path(args.plot)  # a bad path is a mistake (2), runnable or not
         if not pred.feasible:
             # nothing runs, so there is no timeline: exit 3 as without --plot, not 2 (bad input)
             print(f"srift: no timeline: {pred.cluster} does not run: {pred.why_infeasible}", file=sys.stderr)
@@ -536,10 +539,14 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                  f"best plan: {b.cluster} ({b.prediction.workers} GPU{'s' if b.prediction.workers != 1 else ''}): {report.interval(b.prediction, b.total_hours)}, "
                  f"{report.usd(b.total_usd)} at {report.usd(b.usd_per_hour)}/h",
                  f"why: {why}"]
-        if rec.deadline_hours:
+        if rec.deadline_hours and not math.isfinite(b.deadline_probability):
+            lines.append("deadline: met as predicted; the chance of meeting it is unknown (the prediction "
+                         "has no p10-p90 band)")
+        elif rec.deadline_hours:
             p90_hours = b.band_hours()[1]
+            thresholds = (0.9, args.confidence) if args.confidence else (0.9,)
             chance = (f"it meets the {report.hours(rec.deadline_hours)} deadline with probability "
-                      f"{b.deadline_probability:.0%} under its p10-p90 band"
+                      f"{report.chance(b.deadline_probability, *thresholds)} under its p10-p90 band"
                       f"{' and preemption' if b.uses_spot else ''}"
                       + (f" (p90 {report.hours(p90_hours)})" if math.isfinite(p90_hours) else ""))
             if args.confidence:
@@ -554,7 +561,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                 f"{report.hours(b.checkpoint_interval_hours) if b.checkpoint_interval_hours else 'never'} "
                 f"({b.checkpoint_s:.1f} s each), restart {b.restart_s:.0f} s; with preemption alone (the "
                 f"prediction taken as exact): expected {report.hours(b.total_hours)} vs "
-                f"{report.hours(b.nominal_hours)} uninterrupted, p90 {report.hours(b.p90_hours)}"
+                f"{report.hours(b.nominal_hours)} uninterrupted, p90 {report.hours(b.preemption_p90_hours)}"
                 + (f", P(miss deadline) {b.miss_probability:.1%}" if rec.deadline_hours else ""))
         if args.explain:
             lines += ["", report.explain_prediction(b.prediction, catalog)]
@@ -572,13 +579,17 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
 def _cmd_pareto(args: argparse.Namespace) -> int:
     from srift.planning import pareto
 
+    if args.plot is not None:
+        from srift import plots
+
+        plots.check_path(args.plot)  # before profiling and searching: a bad path is a mistake (2), not news after it
     prof = _profile(args)
     plans = pareto(prof, catalog=_catalog(args), max_instances=args.max_instances, **_space_kwargs(args))
     if not plans:
         _emit(args, {"schema": PARETO_SCHEMA, "plans": [], "why_none": plans.why_none},
               lambda: f"no plan runs: {plans.why_none}")
         return 3
-    if args.plot:
+    if args.plot is not None:
         from srift import plots
 
         plots.save_pareto(plans, args.plot, title=f"{prof.model}, global batch {args.global_batch}, "

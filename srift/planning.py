@@ -42,7 +42,9 @@ class Plan:
     prediction: Prediction
     # Under spot preemption total_hours is the EXPECTED wall time; these say how it was made.
     nominal_hours: float = math.nan          # without any interruption
-    p90_hours: float = math.nan              # 90th percentile of the wall time
+    # 90th percentile of the wall time under preemption alone, the prediction taken as exact
+    # (nominal_hours without spot); band_hours() has the p10-p90 of the prediction's own band.
+    preemption_p90_hours: float = math.nan
     miss_probability: float = 0.0            # P(wall time > deadline)
     interruptions_per_hour: float = 0.0      # the plan's spot groups together
     expected_interruptions: float = 0.0
@@ -50,7 +52,8 @@ class Plan:
     checkpoint_s: float = 0.0
     restart_s: float = 0.0
     # Chance of finishing within the deadline, under the iteration's p10-p90 band and spot
-    # preemption together (band.hpp note "deadline probability"); 1 without a deadline.
+    # preemption together (band.hpp note "deadline probability"); 1 without a deadline, NaN
+    # where the prediction has no band (the roofline compute model): unknown.
     deadline_probability: float = 1.0
 
     @property
@@ -70,14 +73,18 @@ class Plan:
         return self.total_hours * p.iteration_p10_s / p.iteration_s, self.total_hours * p.iteration_p90_s / p.iteration_s
 
     def to_dict(self) -> dict[str, Any]:
-        spot = {k: getattr(self, k) for k in ("nominal_hours", "p90_hours", "miss_probability",
+        p10_hours, p90_hours = self.band_hours()
+        spot = {k: getattr(self, k) for k in ("nominal_hours", "preemption_p90_hours", "miss_probability",
                                                "interruptions_per_hour", "expected_interruptions",
                                                "checkpoint_interval_hours", "checkpoint_s", "restart_s",
                                                "deadline_probability")}
         return {**{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in spot.items()},
             "cluster": str(Cluster(self.cluster.groups)), "region": self.region,
             "groups": [g.to_dict() for g in self.cluster.groups],
-            "total_hours": self.total_hours, "total_usd": self.total_usd,
+            "total_hours": self.total_hours,
+            "total_hours_p10": p10_hours if math.isfinite(p10_hours) else None,
+            "total_hours_p90": p90_hours if math.isfinite(p90_hours) else None,
+            "total_usd": self.total_usd,
             "samples_per_s": self.samples_per_s, "usd_per_hour": self.usd_per_hour,
             "iteration_s": self.iteration_s, "usd_per_1k_samples": self.usd_per_1k_samples,
             "prediction": self.prediction.to_dict(),
@@ -89,6 +96,9 @@ class ParetoFront(list):
     (the search's reason: a model too large for every GPU, a batch no plan holds, ...)."""
 
     why_none: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plans": [p.to_dict() for p in self], "why_none": self.why_none}
 
 
 @dataclass
@@ -365,7 +375,7 @@ class _Space:
                     total_usd=core_plan.total_usd, samples_per_s=prediction.samples_per_s,
                     usd_per_hour=prediction.usd_per_hour, iteration_s=prediction.iteration_s,
                     prediction=prediction, nominal_hours=spot.nominal_s / 3600.0,
-                    p90_hours=spot.p90_s / 3600.0, miss_probability=spot.miss_probability,
+                    preemption_p90_hours=spot.p90_s / 3600.0, miss_probability=spot.miss_probability,
                     interruptions_per_hour=spot.interruptions_per_hour,
                     expected_interruptions=spot.expected_interruptions,
                     checkpoint_interval_hours=spot.checkpoint_interval_s / 3600.0,
@@ -456,6 +466,13 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
                    min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions, held=held,
                    max_accumulation_steps=max_accumulation_steps, max_local_batch=max_local_batch)
     request = space.request
+    if deadline_confidence is not None:
+        for offer, (name, region, market) in zip(request.offers, space.offer_info):
+            if not (offer.band.compute.known and offer.band.compute_several.known):
+                raise ValueError(f"deadline_confidence={deadline_confidence!r} needs every offer's p10-p90 band, and "
+                                 f"{name} ({market}, {region}) has none: its compute model carries no held-out "
+                                 "spread (EngineConfig(compute_model='roofline') without a measurement on its "
+                                 "GPU). Use the learned model, measure that GPU, or leave deadline_confidence out")
     request.objective = _core.Objective.min_cost if deadline is not None else _core.Objective.max_throughput
     request.deadline_s = math.inf if deadline is None else deadline * 3600.0
     request.budget_usd = math.inf if budget is None else budget

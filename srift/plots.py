@@ -9,14 +9,14 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 if TYPE_CHECKING:
     from srift.engine import Engine
     from srift.prediction import Prediction
     from srift.planning import Plan
 
-__all__ = ["pareto_figure", "timeline_figure", "save_pareto", "save_timeline", "phase_split",
+__all__ = ["pareto_figure", "timeline_figure", "save_pareto", "save_timeline", "phase_split", "Phases",
            "FIGSIZE", "DPI"]
 
 FIGSIZE = (10.0, 6.0)  # inches
@@ -34,9 +34,10 @@ def _figure(figsize: tuple[float, float] = FIGSIZE) -> Any:
 
 def check_path(path: str | os.PathLike[str]) -> Path:
     """The plot's path, after checking its suffix and folder (ValueError / FileNotFoundError)."""
-    path = Path(path)
+    text = os.fspath(path)
+    path = Path(text)
     if path.suffix.lower() not in (".png", ".svg", ".pdf"):
-        raise ValueError(f"plot path must end in .png, .svg or .pdf, got {str(path)!r}")
+        raise ValueError(f"plot path must end in .png, .svg or .pdf, got {text!r}")
     if not path.parent.exists():
         raise FileNotFoundError(f"folder {str(path.parent)!r} for the plot {path.name!r} does not exist")
     return path
@@ -84,7 +85,10 @@ def pareto_figure(plans: Sequence[Plan], *, title: str | None = None, max_labels
     ax.margins(x=0.12, y=0.12)
     if len(regions) > 1:
         ax.legend(title="region", fontsize=8, loc="upper right")
-    _place_labels(fig, ax, [(pts[i][0], pts[i][1], f"{_plan_label(pts[i][2])}\n{pts[i][0]:.2f} h, ${pts[i][1]:,.0f}")
+    from srift import report
+
+    _place_labels(fig, ax, [(pts[i][0], pts[i][1],
+                             f"{_plan_label(pts[i][2])}\n{report.hours(pts[i][0])}, {report.usd(pts[i][1])}")
                             for i in chosen])
     return fig
 
@@ -144,9 +148,18 @@ def save_pareto(plans: Sequence[Plan], path: str | os.PathLike[str], **kwargs: A
 
 
 # ---- one iteration --------------------------------------------------------------------------
-def phase_split(prediction: Prediction, engine: Engine) -> list[tuple[float, float]]:
-    """(forward_s, backward_s) of each group's slowest rank, from the engine's compute
-    models; the pair sums to the group's ``compute_s``."""
+class Phases(NamedTuple):
+    """One group's slowest rank in an iteration, seconds: the gradient-accumulation micro-steps
+    before the one that all-reduces (0 without accumulation), then that one's forward and
+    backward. They sum to the group's ``compute_s``."""
+
+    before_s: float
+    forward_s: float
+    backward_s: float
+
+
+def phase_split(prediction: Prediction, engine: Engine) -> list[Phases]:
+    """The :class:`Phases` of each group's slowest rank, from the engine's compute models."""
     out = []
     for g in prediction.groups:
         model, _ = engine.instance_compute(g.instance_type)
@@ -154,29 +167,38 @@ def phase_split(prediction: Prediction, engine: Engine) -> list[tuple[float, flo
         fwd = model.forward_fixed_s + model.forward_per_sample_s * b
         bwd = model.backward_fixed_s + model.backward_per_sample_s * b
         total = fwd + bwd
-        if total > 0 and math.isfinite(g.compute_s):
+        before = 0.0
+        if prediction.accumulation_steps > 1 and math.isfinite(g.compute_s) and g.compute_s > total:
+            before = g.compute_s - total  # the earlier micro-steps and their gradient adds (simulator.cpp)
+        elif total > 0 and math.isfinite(g.compute_s):
             fwd, bwd = fwd * g.compute_s / total, bwd * g.compute_s / total
-        out.append((fwd, bwd))
+        out.append(Phases(before, fwd, bwd))
     return out
 
 
-def timeline_figure(prediction: Prediction, *, phases: Sequence[tuple[float, float]] | None = None,
+def timeline_figure(prediction: Prediction, *, phases: Sequence[Sequence[float]] | None = None,
                     title: str | None = None) -> Any:
     """One iteration on a time axis (ms): a lane per worker group with its forward and
-    backward, a lane with each gradient bucket's ring allreduce (ticks where each bucket is
-    ready), and the optimizer step after the last allreduce.
+    backward (after its earlier micro-steps under gradient accumulation), a lane with each
+    gradient bucket's ring allreduce (ticks where each bucket is ready; empty on one GPU), and
+    the optimizer step after the last allreduce.
 
-    ``phases`` gives (forward_s, backward_s) per group (see :func:`phase_split`); without
-    it each group's compute is one bar. Needs a prediction made with ``timeline=True``."""
+    ``phases`` gives each group's :class:`Phases` (see :func:`phase_split`; a pair is
+    (forward_s, backward_s)); without it each group's compute is one bar. A multi-GPU
+    prediction needs ``timeline=True``."""
     if not prediction.feasible:
         raise ValueError(f"cannot draw a timeline: {prediction.cluster} does not run: {prediction.why_infeasible}")
-    if not prediction.buckets:
+    if not prediction.buckets and prediction.workers > 1:
         raise ValueError("prediction has no bucket timeline: call srift.predict(..., timeline=True)")
     ms = 1e3
     groups = list(prediction.groups)
+    steps = prediction.accumulation_steps
     stream = "buffers, allreduce\n(one stream)" if getattr(prediction, "broadcast_s", 0.0) else "allreduce\n(one stream)"
-    lanes = [f"{g.count}x {g.instance_type}\n{g.ranks}x {g.gpu}, batch {g.local_batch_high if g.ranks_high else g.local_batch_low}"
-             for g in groups] + [stream, "optimizer"]
+    if prediction.workers == 1:
+        stream = "allreduce\n(none: one GPU)"
+    micro = f" x {steps} micro-steps" if steps > 1 else ""
+    lanes = [f"{g.count}x {g.instance_type}\n{g.ranks}x {g.gpu}, batch "
+             f"{g.local_batch_high if g.ranks_high else g.local_batch_low}{micro}" for g in groups] + [stream, "optimizer"]
     height = max(3.2, 1.0 + 0.75 * len(lanes))
     fig = _figure((FIGSIZE[0], height))
     ax = fig.add_subplot()
@@ -188,13 +210,20 @@ def timeline_figure(prediction: Prediction, *, phases: Sequence[tuple[float, flo
     for i, g in enumerate(groups):
         y = y_of[lanes[i]]
         if phases is not None:
-            fwd, bwd = phases[i]
-            ax.broken_barh([(t0 * ms, fwd * ms)], (y - bar_h / 2, bar_h), facecolors="#8FB3DE", edgecolor="white")
-            ax.broken_barh([((t0 + fwd) * ms, bwd * ms)], (y - bar_h / 2, bar_h), facecolors="#4C72B0",
+            before, fwd, bwd = phases[i] if len(phases[i]) == 3 else (0.0, *phases[i])
+            start = t0 + before
+            if before > 0:
+                ax.broken_barh([(t0 * ms, before * ms)], (y - bar_h / 2, bar_h), facecolors="#B9C9DD",
+                               edgecolor="white")
+                if i == 0:
+                    ax.text((t0 + before / 2) * ms, y, f"{steps - 1} earlier micro-step{'s' if steps > 2 else ''}",
+                            ha="center", va="center", fontsize=8, color="#1F3B63")
+            ax.broken_barh([(start * ms, fwd * ms)], (y - bar_h / 2, bar_h), facecolors="#8FB3DE", edgecolor="white")
+            ax.broken_barh([((start + fwd) * ms, bwd * ms)], (y - bar_h / 2, bar_h), facecolors="#4C72B0",
                            edgecolor="white")
             if i == 0:
-                ax.text((t0 + fwd / 2) * ms, y, "fwd", ha="center", va="center", fontsize=8, color="#1F3B63")
-                ax.text((t0 + fwd + bwd / 2) * ms, y, "backward", ha="center", va="center", fontsize=8,
+                ax.text((start + fwd / 2) * ms, y, "fwd", ha="center", va="center", fontsize=8, color="#1F3B63")
+                ax.text((start + fwd + bwd / 2) * ms, y, "backward", ha="center", va="center", fontsize=8,
                         color="white")
         else:
             ax.broken_barh([(t0 * ms, g.compute_s * ms)], (y - bar_h / 2, bar_h), facecolors="#4C72B0",
@@ -227,9 +256,11 @@ def timeline_figure(prediction: Prediction, *, phases: Sequence[tuple[float, flo
     if prediction.exposed_comm_s > 0:
         compute_end = (t0 + prediction.compute_s + (getattr(prediction, "interference_s", 0.0) or 0.0)) * ms
         ax.axvspan(compute_end, last_end * ms, color="#C44E52", alpha=0.08, linewidth=0)
-        ax.text((compute_end + last_end * ms) / 2, -0.75,
-                f"exposed communication {prediction.exposed_comm_s * ms:.1f} ms", ha="center", va="center",
-                fontsize=8, color="#C44E52")
+        middle, right = (compute_end + last_end * ms) / 2, prediction.iteration_s * ms
+        near_end = middle > 0.8 * right  # centred there the label would run off the axes
+        ax.text(right if near_end else middle, -0.75,
+                f"exposed communication {prediction.exposed_comm_s * ms:.1f} ms", ha="right" if near_end else "center",
+                va="center", fontsize=8, color="#C44E52")
     ax.set_yticks([y_of[name] for name in lanes], lanes, fontsize=8)
     ax.set_ylim(-1.1, len(lanes) - 0.1)
     ax.set_xlim(0, prediction.iteration_s * ms * 1.02)

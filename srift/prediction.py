@@ -294,6 +294,11 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             if band.scaling.applies and not band.scaling.factors.trivial:
                 band_from.append(f"{scaling_description(band.scaling)}: x{band.scaling.factors.p10:.2f}-"
                                  f"x{band.scaling.factors.p90:.2f} of the iteration")
+    bottleneck, ring_bytes_s, bottleneck_group = result.bottleneck, result.ring_bandwidth, result.bottleneck_group
+    if bottleneck == _core.Bottleneck.intra and ring_bytes_s >= INSIDE_MEASUREMENT_BYTES_S:
+        # the link inside a whole-instance measurement: its allreduce is in the measured compute,
+        # so no link bounds the ring (not a link of 1e9 GB/s)
+        bottleneck, ring_bytes_s, bottleneck_group = _core.Bottleneck.none, math.inf, -1
     return Prediction(
         cluster=str(Cluster(cluster.groups)), region=region, global_batch=global_batch,
         feasible=ok, why_infeasible=why,
@@ -303,8 +308,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         samples_per_s=result.samples_per_s if ok else nan,
         usd_per_hour=result.usd_per_hour,
         usd_per_iteration=result.usd_per_iteration if ok else nan,
-        workers=result.workers, bottleneck=_BOTTLENECK[result.bottleneck],
-        ring_gbytes_s=(result.ring_bandwidth / 1e9) if math.isfinite(result.ring_bandwidth) else 0.0,
+        workers=result.workers, bottleneck=_BOTTLENECK[bottleneck],
+        ring_gbytes_s=(ring_bytes_s / 1e9) if math.isfinite(ring_bytes_s) else 0.0,
         groups=groups, precision=engine.precision, iterations=iterations,
         buckets=[BucketTiming(e.bytes, e.ready_s, e.start_s, e.end_s) for e in events],
         iteration_p10_s=p10, iteration_p90_s=p90, band_from=band_from,
@@ -313,4 +318,4 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         accumulation_steps=result.accumulation_steps if ok else 1,
         micro_batch=result.micro_batch if ok else global_batch,
         local_batch_cap=engine.config.max_local_batch,
-        bottleneck_group=int(result.bottleneck_group) if 0 <= result.bottleneck_group < len(groups) else -1)
+        bottleneck_group=int(bottleneck_group) if 0 <= bottleneck_group < len(groups) else -1)

@@ -89,6 +89,20 @@ def percent(value: float | None) -> str:
     return "-" if not _finite(value) else f"{value * 100:.0f}%"
 
 
+def chance(value: float | None, *thresholds: float) -> str:
+    """A probability as a percentage with as few decimals (0-3) as keep it on its side of each
+    threshold: 0.899 against 0.9 is "89.9%", not a "90%" that reads as meeting it."""
+    if not _finite(value):
+        return "unknown"
+    text = ""
+    for digits in range(4):
+        text = f"{value:.{digits}%}"
+        shown = float(text[:-1]) / 100
+        if all((shown < t) == (value < t) for t in thresholds):
+            break
+    return text
+
+
 # ---- tables ---------------------------------------------------------------------------------
 def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], right: Sequence[int] = ()) -> str:
     """Columns padded to their widest cell; `right` lists right-aligned column indexes."""
@@ -293,6 +307,12 @@ def _batch_text(g: Any) -> str:
     return f"{g.local_batch_low}-{g.local_batch_high} ({g.ranks_high} ranks at {g.local_batch_high})"
 
 
+def _no_link_reason(pred: Any) -> str:
+    if pred.workers <= 1:
+        return "one GPU"
+    return "its allreduce is inside the whole-instance measurement"
+
+
 def prediction_text(pred: Any) -> str:
     """The iteration breakdown of one prediction: per group compute and memory, then the
     iteration split into compute, exposed communication and optimizer, then cost."""
@@ -318,8 +338,9 @@ def prediction_text(pred: Any) -> str:
                    if getattr(pred, "local_batch_cap", None) else
                    "(the global batch does not fit GPU memory at once; local batches are per micro-step)")]
                if getattr(pred, "accumulation_steps", 1) > 1 else []),
-             f"  exposed comm   {seconds(pred.exposed_comm_s)} of {seconds(pred.comm_s)} "
-             f"allreduce (bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)",
+             f"  exposed comm   {seconds(pred.exposed_comm_s)} of {seconds(pred.comm_s)} allreduce "
+             + (f"(bottleneck: {pred.bottleneck}, {pred.ring_gbytes_s:.1f} GB/s)" if pred.bottleneck != "none"
+                else f"(no link: {_no_link_reason(pred)})"),
              *([f"  interference   {seconds(pred.interference_s)}  (compute lost to collectives on shared cores)"]
                if _finite(pred.interference_s) and pred.interference_s > 0 else []),
              *([f"  buffers        {seconds(pred.broadcast_s)}  (DDP broadcasts rank 0's buffers before the forward)"]
@@ -341,6 +362,8 @@ def bottleneck_link(pred: Any, catalog: Any | None = None) -> str:
     instance type whose NIC (or intra-node link) it is: the group the simulator took the ring's
     bandwidth from (``pred.bottleneck_group``), whose achieved speed is ``ring_gbytes_s``.
     A probed link (measured_network_gbytes_s / measured_intra_gbytes_s) is said to be one."""
+    if pred.bottleneck == "none":
+        return f"none ({_no_link_reason(pred)})"
     text = f"{pred.bottleneck} at {pred.ring_gbytes_s:.1f} GB/s achieved"
     if catalog is None or pred.bottleneck not in ("network", "intra-node"):
         return text

@@ -466,8 +466,8 @@ def run_task(task: Mapping[str, Any], profile: Any, catalog: Any, threads: int |
         p10_hours, p90_hours = plan.band_hours()
         if math.isfinite(p10_hours) and math.isfinite(p90_hours):  # no band under the roofline compute model
             row.update(total_hours_p10=p10_hours, total_hours_p90=p90_hours)
-        if task.get("deadline_hours") is not None:
-            row.update(deadline_probability=plan.deadline_probability)
+        if task.get("deadline_hours") is not None and math.isfinite(plan.deadline_probability):
+            row.update(deadline_probability=plan.deadline_probability)  # NaN: no band (roofline model)
         row.update(plan=" + ".join(str(g) for g in plan.cluster.groups), region=plan.region,
                    instances=plan.cluster.instances, gpus=pred.workers, total_hours=plan.total_hours,
                    total_usd=plan.total_usd, samples_per_s=plan.samples_per_s, usd_per_hour=plan.usd_per_hour,

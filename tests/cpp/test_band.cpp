@@ -228,6 +228,32 @@ TEST(Band, NormalQuantileInvertsTheCdf) {
   }
   EXPECT_THROW(srift::normal_quantile(0.0), std::invalid_argument);
   EXPECT_THROW(srift::normal_quantile(1.0), std::invalid_argument);
+  // down to the least subnormal: finite and ordered (the refinement step was inf x 0 = NaN
+  // below ~1e-307, which reached the CLI as "nominal_s must be >= 0, got -nan")
+  double last = -INFINITY;
+  for (double p : {4.9e-324, 1e-320, 1e-315, 1e-310, 1e-307, 1e-300}) {
+    const double x = srift::normal_quantile(p);
+    EXPECT_TRUE(std::isfinite(x)) << p;
+    EXPECT_GT(x, last) << p;
+    last = x;
+  }
+  EXPECT_NEAR(srift::normal_quantile(1e-300), -37.0471, 1e-3);
+}
+
+TEST(Band, DeadlineProbabilityFarBelowTheBandIsTinyNotAnError) {
+  // A narrow band and a deadline ~37.6 sigma below the prediction: the band alone gives a
+  // subnormal probability, whose slices underflowed to 0 and made normal_quantile throw.
+  srift::SpotParams spot;
+  const BandFactors band{0.99, 1.07};
+  const double W = 3600, sigma_lo = -std::log(band.p10) / 1.2815515655446004;
+  for (double z : {-36.0, -37.6, -38.2, -38.5, -40.0}) {
+    const double D = W * std::exp(z * sigma_lo);
+    for (double rate : {0.0, 0.05}) {
+      const double p = srift::deadline_probability(W, band, rate, spot, D);
+      EXPECT_GE(p, 0.0) << z << " " << rate;
+      EXPECT_LE(p, srift::normal_cdf(z) * (1 + 1e-9)) << z << " " << rate;
+    }
+  }
 }
 
 TEST(Band, DeadlineProbabilityWithoutSpotIsTheBandsCdf) {

@@ -139,7 +139,7 @@ SearchRequest random_request(std::uint64_t seed) {
   // Iteration bands on half the spaces (a separate stream keeps the spaces above unchanged).
   std::mt19937_64 band_rng(seed * 31 + 17);
   if (uniform(band_rng, 0, 1) < 0.5) {
-    const bool some_unknown = uniform(band_rng, 0, 1) < 0.1;  // the floor is off then
+    const bool some_unknown = uniform(band_rng, 0, 1) < 0.1;
     for (Offer& o : r.offers) {
       o.band.compute = {uniform(band_rng, 0.7, 1.0), uniform(band_rng, 1.0, 1.6)};
       o.band.compute_several = {o.band.compute.p10 * 0.95, o.band.compute.p90 * 1.05};
@@ -157,8 +157,14 @@ SearchRequest random_request(std::uint64_t seed) {
     }
     const double confidences[] = {0.0, 0.5, 0.75, 0.9};
     r.deadline_confidence = confidences[integer(band_rng, 0, 3)];
+    if (some_unknown) r.deadline_confidence = 0;  // a confidence needs every band (SearchRequest::validate)
   }
   return r;
+}
+
+// Deadline probabilities equal to the bit, or both NaN (a plan with no band: unknown).
+void expect_same_probability(double a, double b, const std::string& ctx) {
+  EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << ctx << ": " << a << " vs " << b;
 }
 
 // Whether random_request gave the space bands and a deadline confidence.
@@ -215,11 +221,11 @@ void expect_same(const SearchRequest& r, const SearchResult& ex, const SearchRes
     for (std::size_t i = 0; i < ex.pareto.size(); ++i) expect_same_plan(ex.pareto[i], bb.pareto[i], ctx + " pareto");
   }
   for (std::size_t i = 0; i < ex.plans.size() && i < bb.plans.size(); ++i) {
-    EXPECT_EQ(ex.plans[i].deadline_probability, bb.plans[i].deadline_probability) << ctx;
+    expect_same_probability(ex.plans[i].deadline_probability, bb.plans[i].deadline_probability, ctx);
   }
   if (ex.plans.empty()) {
     expect_same_plan(ex.closest, bb.closest, ctx + " closest");
-    EXPECT_EQ(ex.closest.deadline_probability, bb.closest.deadline_probability) << ctx;
+    expect_same_probability(ex.closest.deadline_probability, bb.closest.deadline_probability, ctx);
     if (!ex.closest.groups.empty()) EXPECT_EQ(ex.why_none, bb.why_none) << ctx;  // (counts of infeasible differ)
     EXPECT_FALSE(bb.why_none.empty()) << ctx;
     // Note "closest": the closest plan keeps within the hard caps that do not bind.
@@ -483,6 +489,31 @@ TEST(Search, ABatchNoPlanHoldsIsCutAtTheRoot) {
     ++tested;
   }
   EXPECT_GT(tested, 50);
+}
+
+TEST(Search, AConfidenceNeedsEveryBandAndAPlanWithNoBandHasNoProbability) {
+  // A compute model with no held-out spread (srift's roofline model): the chance of meeting a
+  // deadline is unknown, not 1, and a deadline asked at a confidence is refused by name.
+  int tested = 0;
+  for (std::uint64_t seed = 0; seed < 200 && tested < 20; ++seed) {
+    SearchRequest r = random_request(seed);
+    r.deadline_confidence = 0;
+    for (Offer& o : r.offers) o.band.compute = o.band.compute_several = {NAN, NAN};
+    bind_constraints(r, seed);
+    if (r.objective != Objective::min_cost || !std::isfinite(r.deadline_s)) continue;
+    const SearchResult res = srift::search(r);
+    for (const Plan& p : res.plans) EXPECT_TRUE(std::isnan(p.deadline_probability)) << "seed " << seed;
+    tested += !res.plans.empty();
+    r.deadline_confidence = 0.9;
+    try {
+      srift::search(r);
+      ADD_FAILURE() << "seed " << seed << ": no throw";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("offers[0].band.compute must be known when deadline_confidence > 0"),
+                std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GE(tested, 20);
 }
 
 TEST(Search, PlansMeetTheDeadlineWithTheirConfidence) {

@@ -65,13 +65,18 @@ def test_confidence_holds_the_plans_band_on_demand(resnet50_profile):
         assert str(sure.best.cluster) != str(plain.best.cluster)
 
 
-def test_no_band_means_the_confidence_covers_preemption_alone(resnet50_profile):
+def test_no_band_means_no_probability_and_no_confidence(resnet50_profile):
+    """The roofline compute model has no held-out spread: a plan's chance of meeting the
+    deadline is unknown (NaN, null in JSON), not 1, and a confidence cannot be met."""
     roofline = EngineConfig(compute_model="roofline")
     plain = _rec(resnet50_profile, deadline_hours=12, config=roofline)
-    sure = _rec(resnet50_profile, deadline_hours=12, config=roofline, deadline_confidence=0.9)
-    assert str(sure.best.cluster) == str(plain.best.cluster)
-    assert math.isnan(sure.best.band_hours()[1])
-    assert sure.best.deadline_probability == 1.0  # on demand, no band: met or not
+    assert math.isnan(plain.best.band_hours()[1])
+    assert math.isnan(plain.best.deadline_probability)
+    d = plain.best.to_dict()
+    assert d["deadline_probability"] is None and d["total_hours_p90"] is None
+    with pytest.raises(ValueError, match=r"deadline_confidence=0.9 needs every offer's p10-p90 band, and \S+ "
+                                         r"\(on-demand, us-east-1\) has none"):
+        _rec(resnet50_profile, deadline_hours=12, config=roofline, deadline_confidence=0.9)
 
 
 def test_nothing_fits_says_the_probability(resnet50_profile):

@@ -236,6 +236,44 @@ def test_load_bad_cross_reference(tmp_path: Path, raw: dict) -> None:
         Catalog.load(_write(tmp_path, raw))
 
 
+def test_load_refuses_a_price_where_the_type_is_not_offered(tmp_path: Path, raw: dict) -> None:
+    # predict would price it there and the search would not offer it
+    raw["instances"]["p3.2xlarge"]["regions"] = ["us-west-2"]
+    with pytest.raises(ValueError, match=r"\$\.on_demand\['p3\.2xlarge'\]\['[a-z0-9-]+'\]: p3\.2xlarge is priced "
+                                         r"in '[a-z0-9-]+', which is not among \$\.instances\['p3\.2xlarge'\]\.regions"):
+        Catalog.load(_write(tmp_path, raw))
+
+
+def test_overridden_regions_take_their_prices_with_them(cat: Catalog) -> None:
+    assert cat.price("p3.2xlarge", "us-east-1") is not None
+    ov = cat.with_overrides({"schema": "srift.catalog-overrides/1",
+                             "instances": {"p3.2xlarge": {"regions": ["us-west-2"]}}})
+    assert ov.instance("p3.2xlarge").regions == ("us-west-2",)
+    assert ov.price("p3.2xlarge", "us-east-1") is None
+    assert ov.price("p3.2xlarge", "us-west-2") == cat.price("p3.2xlarge", "us-west-2")
+    assert ov.price("p3.2xlarge", "us-east-1", "spot") is None
+    # a price in the same file puts a region back
+    back = cat.with_overrides({"schema": "srift.catalog-overrides/1",
+                               "instances": {"p3.2xlarge": {"regions": ["us-west-2"]}},
+                               "prices": [{"instance": "p3.2xlarge", "region": "us-east-1", "market": "on-demand",
+                                           "usd_per_hour": 2.5}]})
+    assert set(back.instance("p3.2xlarge").regions) == {"us-east-1", "us-west-2"}
+    assert back.price("p3.2xlarge", "us-east-1") == 2.5
+
+
+def test_an_instance_gpu_memory_follows_its_overridden_gpu(cat: Catalog) -> None:
+    new_gpu = cat.with_overrides({"schema": "srift.catalog-overrides/1",
+                                  "instances": {"p3.2xlarge": {"gpu": "V100-32GB"}}})
+    assert new_gpu.instance("p3.2xlarge").gpu_memory_gib == 32.0
+    more = cat.with_overrides({"schema": "srift.catalog-overrides/1", "gpus": {"V100-16GB": {"memory_gib": 20}}})
+    assert {more.instance(n).gpu_memory_gib for n in ("p3.2xlarge", "p3.8xlarge", "p3.16xlarge")} == {20}
+    own = cat.with_overrides({"schema": "srift.catalog-overrides/1",
+                              "instances": {"p3.2xlarge": {"gpu": "V100-32GB", "gpu_memory_gib": 31.5}}})
+    assert own.instance("p3.2xlarge").gpu_memory_gib == 31.5
+    assert cat.with_overrides({"schema": "srift.catalog-overrides/1", "gpus": {"T4": {"fp16_tflops": 50.0}}}) \
+        .instance("g4dn.xlarge").gpu_memory_gib == cat.instance("g4dn.xlarge").gpu_memory_gib
+
+
 def test_load_bad_interruption_class(tmp_path: Path, raw: dict) -> None:
     raw["interruption"]["p3.2xlarge"]["us-east-1"] = "often"
     with pytest.raises(ValueError, match=r"\$\.interruption\['p3\.2xlarge'\]\['us-east-1'\]"):

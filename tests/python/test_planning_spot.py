@@ -24,7 +24,7 @@ def test_spot_plans_carry_their_preemption_estimate(resnet50_profile):
     for p in spot_plans:
         assert p.interruptions_per_hour > 0
         assert p.total_hours >= p.nominal_hours
-        assert p.p90_hours >= p.nominal_hours
+        assert p.preemption_p90_hours >= p.nominal_hours
 
 
 def test_risky_spot_costs_time_and_money(resnet50_profile):

@@ -187,6 +187,8 @@ def test_whole_instance_measurement_anchors_that_instance(fresh_profile):
     assert one.groups[0].compute_source == "measured-instance"
     assert one.iteration_s == pytest.approx(0.16, rel=1e-9)
     assert one.comm_s < 1e-9  # the allreduce inside the instance is in the measured 0.16 s
+    # ... so no link bounds the ring (it was "intra-node at 1e9 GB/s", the in-measurement sentinel)
+    assert (one.bottleneck, one.ring_gbytes_s, one.bottleneck_group) == ("none", 0.0, -1)
     fresh_profile.add_measurement("p3.16xlarge", local_batch=64, iteration_s=0.28, gpus=8)
     mid = srift.predict(fresh_profile, "1x p3.16xlarge", global_batch=8 * 48)
     assert mid.iteration_s == pytest.approx(0.16 + (0.28 - 0.16) * 16 / 32, rel=1e-9)

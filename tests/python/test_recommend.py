@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import pytest
@@ -83,6 +84,8 @@ def test_pareto_equals_brute_force_front(resnet50_profile, brute):
     assert len(got) == len(expected)
     for (h1, u1), (h2, u2) in zip(got, expected):
         assert h1 == pytest.approx(h2, rel=1e-9) and u1 == pytest.approx(u2, rel=1e-9)
+    d = json.loads(json.dumps(front.to_dict()))  # like every result: a dict JSON can carry
+    assert d["why_none"] == "" and [p["total_usd"] for p in d["plans"]] == [p.total_usd for p in front]
 
 
 def test_impossible_deadline_says_why_and_shows_the_fastest(resnet50_profile):

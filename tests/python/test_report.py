@@ -188,3 +188,12 @@ def test_predict_text_says_a_spot_cluster_is_priced_uninterrupted(resnet50_profi
     plain = report.prediction_text(srift.predict(resnet50_profile, "2x p4d.24xlarge", 256, iterations=1e5,
                                                  region="us-east-1"))
     assert "spot:" not in plain
+
+
+@pytest.mark.parametrize("value, thresholds, text", [
+    (0.899, (0.9,), "89.9%"), (0.8999, (0.9,), "89.99%"), (0.9, (0.9,), "90%"), (0.95, (0.9,), "95%"),
+    (0.7496, (0.9, 0.75), "74.96%"), (0.123, (0.9,), "12%"), (float("nan"), (0.9,), "unknown"), (None, (), "unknown")])
+def test_chance_never_rounds_across_a_threshold(value, thresholds, text):
+    from srift import report
+
+    assert report.chance(value, *thresholds) == text

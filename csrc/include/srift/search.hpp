@@ -87,7 +87,8 @@ struct SearchRequest {
   /// When > 0 the deadline must be met with this probability (e.g. 0.9) instead of in
   /// expectation: under spot preemption and each plan's iteration band together (band.hpp
   /// note "deadline probability"). 0, or in [0.5, 1): a deadline met less often than not is
-  /// no deadline, and the search's bounds rely on it.
+  /// no deadline, and the search's bounds rely on it. Every offer's band.compute and
+  /// band.compute_several must then be known (validate throws naming the offer).
   double deadline_confidence = 0;
   /// The held-out spread of multi-GPU steps over modelled or probed links, for the bands of
   /// the plans (with the offers' bands). Default: none.
@@ -132,7 +133,7 @@ struct Plan {
   SpotEstimate spot;     ///< the preemption assumptions and outcome (rate 0: none)
   IterationBand band;    ///< the iteration's p10-p90 band (unknown where the slowest group's compute band is)
   /// Chance that the run meets the request's deadline, preemption and band together (1 when
-  /// there is no deadline).
+  /// there is no deadline; NaN when the plan has no band: unknown, not certain).
   double deadline_probability = 1;
 };
 
