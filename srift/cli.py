@@ -497,7 +497,8 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     rec = recommend(prof, deadline_hours=args.deadline, budget_usd=args.budget,
                     max_usd_per_hour=args.max_usd_per_hour, catalog=catalog, top_k=args.top,
                     **_space_kwargs(args), **_recommend_kwargs(args))
-    why = report.why_best(rec.best, rec.alternatives, rec.objective) if rec.best is not None else None
+    why = (report.why_best(rec.best, rec.alternatives, rec.objective, feasible=rec.search.feasible)
+           if rec.best is not None else None)
     if args.emit:
         if rec.best is None:
             print(f"srift: no plan fits: {rec.why_none}", file=sys.stderr)
@@ -557,9 +558,10 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         if b.uses_spot:
             lines.append(
                 f"spot: {b.interruptions_per_hour * 24 * 30:.2f} interruptions/month expected across the plan, "
-                f"{b.expected_interruptions:.2f} in this run; checkpoint every "
-                f"{report.hours(b.checkpoint_interval_hours) if b.checkpoint_interval_hours else 'never'} "
-                f"({b.checkpoint_s:.1f} s each), restart {b.restart_s:.0f} s; with preemption alone (the "
+                f"{b.expected_interruptions:.2f} in this run; "
+                + (f"checkpoint every {report.hours(b.checkpoint_interval_hours)} ({b.checkpoint_s:.1f} s each)"
+                   if b.checkpoint_interval_hours else "no checkpoints (the run is shorter than their interval)")
+                + f", restart {b.restart_s:.0f} s; with preemption alone (the "
                 f"prediction taken as exact): expected {report.hours(b.total_hours)} vs "
                 f"{report.hours(b.nominal_hours)} uninterrupted, p90 {report.hours(b.preemption_p90_hours)}"
                 + (f", P(miss deadline) {b.miss_probability:.1%}" if rec.deadline_hours else ""))
@@ -597,7 +599,8 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"wrote the time-cost front to {args.plot}", file=sys.stderr)
     _emit(args, {"schema": PARETO_SCHEMA, "plans": [p.to_dict() for p in plans]},
-          lambda: f"{len(plans)} plans on the time-cost front (fastest first)\n" + report.plan_table(plans))
+          lambda: (f"{len(plans)} plan{'s' if len(plans) != 1 else ''} on the time-cost front (fastest first)\n"
+                   + report.plan_table(plans)))
     return 0
 
 

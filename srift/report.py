@@ -56,7 +56,11 @@ def count(value: float | None) -> str:
 def usd(value: float | None) -> str:
     if not _finite(value):
         return "-"
-    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
+    if value >= 1:
+        return f"${value:,.2f}"
+    if 0 < value < 1e-4:  # two significant digits, never "$0.0000" for a cost that is not 0
+        return f"${value:.{min(12, 1 - math.floor(math.log10(value)))}f}"
+    return f"${value:.4f}"
 
 
 def seconds(value: float | None) -> str:
@@ -91,14 +95,15 @@ def percent(value: float | None) -> str:
 
 def chance(value: float | None, *thresholds: float) -> str:
     """A probability as a percentage with as few decimals (0-3) as keep it on its side of each
-    threshold: 0.899 against 0.9 is "89.9%", not a "90%" that reads as meeting it."""
+    threshold, and off 0% and 100% unless it is exactly that: 0.899 against 0.9 is "89.9%",
+    not a "90%" that reads as meeting it; 0.9967 is "99.7%", not "100%"."""
     if not _finite(value):
         return "unknown"
     text = ""
     for digits in range(4):
         text = f"{value:.{digits}%}"
         shown = float(text[:-1]) / 100
-        if all((shown < t) == (value < t) for t in thresholds):
+        if all((shown < t) == (value < t) for t in (*thresholds, 1.0)) and (shown > 0) == (value > 0):
             break
     return text
 
@@ -219,29 +224,68 @@ def _broadcast_s(pred: Any) -> float:
     return value if _finite(value) else 0.0
 
 
+def _seconds_pair(a: float, b: float) -> tuple[str, str]:
+    """Two durations with as many digits as tell them apart ("1.02 ms vs 0.955 ms", not
+    "1.0 ms vs 1.0 ms")."""
+    for digits in (1, 2, 3, 4):
+        pair = tuple(f"{v * 1e3:.{digits}f} ms" if v < 1 else f"{v:.{digits + 2}f} s" for v in (a, b))
+        if pair[0] != pair[1] or a == b:
+            return pair[0], pair[1]
+    return pair[0], pair[1]
+
+
+def _interference_s(pred: Any) -> float:
+    value = getattr(pred, "interference_s", 0.0)
+    return value if _finite(value) else 0.0
+
+
 def _speed_reason(faster: Any, slower: Any) -> str:
-    """Why one prediction's iteration is shorter than another's, in a few words."""
+    """Why one prediction's iteration is shorter than another's, in a few words: the part of
+    the iteration (compute, exposed communication, buffer broadcast, optimizer step,
+    interference) that differs most in its favour."""
     f, s = faster.prediction, slower.prediction
-    d_compute = s.compute_s - f.compute_s
-    d_comm = s.exposed_comm_s - f.exposed_comm_s
-    d_buffers = _broadcast_s(s) - _broadcast_s(f)
-    if d_buffers > max(d_compute, d_comm, 0.0):
-        return (f"DDP's buffer broadcast takes {seconds(s.broadcast_s)} per iteration on the runner-up "
-                f"vs {seconds(f.broadcast_s)}")
-    if d_comm > d_compute and d_comm > 0:
-        return (f"{s.bottleneck} communication exposes {seconds(s.exposed_comm_s)} per iteration on the "
-                f"runner-up vs {seconds(f.exposed_comm_s)}")
+    parts = {"compute": s.compute_s - f.compute_s, "comm": s.exposed_comm_s - f.exposed_comm_s,
+             "buffers": _broadcast_s(s) - _broadcast_s(f), "optimizer": s.optimizer_s - f.optimizer_s,
+             "interference": _interference_s(s) - _interference_s(f)}
+    part = max(parts, key=lambda k: parts[k])
+    if part == "buffers":
+        mine, theirs = _seconds_pair(_broadcast_s(f), _broadcast_s(s))
+        return f"DDP's buffer broadcast takes {theirs} per iteration on the runner-up vs {mine}"
+    if part == "comm":
+        mine, theirs = _seconds_pair(f.exposed_comm_s, s.exposed_comm_s)
+        return f"{s.bottleneck} communication exposes {theirs} per iteration on the runner-up vs {mine}"
+    if part == "optimizer":
+        mine, theirs = _seconds_pair(f.optimizer_s, s.optimizer_s)
+        return f"its optimizer step takes {mine} vs {theirs} on the runner-up"
+    if part == "interference":
+        mine, theirs = _seconds_pair(_interference_s(f), _interference_s(s))
+        return f"collectives take {mine} of compute on shared cores vs {theirs} on the runner-up"
+    mine, theirs = _seconds_pair(f.compute_s, s.compute_s)
     if f.workers != s.workers:
         return (f"{'its GPU computes' if f.workers == 1 else f'its {f.workers} GPUs compute'} each iteration "
-                f"in {seconds(f.compute_s)} vs "
-                f"{seconds(s.compute_s)} on {s.workers}")
-    return f"compute takes {seconds(f.compute_s)} per iteration vs {seconds(s.compute_s)}"
+                f"in {mine} vs {theirs} on {s.workers}")
+    return f"compute takes {mine} per iteration vs {theirs}"
 
 
-def why_best(best: Any, alternatives: Sequence[Any], objective: str) -> str:
+def _time_reason(best: Any, runner_up: Any) -> str:
+    """Why ``best`` finishes sooner: its iterations (_speed_reason), or, where spot plans are
+    compared, less time lost to preemption when that is most of the difference."""
+    if best.uses_spot or runner_up.uses_spot:
+        lost = best.total_hours - best.nominal_hours
+        lost_other = runner_up.total_hours - runner_up.nominal_hours
+        if lost_other - lost > runner_up.nominal_hours - best.nominal_hours:
+            if not best.uses_spot:
+                return f"it is on demand, while preemption costs the runner-up {hours(lost_other)}"
+            return f"preemption costs it {hours(lost)} where it costs the runner-up {hours(lost_other)}"
+    return _speed_reason(best, runner_up)
+
+
+def why_best(best: Any, alternatives: Sequence[Any], objective: str, feasible: int | None = None) -> str:
     """One line on why ``best`` beat the runner-up under ``objective`` ("min_cost" or
     "max_throughput"). The runner-up is the best alternative with other instances; the same
-    instances in another region are mentioned only when they tie."""
+    instances in another region are mentioned only when they tie. ``feasible``: how many
+    plans the search found that meet the constraints (with no alternatives shown, more than
+    one means the runner-up was not asked for, not that there is none)."""
     others = [p for p in alternatives if not _same_instances(best, p)]
     twins = [p for p in alternatives if _same_instances(best, p)]
     tie_note = ""
@@ -253,6 +297,9 @@ def why_best(best: Any, alternatives: Sequence[Any], objective: str) -> str:
     if not others:
         if twins:  # the runner-up is the twin itself: its line says the tie already
             return _versus(best, twins[0], objective)
+        if feasible is not None and feasible > 1:
+            return (f"the {'cheapest' if objective == 'min_cost' else 'fastest'} of the plans that meet the "
+                    "constraints (no runner-up was asked for: --top 2 or more names it)")
         return "the only plan that meets the constraints"
     return _versus(best, others[0], objective) + tie_note
 
@@ -269,28 +316,36 @@ def _versus(best: Any, runner_up: Any, objective: str) -> str:
         if abs(saving) < 5e-4:  # within 0.05%: both prices as the table prints them
             mine, theirs = usd(best.total_usd), usd(runner_up.total_usd)
             cost = mine if mine == theirs else f"{mine} vs {theirs}"
-            return f"ties on cost with {other} ({cost}) and finishes no later"
+            if best.total_hours <= runner_up.total_hours:
+                return f"ties on cost with {other} ({cost}) and finishes no later"
+            by = f", cheaper by {_share(saving)}," if saving > 0 else ""
+            later = best.total_hours / runner_up.total_hours - 1 if runner_up.total_hours else 0.0
+            return f"ties on cost with {other} ({cost}){by} though it finishes {_share(later)} later"
         rate_saving = _pct(best.usd_per_hour, runner_up.usd_per_hour)
         time_saving = _pct(best.total_hours, runner_up.total_hours)
+        same_rate, same_time = abs(rate_saving) < 5e-4, abs(time_saving) < 5e-4
         head = (f"{saving:.1%} cheaper than {other} ({usd(best.total_usd)} vs {usd(runner_up.total_usd)}) "
                 f"because ")
+        rates = f"({usd(best.usd_per_hour)}/h vs {usd(runner_up.usd_per_hour)}/h)"
+        if same_time and rate_saving > 0:
+            return head + f"it runs as fast and costs {_share(rate_saving)} less per hour {rates}"
+        if same_rate and time_saving > 0:
+            return head + (f"it finishes {_share(time_saving)} sooner at the same hourly rate "
+                           f"({_time_reason(best, runner_up)})")
         if rate_saving >= 0 and time_saving >= 0:
             return head + (f"it is both {_share(time_saving)} faster and {_share(rate_saving)} cheaper per hour "
-                           f"({_speed_reason(best, runner_up)})")
+                           f"({_time_reason(best, runner_up)})")
         if rate_saving >= 0:
-            return head + (f"its hourly rate is {_share(rate_saving)} lower ({usd(best.usd_per_hour)}/h vs "
-                           f"{usd(runner_up.usd_per_hour)}/h), which outweighs running {_share(-time_saving)} longer")
+            return head + (f"its hourly rate is {_share(rate_saving)} lower {rates}, which outweighs running "
+                           f"{_share(-time_saving)} longer")
         return head + (f"it finishes {_share(time_saving)} sooner, which outweighs a {_share(-rate_saving)} higher "
-                       f"hourly rate ({_speed_reason(best, runner_up)})")
+                       f"hourly rate ({_time_reason(best, runner_up)})")
     if best.uses_spot or runner_up.uses_spot:
         # The search ranks by expected time under preemption, not by the uninterrupted speed.
-        sooner = runner_up.total_hours / best.total_hours - 1 if best.total_hours else 0.0
+        sooner = _pct(best.total_hours, runner_up.total_hours)
         if abs(sooner) >= 5e-4:
-            lost, lost_other = best.total_hours - best.nominal_hours, runner_up.total_hours - runner_up.nominal_hours
-            reason = (f"preemption costs it {hours(lost)} where it costs the runner-up {hours(lost_other)}"
-                      if best.samples_per_s <= runner_up.samples_per_s else _speed_reason(best, runner_up))
             return (f"finishes {sooner:.1%} sooner than {other} in expectation ({hours(best.total_hours)} vs "
-                    f"{hours(runner_up.total_hours)} with preemption) because {reason}")
+                    f"{hours(runner_up.total_hours)} with preemption) because {_time_reason(best, runner_up)}")
     gain = best.samples_per_s / runner_up.samples_per_s - 1 if runner_up.samples_per_s else 0.0
     if abs(gain) < 5e-4:
         if _same_instances(best, runner_up):
@@ -410,6 +465,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
         f"where the time goes: compute {percent(pred.compute_s / it)}, exposed communication "
         f"{percent(pred.exposed_comm_s / it)}, "
         + (f"buffer broadcast {percent(pred.broadcast_s / it)}, " if _broadcast_s(pred) > 0 else "")
+        + (f"interference {percent(_interference_s(pred) / it)}, " if _interference_s(pred) > 0 else "")
         + f"optimizer {percent(pred.optimizer_s / it)}; "
         f"{seconds(hidden)} of allreduce hides behind the backward",
         f"bottleneck link: {bottleneck_link(pred, catalog)}",
@@ -417,8 +473,11 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
            + (" (compute and the widest link part add in quadrature)" if len(pred.band_from) > 1 else "")]
           if getattr(pred, "band_from", None) else []),
         f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
-        f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; local batch up to "
-        f"{tightest.max_local_batch} "
-        + ("allowed (max_local_batch)" if tightest.max_local_batch == getattr(pred, "local_batch_cap", None) else "fits"),
+        f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; "
+        + (f"local batch up to {tightest.max_local_batch} allowed (max_local_batch)"
+           if tightest.max_local_batch == getattr(pred, "local_batch_cap", None) else
+           f"the whole global batch ({pred.global_batch}) would fit on one"
+           if tightest.max_local_batch >= pred.global_batch else
+           f"local batch up to {tightest.max_local_batch} fits"),
     ]
     return text + "\n" + "\n".join(extra)

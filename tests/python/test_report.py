@@ -55,12 +55,15 @@ def test_why_line_names_the_runner_up_and_the_reason(cheapest, fastest):
 def test_a_cost_tie_prints_both_prices_when_the_table_does():
     def plan(instance, usd, hours):
         return SimpleNamespace(cluster=SimpleNamespace(groups=[instance]), region="us-east-1", total_usd=usd,
-                               total_s=hours * 3600, usd_per_hour=usd / hours, prediction=None)
+                               total_hours=hours, usd_per_hour=usd / hours, prediction=None)
 
     best, other = plan("1x g7e.2xlarge", 26.3126, 7.82), plan("2x g5.2xlarge", 26.3152, 10.86)
     assert "ties on cost with 2x g5.2xlarge in us-east-1 ($26.31 vs $26.32)" in report._versus(best, other, "min_cost")
     same = plan("2x g5.2xlarge", 26.3127, 10.86)
     assert "($26.31) and finishes no later" in report._versus(best, same, "min_cost")
+    # a tie the search broke on cost alone may finish later: it says so (it said "no later")
+    sooner = plan("2x g5.2xlarge", 26.3127, 7.80)
+    assert report._versus(best, sooner, "min_cost").endswith("($26.31), cheaper by 0.0004%, though it finishes 0.3% later")
 
 
 def test_data_size_reads_in_binary_units():
@@ -71,7 +74,8 @@ def test_data_size_reads_in_binary_units():
 def test_speed_reason_names_the_buffer_broadcast_when_it_decides():
     def plan(compute, exposed, buffers, workers=16):
         return SimpleNamespace(prediction=SimpleNamespace(compute_s=compute, exposed_comm_s=exposed,
-                                                          broadcast_s=buffers, workers=workers, bottleneck="network"))
+                                                          broadcast_s=buffers, optimizer_s=0.002, workers=workers,
+                                                          bottleneck="network"))
 
     why = report._speed_reason(plan(0.1, 0.02, 0.001), plan(0.1, 0.02, 0.03))
     assert why.startswith("DDP's buffer broadcast takes 30.0 ms per iteration on the runner-up vs 1.0 ms")
@@ -144,12 +148,16 @@ def test_a_spot_plan_under_a_budget_wins_on_expected_time_and_says_so():
                                nominal_hours=nominal_h, total_hours=total_h, samples_per_s=samples_per_s,
                                total_usd=100.0, usd_per_hour=10.0, prediction=None)
 
-    best = plan(["9x p4d.24xlarge"], "us-east-1", 5.0, 5.2, 26_173.0, False)
+    best = plan(["9x p4d.24xlarge:spot"], "us-east-1", 5.0, 5.2, 26_173.0, True)
     other = plan(["9x p4d.24xlarge:spot", "1x p4d.24xlarge"], "us-east-1", 4.6, 5.6, 28_303.9, True)
     why = report._versus(best, other, "max_throughput")
-    assert why.startswith("finishes 7.7% sooner than") and "in expectation (5.20 h vs 5.60 h with preemption)" in why
+    # 1 - 5.2 / 5.6: how much sooner (it printed 5.6 / 5.2 - 1, how much longer the other takes)
+    assert why.startswith("finishes 7.1% sooner than") and "in expectation (5.20 h vs 5.60 h with preemption)" in why
     assert "preemption costs it 12.0 min where it costs the runner-up 1.00 h" in why
     assert "more samples/s" not in why
+    on_demand = plan(["9x p4d.24xlarge"], "us-east-1", 5.2, 5.2, 26_173.0, False)
+    assert report._versus(on_demand, other, "max_throughput").endswith(
+        "because it is on demand, while preemption costs the runner-up 1.00 h")
 
 
 def test_a_tie_with_the_twin_is_said_once():
@@ -197,3 +205,65 @@ def test_chance_never_rounds_across_a_threshold(value, thresholds, text):
     from srift import report
 
     assert report.chance(value, *thresholds) == text
+
+
+def _pred(compute=0.1, exposed=0.01, buffers=0.0, optimizer=0.002, interference=0.0, workers=8):
+    return SimpleNamespace(compute_s=compute, exposed_comm_s=exposed, broadcast_s=buffers, optimizer_s=optimizer,
+                           interference_s=interference, workers=workers, bottleneck="network")
+
+
+def _plan(groups, usd, hours, usd_per_hour, prediction=None, spot=False, nominal=None):
+    return SimpleNamespace(cluster=SimpleNamespace(groups=groups), region="us-east-1", total_usd=usd,
+                           total_hours=hours, usd_per_hour=usd_per_hour, prediction=prediction or _pred(),
+                           uses_spot=spot, nominal_hours=hours if nominal is None else nominal,
+                           samples_per_s=1000.0 / hours)
+
+
+def test_speed_reason_names_the_part_that_differs_most():
+    # the whole gap was the optimizer step, and "compute takes 89.2 ms per iteration vs 89.2 ms" was printed
+    why = report._speed_reason(SimpleNamespace(prediction=_pred(optimizer=0.0028)),
+                               SimpleNamespace(prediction=_pred(optimizer=0.0040)))
+    assert why == "its optimizer step takes 2.8 ms vs 4.0 ms on the runner-up"
+    why = report._speed_reason(SimpleNamespace(prediction=_pred(interference=0.001)),
+                               SimpleNamespace(prediction=_pred(interference=0.008)))
+    assert why == "collectives take 1.0 ms of compute on shared cores vs 8.0 ms on the runner-up"
+    # as many digits as tell two times apart: "1.0 ms vs 1.0 ms" said nothing
+    why = report._speed_reason(SimpleNamespace(prediction=_pred(exposed=0.000955)),
+                               SimpleNamespace(prediction=_pred(exposed=0.001024)))
+    assert why == "network communication exposes 1.02 ms per iteration on the runner-up vs 0.95 ms"
+
+
+def test_same_speed_cheaper_rate_is_not_called_faster():
+    best = _plan(["1x g5.xlarge"], 2.95, 2.93, 1.006)
+    other = _plan(["1x g5.2xlarge"], 3.55, 2.93, 1.212)
+    why = report._versus(best, other, "min_cost")
+    assert why.endswith("because it runs as fast and costs 17% less per hour ($1.01/h vs $1.21/h)")
+    assert "faster" not in why
+    faster = _plan(["1x g5.xlarge"], 2.90, 2.88, 1.006)
+    same_rate = _plan(["1x g5.4xlarge"], 3.62, 3.6, 1.006)
+    assert "it finishes 20% sooner at the same hourly rate (" in report._versus(faster, same_rate, "min_cost")
+
+
+def test_top_one_is_not_called_the_only_plan():
+    best = _plan(["1x g5.xlarge"], 2.95, 2.93, 1.006)
+    assert report.why_best(best, [], "min_cost", feasible=6).startswith("the cheapest of the plans that meet")
+    assert report.why_best(best, [], "max_throughput", feasible=6).startswith("the fastest of the plans")
+    assert report.why_best(best, [], "min_cost", feasible=1) == "the only plan that meets the constraints"
+
+
+def test_explain_adds_interference_and_says_when_the_global_batch_fits(resnet50_profile, catalog):
+    pred = predict(resnet50_profile, "2x g4dn.12xlarge", 16, catalog=catalog)
+    text = report.explain_prediction(pred, catalog)
+    assert "the whole global batch (16) would fit on one" in text and "local batch up to 16" not in text
+    overridden = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {
+        "g4dn.12xlarge": {"measured_comm_compute_s_per_gbyte": 0.05}}})
+    pred = predict(resnet50_profile, "2x g4dn.12xlarge", 256, catalog=overridden)
+    assert pred.interference_s > 0
+    line = next(x for x in report.explain_prediction(pred, overridden).splitlines() if x.startswith("where"))
+    shares = [float(s.split("%")[0].split()[-1]) for s in line.split(";")[0].split(",")]
+    assert "interference" in line and sum(shares) == pytest.approx(100, abs=len(shares) * 0.5)
+
+
+def test_tiny_costs_keep_two_significant_digits():
+    assert report.usd(5.04e-6) == "$0.0000050" and report.usd(0.00012) == "$0.0001" and report.usd(0.0) == "$0.0000"
+    assert report.usd(1.2e-13) == "$0.000000000000"  # past 12 decimals: as small as a cent's trillionth gets
