@@ -472,14 +472,12 @@ def blend_leave_one_source_out(w) -> None:
         print(json.dumps(out))
 
 
-def measured_other_batch(w) -> None:
-    """A GPU type measured at one batch, predicted at another (every DDP plan's local batch is
-    the global batch over its GPUs): the measurement scales a prior's batch curve, the roofline's
-    or the no-measurement model's as the engine builds it (srift.engine note "measured batch
-    shape"; the absolute model held out by GPU chip, on its batch grid, dominance-clipped).
-    Pairs of 1-GPU rows of one source, model, GPU and precision at two batches (Gavel's and
-    Sia's; Lambda times one batch per GPU); GPU targets; beside the per-sample time held
-    constant."""
+def _measured_other_batch_rows(w, held_out: str) -> dict[str, list]:
+    """Per source, one row per pair (a measured, b predicted): log truth, log predictions from
+    the roofline's, the model's and the halfway curve (its corrections halved), the per-sample
+    constant, |log batch ratio|, and the halfway curve as the core builds it (the geometric mean
+    of the roofline's and the model's fitted line, fitted again). `held_out`: "chip" or
+    "model", what the absolute model is fitted without."""
     from srift import _core
     from srift.learn.datasets import device_peaks
     from srift.learn.dominance import guarded_correction, reference_gpus
@@ -488,40 +486,74 @@ def measured_other_batch(w) -> None:
     from srift.learn.models import absolute_on_grid
 
     Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
-    chips_a = np.array([r.chip for _, r in meta_a])
+    unit_a = np.array([(r.chip if held_out == "chip" else r.workload) for _, r in meta_a])
     peaks = device_peaks()
     absolute: dict[str, object] = {}
     out: dict[str, list] = {}
     for source, a, b in batch_pairs(compute_rows()):
-        if a.chip not in absolute:
+        unit = a.chip if held_out == "chip" else a.workload
+        if unit not in absolute:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                absolute[a.chip] = shipped_factory("absolute")().fit(Xa[chips_a != a.chip], ya[chips_a != a.chip])
+                absolute[unit] = shipped_factory("absolute")().fit(Xa[unit_a != unit], ya[unit_a != unit])
         wl, g = w[a.workload], peaks[a.gpu]
         point = [_core.Measurement(a.batch, a.per_sample_s * a.batch)]
         prior = roofline(wl, g, a.precision)
-        refs = reference_gpus({a.chip})
-        corr = lambda grid: guarded_correction(absolute[a.chip].predict, wl, g, grid, a.precision, refs)  # noqa: B023
-        learned = absolute_on_grid(prior, corr, 4 * max(a.batch, b.batch), token_slope=True)
-        halfway = absolute_on_grid(prior, lambda grid: 0.5 * corr(grid), 4 * max(a.batch, b.batch))  # noqa: B023
+        refs = reference_gpus({a.chip} if held_out == "chip" else ())
+        corr = lambda grid: guarded_correction(absolute[unit].predict, wl, g, grid, a.precision, refs)  # noqa: B023
+        span = 4 * max(a.batch, b.batch)
+        learned = absolute_on_grid(prior, corr, span, token_slope=True)
+        halfway = absolute_on_grid(prior, lambda grid: 0.5 * corr(grid), span)  # noqa: B023
+
+        def total(m, x):
+            return m.compute_s(x) + m.optimizer_s
+
+        core_halfway = absolute_on_grid(prior, lambda grid: [0.5 * math.log(total(learned, x) / total(prior, x))  # noqa: B023
+                                                             for x in grid], span)
         row = [math.log(b.per_sample_s)]
         for m in (_core.anchor_to_measurements(prior, point), _core.anchor_to_measurements(learned, point),
                   _core.anchor_to_measurements(halfway, point)):
-            row.append(math.log((m.compute_s(b.batch) + m.optimizer_s) / b.batch))
+            row.append(math.log(total(m, b.batch) / b.batch))
         row.append(math.log(a.per_sample_s))
         row.append(abs(math.log(b.batch / a.batch)))
+        row.append(math.log(total(_core.anchor_to_measurements(core_halfway, point), b.batch) / b.batch))
         out.setdefault(source, []).append(row)
+    return out
+
+
+def _print_measured_other_batch(split: str, out: dict[str, list]) -> None:
+    for source in [*sorted(out), "ALL"]:
+        v = np.array(out[source] if source != "ALL" else [r for rs in out.values() for r in rs])
+        print(json.dumps({"split": f"{split}/{source}",
+                          "constant_per_sample": stats(ape(v[:, 4], v[:, 0])),
+                          "roofline_batch_shape": stats(ape(v[:, 1], v[:, 0])),
+                          "learned_batch_shape": stats(ape(v[:, 2], v[:, 0])),
+                          "halfway_batch_shape": stats(ape(v[:, 3], v[:, 0])),
+                          "halfway_as_the_core_builds_it": stats(ape(v[:, 6], v[:, 0])),
+                          "batch_ratio_p90": round(float(np.exp(np.percentile(v[:, 5], 90))), 1)}))
+
+
+def measured_other_batch(w) -> None:
+    """A GPU type measured at one batch, predicted at another (every DDP plan's local batch is
+    the global batch over its GPUs): the measurement scales a prior's batch curve, the roofline's
+    or the no-measurement model's as the engine builds it (srift.engine note "measured batch
+    shape"; the absolute model held out by GPU chip, on its batch grid, dominance-clipped).
+    Pairs of 1-GPU rows of one source, model, GPU and precision at two batches (Gavel's and
+    Sia's; Lambda times one batch per GPU); GPU targets; beside the per-sample time held
+    constant. Then the same with the absolute model held out by workload (a user's new model:
+    no row of it at any batch in training), compute_measured_other_batch_leave_one_model_out."""
+    out = _measured_other_batch_rows(w, "chip")
     # The band away from the measured batch (srift.learn.measured_band note "measured band"):
-    # the halfway curve's log residual per e-fold of batch, its p10 / p90 as `srift train` fits
-    # it (both sources) beside the shipped one, and each source's pairs inside the band of the
-    # other source.
+    # the model's curve's log residual per e-fold of batch (the engine's, note "measured batch
+    # shape"), its p10 / p90 as `srift train` fits it (both sources) beside the shipped one, and
+    # each source's pairs inside the band of the other source.
     from srift.learn import default_models
     from srift.learn.datasets import lambda_repeats
     from srift.learn.measured_band import fit_measured_band, repeat_residuals
 
-    halfway_resid = {s: np.array([[r[0] - r[3], r[5]] for r in rows]) for s, rows in out.items()}
+    learned_resid = {s: np.array([[r[0] - r[2], r[5]] for r in rows]) for s, rows in out.items()}
 
-    fitted = fit_measured_band(repeat_residuals(lambda_repeats()), halfway_resid)
+    fitted = fit_measured_band(repeat_residuals(lambda_repeats()), learned_resid)
     (n10, n90), (e10, e90) = default_models().measured_band()
     print(json.dumps({"split": "interval_coverage/measured_band", "refitted": {k: {"p10": round(v["p10"], 4), "p90": round(v["p90"], 4)}
                                                                                for k, v in fitted.items() if k in ("noise", "per_e_fold")},
@@ -531,19 +563,14 @@ def measured_other_batch(w) -> None:
         print(json.dumps({"split": f"interval_coverage/measured_other_batch/{source}", "band_from": "other source",
                           "per_e_fold_p10": round(cov["band_p10"], 4), "per_e_fold_p90": round(cov["band_p90"], 4),
                           "inside_p10_p90": round(cov["inside_p10_p90"], 3), "n": cov["n"]}))
-    for source, v in halfway_resid.items():
+    for source, v in learned_resid.items():
         r, d = v[:, 0], v[:, 1]
         inside = np.mean((r >= math.log(e10) * d) & (r <= math.log(e90) * d))
         print(json.dumps({"split": f"interval_coverage/measured_other_batch/{source}", "band_from": "shipped (both)",
                           "inside_p10_p90": round(float(inside), 3), "n": len(r)}))
-    for source in [*sorted(out), "ALL"]:
-        v = np.array(out[source] if source != "ALL" else [r for rs in out.values() for r in rs])
-        print(json.dumps({"split": f"compute_measured_other_batch/{source}",
-                          "constant_per_sample": stats(ape(v[:, 4], v[:, 0])),
-                          "roofline_batch_shape": stats(ape(v[:, 1], v[:, 0])),
-                          "learned_batch_shape": stats(ape(v[:, 2], v[:, 0])),
-                          "halfway_batch_shape": stats(ape(v[:, 3], v[:, 0])),
-                          "batch_ratio_p90": round(float(np.exp(np.percentile(v[:, 5], 90))), 1)}))
+    _print_measured_other_batch("compute_measured_other_batch", out)
+    _print_measured_other_batch("compute_measured_other_batch_leave_one_model_out",
+                                _measured_other_batch_rows(w, "model"))
 
 
 def several_anchors(held_out: str, meta, log_error: np.ndarray, ok: np.ndarray) -> None:

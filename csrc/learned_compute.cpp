@@ -825,12 +825,19 @@ LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, co
 }
 
 // Note "measured batch shape": every DDP plan runs its own local batch (the global batch over
-// its GPUs), so a GPU measured at one batch is predicted at others. Scaling the roofline's batch
-// curve through the measurement leaves its fixed per-iteration cost too small; the learned
-// model's curve alone is better on held-out pairs but goes astray far outside its training
-// batches (NCF at 1/8 of a 1 M batch: 25-71% too slow on NVIDIA's rows). Halfway between them,
-// in log time, held out by GPU chip on Gavel's and Sia's pairs: roofline 25.4 / 98, learned
-// 20.3 / 84, halfway 20.4 / 79 median / p90 APE (bench/accuracy.py compute_measured_other_batch).
+// its GPUs), so a GPU measured at one batch is predicted at others, along a curve scaled through
+// the measurement. The roofline's curve leaves the fixed per-iteration cost too small; the
+// learned model's (predict_absolute) is shipped. On Gavel's and Sia's pairs of 1-GPU rows at two
+// batches, median / p90 APE (bench/accuracy.py compute_measured_other_batch):
+//                                      roofline     halfway (in log)   learned
+//   absolute model held out by chip    25.4 / 98    19.4 / 75          16.0 / 56
+//   ... held out by workload           25.4 / 98    19.9 / 78          17.2 / 62
+// and on NVIDIA's one-GPU rows (bench/external_nvidia.py) other batch 6.9 / 23, 5.1 / 16,
+// 1.7 / 8; anchored on another GPU 8.7 / 25 (halfway), 7.2 / 19 (learned). Halfway was shipped
+// until a flat learned curve stopped being fitted through the origin (changelog "A flat curve
+// stays flat"; the learned column read 20.3 / 84). What the learned curve still gets wrong:
+// NCF's multi-GPU rows at 1/8-1/16 of the 1 M batch the 1-GPU row measured come out 25-71% too
+// slow (halfway +1 to +28%); every NCF row it trained on is at 2.5-10 M.
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {
@@ -841,14 +848,8 @@ ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpe
   for (const Measurement& m : measurements) one_batch = one_batch && m.local_batch == measurements.front().local_batch;
   if (!one_batch) return anchor_to_measurements(roofline, measurements);
   const ComputeModel learned = predict_absolute(w, gpu, precision, max_batch).model;
-  const std::vector<double> grid = batch_grid(max_batch);
-  std::vector<double> t(grid.size());
-  for (std::size_t i = 0; i < grid.size(); ++i) {
-    t[i] = std::sqrt((roofline.compute_s(grid[i]) + roofline.optimizer_s) *
-                     (learned.compute_s(grid[i]) + learned.optimizer_s));
-  }
-  const auto [fixed, per_sample] = affine_relative_fit(grid, t);
-  return anchor_to_measurements(split_like(roofline, fixed, per_sample), measurements);
+  return anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
+                                measurements);
 }
 
 }  // namespace srift

@@ -9,9 +9,9 @@ things still move the truth away from the prediction:
                  because a slow host is more common than a fast one (the first "H100 80GB
                  SXM5" host runs 6-8% below the five others on every model).
   per e-fold     a GPU measured at one local batch and predicted at another (every plan whose
-                 local batch differs from the profiled one): the measurement scales a curve
-                 halfway between the roofline's and the no-measurement model's
-                 (srift::LearnedCompute note "measured batch shape"); the log residual of that
+                 local batch differs from the profiled one): the measurement scales the
+                 no-measurement model's curve (srift::LearnedCompute note "measured batch
+                 shape"); the log residual of that
                  prediction per e-fold of batch, log(truth / prediction) / |log(b / b_measured)|,
                  its p10 / p90 over the pairs of 1-GPU rows of one source, model, GPU and
                  precision at two batches (Gavel's and Sia's: Lambda times one batch per GPU),
@@ -78,11 +78,11 @@ def other_batch_residuals(rows: list[Any], workloads: dict[str, WorkloadInfo],
         prior = roofline(wl, g, a.precision)
         refs = reference_gpus({a.chip})
 
-        def half(grid: Any, model: Any = model, wl: WorkloadInfo = wl, g: Any = g, a: Any = a,
-                 refs: Any = refs) -> Any:
-            return 0.5 * guarded_correction(model.predict, wl, g, grid, a.precision, refs)
+        def correction(grid: Any, model: Any = model, wl: WorkloadInfo = wl, g: Any = g, a: Any = a,
+                       refs: Any = refs) -> Any:
+            return guarded_correction(model.predict, wl, g, grid, a.precision, refs)
 
-        curve = absolute_on_grid(prior, half, 4 * max(a.batch, b.batch))
+        curve = absolute_on_grid(prior, correction, 4 * max(a.batch, b.batch), token_slope=True)
         scaled = _core.anchor_to_measurements(curve, [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
         predicted = (scaled.compute_s(b.batch) + scaled.optimizer_s) / b.batch
         out[source].append((math.log(b.per_sample_s / predicted), abs(math.log(b.batch / a.batch))))
@@ -136,8 +136,8 @@ def fit_measured_band(noise: np.ndarray, other_batch: dict[str, np.ndarray]) -> 
                   "data": "Lambda's repeated 1-GPU throughputs, each against the median of its group's others"},
         "per_e_fold": {"p10": math.exp(f_lo), "p90": math.exp(f_hi),
                        "n": {s: int(v.size) for s, v in sorted(per_fold.items())},
-                       "data": "pairs of 1-GPU rows at two batches (one source, model, GPU, precision), the halfway "
-                               "batch curve, the absolute model held out by the pair's GPU chip",
+                       "data": "pairs of 1-GPU rows at two batches (one source, model, GPU, precision), the "
+                               "no-measurement model's batch curve, the absolute model held out by the pair's GPU chip",
                        "coverage_from_other_source": coverage},
     }
 

@@ -649,7 +649,7 @@ def train_lab_band(make: Callable[[], Any], data: tuple, workloads: dict[str, Wo
 
 def train_measured_band(make: Callable[[], Any], data: tuple, workloads: dict[str, WorkloadInfo]) -> dict[str, Any]:
     """The band of a GPU type the profile measured (srift.learn.measured_band note "measured
-    band"): the noise of Lambda's repeats, and the halfway batch curve's residual per e-fold of
+    band"): the noise of Lambda's repeats, and the no-measurement model's batch curve's residual per e-fold of
     batch with the shipped absolute model (`make`, fitted on `data`: absolute_dataset's tuple)
     held out by each pair's GPU chip."""
     from srift.learn.datasets import lambda_repeats

@@ -127,10 +127,10 @@ def test_other_batch_residuals_follow_the_engines_measured_batch_curve() -> None
     w = load_workloads()
     out = other_batch_residuals([a, b], w, lambda chip: Constant())
     assert list(out) == ["gavel"] and out["gavel"].shape == (2, 2)
-    # with no dominance clip binding a constant correction, the halfway curve is the roofline's
-    # shape raised by exp(0.15): through the measurement, the roofline's batch curve
+    # with no dominance clip binding a constant correction, the model's curve is the roofline's
+    # shape raised by exp(0.3): through the measurement, the roofline's batch curve
     prior = roofline(w[a.workload], device_peaks()[a.gpu], a.precision)
-    curve = absolute_on_grid(prior, lambda grid: np.full(len(grid), 0.15), 4 * max(a.batch, b.batch))
+    curve = absolute_on_grid(prior, lambda grid: np.full(len(grid), 0.3), 4 * max(a.batch, b.batch), token_slope=True)
     scaled = _core.anchor_to_measurements(curve, [_core.Measurement(a.batch, a.per_sample_s * a.batch)])
     predicted = (scaled.compute_s(b.batch) + scaled.optimizer_s) / b.batch
     resid, folds = out["gavel"][0]

@@ -202,9 +202,9 @@ class LearnedCompute {
                                         double max_batch) const;
   /// Compute on a GPU type the workload was measured on (note "measured batch shape"). Two or
   /// more distinct batches fit their own line: anchor_to_measurements(roofline, measurements).
-  /// One batch says nothing of how the time grows with the batch, so it scales a curve
-  /// halfway, in log time, between `roofline` (this GPU's roofline estimate, seconds) and
-  /// predict_absolute's, fitted on the batch grid of `max_batch` and split as `roofline`.
+  /// One batch says nothing of how the time grows with the batch, so it scales
+  /// predict_absolute's line (on the batch grid of `max_batch`) through the measurement, its
+  /// terms split as `roofline` (this GPU's roofline estimate, seconds).
   /// Throws std::invalid_argument on no measurements or a bad batch or time.
   ComputeModel measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                               const std::vector<Measurement>& measurements, Precision precision,
