@@ -497,7 +497,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     rec = recommend(prof, deadline_hours=args.deadline, budget_usd=args.budget,
                     max_usd_per_hour=args.max_usd_per_hour, catalog=catalog, top_k=args.top,
                     **_space_kwargs(args), **_recommend_kwargs(args))
-    why = (report.why_best(rec.best, rec.alternatives, rec.objective, feasible=rec.search.feasible)
+    why = (report.why_best(rec.best, rec.alternatives, rec.objective, top_k=args.top)
            if rec.best is not None else None)
     if args.emit:
         if rec.best is None:
@@ -551,7 +551,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                       f"{' and preemption' if b.uses_spot else ''}"
                       + (f" (p90 {report.hours(p90_hours)})" if math.isfinite(p90_hours) else ""))
             if args.confidence:
-                lines.append(f"deadline: {chance}; asked for {args.confidence:.0%}")
+                lines.append(f"deadline: {chance}; asked for {args.confidence * 100:g}%")
             elif b.deadline_probability < 0.9:
                 lines.append(f"caution: {chance}, as predicted but not with 90% confidence; --confidence 0.9 "
                              f"asks for a plan that is (the band is held-out measurements' spread; --explain)")
@@ -560,7 +560,9 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                 f"spot: {b.interruptions_per_hour * 24 * 30:.2f} interruptions/month expected across the plan, "
                 f"{b.expected_interruptions:.2f} in this run; "
                 + (f"checkpoint every {report.hours(b.checkpoint_interval_hours)} ({b.checkpoint_s:.1f} s each)"
-                   if b.checkpoint_interval_hours else "no checkpoints (the run is shorter than their interval)")
+                   if b.checkpoint_interval_hours else
+                   "no checkpoints (no interruptions expected)" if not b.interruptions_per_hour else
+                   "no checkpoints (for a run this short they cost more than the restarts they save)")
                 + f", restart {b.restart_s:.0f} s; with preemption alone (the "
                 f"prediction taken as exact): expected {report.hours(b.total_hours)} vs "
                 f"{report.hours(b.nominal_hours)} uninterrupted, p90 {report.hours(b.preemption_p90_hours)}"

@@ -382,9 +382,9 @@ class Engine:
                                            self.optimizer_bytes(), self._roofline)
             def fit(points: list[_core.Measurement]) -> _core.ComputeModel:
                 if self.config.compute_model == "learned":
-                    # One batch measured scales a curve halfway between the roofline's and the
-                    # no-measurement model's (srift::LearnedCompute note "measured batch shape");
-                    # two or more fit their own line.
+                    # One batch measured scales the no-measurement model's curve through it
+                    # (srift::LearnedCompute note "measured batch shape"); two or more fit their
+                    # own line.
                     from srift.learn import default_models
 
                     return default_models().measured_model(self.profile, gpu_key, self.catalog, self.precision,

@@ -99,13 +99,21 @@ def chance(value: float | None, *thresholds: float) -> str:
     not a "90%" that reads as meeting it; 0.9967 is "99.7%", not "100%"."""
     if not _finite(value):
         return "unknown"
-    text = ""
+    bounds = (*thresholds, 1.0)
     for digits in range(4):
         text = f"{value:.{digits}%}"
         shown = float(text[:-1]) / 100
-        if all((shown < t) == (value < t) for t in (*thresholds, 1.0)) and (shown > 0) == (value > 0):
-            break
-    return text
+        if all((shown < t) == (value < t) for t in bounds) and (shown > 0) == (value > 0):
+            return text
+    # three decimals still round onto a bound: say which side of it the value is
+    if value > 0 and shown == 0:
+        return "< 0.001%"
+    crossed = min((t for t in bounds if value < t <= shown), default=None)
+    if crossed == 1.0:
+        return "> 99.999%"
+    if crossed is not None:
+        return f"< {crossed * 100:g}%"
+    return f"> {min(t for t in bounds if shown < t <= value) * 100:g}%"
 
 
 # ---- tables ---------------------------------------------------------------------------------
@@ -280,12 +288,12 @@ def _time_reason(best: Any, runner_up: Any) -> str:
     return _speed_reason(best, runner_up)
 
 
-def why_best(best: Any, alternatives: Sequence[Any], objective: str, feasible: int | None = None) -> str:
+def why_best(best: Any, alternatives: Sequence[Any], objective: str, top_k: int | None = None) -> str:
     """One line on why ``best`` beat the runner-up under ``objective`` ("min_cost" or
     "max_throughput"). The runner-up is the best alternative with other instances; the same
-    instances in another region are mentioned only when they tie. ``feasible``: how many
-    plans the search found that meet the constraints (with no alternatives shown, more than
-    one means the runner-up was not asked for, not that there is none)."""
+    instances in another region are mentioned only when they tie. ``top_k``: how many plans
+    the search was asked for (1: no alternatives were asked for, so none shown says nothing of
+    whether others meet the constraints)."""
     others = [p for p in alternatives if not _same_instances(best, p)]
     twins = [p for p in alternatives if _same_instances(best, p)]
     tie_note = ""
@@ -297,9 +305,9 @@ def why_best(best: Any, alternatives: Sequence[Any], objective: str, feasible: i
     if not others:
         if twins:  # the runner-up is the twin itself: its line says the tie already
             return _versus(best, twins[0], objective)
-        if feasible is not None and feasible > 1:
-            return (f"the {'cheapest' if objective == 'min_cost' else 'fastest'} of the plans that meet the "
-                    "constraints (no runner-up was asked for: --top 2 or more names it)")
+        if top_k == 1:
+            return (f"the {'cheapest' if objective == 'min_cost' else 'fastest'} plan that meets the constraints "
+                    "(no runner-up was asked for, so none is compared)")
         return "the only plan that meets the constraints"
     return _versus(best, others[0], objective) + tie_note
 

@@ -152,9 +152,9 @@ class CostModels:
                        measurements: list[Any], max_batch: float | None = None) -> Any:
         """The ComputeModel of catalog GPU `gpu_key` that `profile` was measured on
         (`measurements`: _core.Measurement at its local batches): two or more batches fit their
-        own line through `roofline` (its roofline estimate); one batch scales a curve halfway
-        between the roofline's and the no-measurement model's (srift::LearnedCompute note
-        "measured batch shape", evaluated by the core)."""
+        own line through `roofline` (its roofline estimate); one batch scales the no-measurement
+        model's curve through it, split as `roofline` (srift::LearnedCompute note "measured
+        batch shape", evaluated by the core)."""
         mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
         return self.learned_compute.measured_model(core_workload_stats(workload_from_profile(profile)),
                                                    gpu_spec(peaks_from_catalog(catalog, gpu_key)), roofline,

@@ -200,7 +200,10 @@ def test_predict_text_says_a_spot_cluster_is_priced_uninterrupted(resnet50_profi
 
 @pytest.mark.parametrize("value, thresholds, text", [
     (0.899, (0.9,), "89.9%"), (0.8999, (0.9,), "89.99%"), (0.9, (0.9,), "90%"), (0.95, (0.9,), "95%"),
-    (0.7496, (0.9, 0.75), "74.96%"), (0.123, (0.9,), "12%"), (float("nan"), (0.9,), "unknown"), (None, (), "unknown")])
+    (0.7496, (0.9, 0.75), "74.96%"), (0.123, (0.9,), "12%"), (float("nan"), (0.9,), "unknown"), (None, (), "unknown"),
+    # never 100% short of certain, never 0% above nothing, never a rounded threshold
+    (0.99669, (0.9,), "99.7%"), (0.99999912, (0.9,), "> 99.999%"), (1.0, (0.9,), "100%"),
+    (0.89999999, (0.9,), "< 90%"), (1e-7, (0.9,), "< 0.001%"), (0.0, (0.9,), "0%")])
 def test_chance_never_rounds_across_a_threshold(value, thresholds, text):
     from srift import report
 
@@ -246,9 +249,11 @@ def test_same_speed_cheaper_rate_is_not_called_faster():
 
 def test_top_one_is_not_called_the_only_plan():
     best = _plan(["1x g5.xlarge"], 2.95, 2.93, 1.006)
-    assert report.why_best(best, [], "min_cost", feasible=6).startswith("the cheapest of the plans that meet")
-    assert report.why_best(best, [], "max_throughput", feasible=6).startswith("the fastest of the plans")
-    assert report.why_best(best, [], "min_cost", feasible=1) == "the only plan that meets the constraints"
+    assert report.why_best(best, [], "min_cost", top_k=1) == (
+        "the cheapest plan that meets the constraints (no runner-up was asked for, so none is compared)")
+    assert report.why_best(best, [], "max_throughput", top_k=1).startswith("the fastest plan that meets")
+    # asked for more and got one back: it is the only one
+    assert report.why_best(best, [], "min_cost", top_k=3) == "the only plan that meets the constraints"
 
 
 def test_explain_adds_interference_and_says_when_the_global_batch_fits(resnet50_profile, catalog):
