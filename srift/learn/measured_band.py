@@ -16,8 +16,8 @@ things still move the truth away from the prediction:
                  its p10 / p90 over the pairs of 1-GPU rows of one source, model, GPU and
                  precision at two batches (Gavel's and Sia's: Lambda times one batch per GPU),
                  the absolute model held out by the pair's GPU chip. Both sources pooled, as
-                 each alone covers the other poorly (Sia's band holds 67% of Gavel's pairs,
-                 Gavel's 91% of Sia's; `coverage_from_other_source`).
+                 each alone covers the other poorly (Sia's band holds 65% of Gavel's pairs,
+                 Gavel's 92% of Sia's; `coverage_from_other_source`).
 The engine's band of a measured GPU type is the noise band at the measured batch and widens
 with the e-folds away from it (csrc/include/srift/band.hpp note "measured batch band"). Both are
 fitted by `srift train` and shipped in compute_absolute.json ("measured_band"); EngineConfig's
