@@ -233,7 +233,7 @@ def _broadcast_s(pred: Any) -> float:
 
 
 def _seconds_pair(a: float, b: float) -> tuple[str, str]:
-    """Two durations with as many digits as tell them apart ("1.02 ms vs 0.955 ms", not
+    """Two durations with as many digits as tell them apart ("1.02 ms vs 0.95 ms", not
     "1.0 ms vs 1.0 ms")."""
     for digits in (1, 2, 3, 4):
         pair = tuple(f"{v * 1e3:.{digits}f} ms" if v < 1 else f"{v:.{digits + 2}f} s" for v in (a, b))
