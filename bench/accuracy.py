@@ -474,10 +474,10 @@ def blend_leave_one_source_out(w) -> None:
 
 def _measured_other_batch_rows(w, held_out: str) -> dict[str, list]:
     """Per source, one row per pair (a measured, b predicted): log truth, log predictions from
-    the roofline's, the model's and the halfway curve (its corrections halved), the per-sample
-    constant, |log batch ratio|, and the halfway curve as the core builds it (the geometric mean
-    of the roofline's and the model's fitted line, fitted again). `held_out`: "chip" or
-    "model", what the absolute model is fitted without."""
+    the roofline's, the model's and the halfway curve (as the core built it before 29d84b7: the
+    geometric mean of the roofline's and the model's fitted line, fitted again), the per-sample
+    constant, and |log batch ratio|. `held_out`: "chip" or "model", what the absolute model is
+    fitted without."""
     from srift import _core
     from srift.learn.datasets import device_peaks
     from srift.learn.dominance import guarded_correction, reference_gpus
@@ -503,20 +503,18 @@ def _measured_other_batch_rows(w, held_out: str) -> dict[str, list]:
         corr = lambda grid: guarded_correction(absolute[unit].predict, wl, g, grid, a.precision, refs)  # noqa: B023
         span = 4 * max(a.batch, b.batch)
         learned = absolute_on_grid(prior, corr, span, token_slope=True)
-        halfway = absolute_on_grid(prior, lambda grid: 0.5 * corr(grid), span)  # noqa: B023
 
         def total(m, x):
             return m.compute_s(x) + m.optimizer_s
 
-        core_halfway = absolute_on_grid(prior, lambda grid: [0.5 * math.log(total(learned, x) / total(prior, x))  # noqa: B023
-                                                             for x in grid], span)
+        halfway = absolute_on_grid(prior, lambda grid: [0.5 * math.log(total(learned, x) / total(prior, x))  # noqa: B023
+                                                        for x in grid], span)
         row = [math.log(b.per_sample_s)]
         for m in (_core.anchor_to_measurements(prior, point), _core.anchor_to_measurements(learned, point),
                   _core.anchor_to_measurements(halfway, point)):
             row.append(math.log(total(m, b.batch) / b.batch))
         row.append(math.log(a.per_sample_s))
         row.append(abs(math.log(b.batch / a.batch)))
-        row.append(math.log(total(_core.anchor_to_measurements(core_halfway, point), b.batch) / b.batch))
         out.setdefault(source, []).append(row)
     return out
 
@@ -529,7 +527,6 @@ def _print_measured_other_batch(split: str, out: dict[str, list]) -> None:
                           "roofline_batch_shape": stats(ape(v[:, 1], v[:, 0])),
                           "learned_batch_shape": stats(ape(v[:, 2], v[:, 0])),
                           "halfway_batch_shape": stats(ape(v[:, 3], v[:, 0])),
-                          "halfway_as_the_core_builds_it": stats(ape(v[:, 6], v[:, 0])),
                           "batch_ratio_p90": round(float(np.exp(np.percentile(v[:, 5], 90))), 1)}))
 
 
