@@ -1,10 +1,15 @@
 #include "srift/learned_compute.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "json_reader.hpp"
@@ -179,7 +184,54 @@ Specs specs_of(const GpuSpec& g, Precision p) {
   return {matmul_peak_flops(g, p), matmul_peak_flops(g, conv), g.fp32_flops, g.memory_bandwidth};
 }
 
+// A model input as its bits: a memo key equal only to the same input (NaN included).
+struct FeatureHash {
+  std::size_t operator()(const std::vector<double>& f) const {
+    std::size_t h = f.size();
+    for (double v : f) {
+      std::uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      h ^= static_cast<std::size_t>(bits) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    }
+    return h;
+  }
+};
+struct FeatureBitsEqual {
+  bool operator()(const std::vector<double>& a, const std::vector<double>& b) const {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+  }
+};
+
 }  // namespace
+
+// Note "memo": one prediction evaluates the same GPU's roofline terms (a pass over every layer)
+// and the same model inputs many times: each reference GPU at each grid batch bounds both the
+// anchor's measured curve and the target's ratio, and every grid batch walks the layers again
+// for each GPU. One call (or one batch of targets: predict_anchored_each) keeps each result the
+// first time it is computed, keyed by the exact inputs, so the answer is bit-identical to
+// computing it again. It belongs to one workload and one call, never shared across threads.
+struct LearnedCompute::Memo {
+  explicit Memo(const WorkloadStats& w) : workload(&w) {}
+  const WorkloadStats* workload;
+  std::map<std::array<double, 6>, GpuTerms> terms;  // by the GPU's five spec numbers and the precision
+  std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual> absolute, ratio;
+
+  const GpuTerms& terms_of(const GpuSpec& g, Precision precision) {
+    const std::array<double, 6> key{g.memory_bytes, g.fp32_flops,       g.tf32_flops,
+                                    g.fp16_flops,   g.memory_bandwidth, static_cast<double>(precision)};
+    auto it = terms.find(key);
+    if (it == terms.end()) it = terms.emplace(key, gpu_terms(*workload, g, precision)).first;
+    return it->second;
+  }
+  static double predict(std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual>& cache,
+                        const LearnedModel& model, std::vector<double>&& f) {
+    auto it = cache.find(f);
+    if (it != cache.end()) return it->second;
+    const double v = model.predict(f);
+    cache.emplace(std::move(f), v);
+    return v;
+  }
+};
 
 WorkloadStats::WorkloadStats(std::vector<LayerCost> layers, double optimizer_bytes)
     : layers_(std::move(layers)), optimizer_bytes_(optimizer_bytes) {
@@ -541,49 +593,58 @@ struct LearnedCompute::AnchorTerms {
   double correction = 0;  // the absolute model's, at the batch (0 when no blend needs it)
 };
 
-LearnedCompute::AnchorTerms LearnedCompute::anchor_terms(const WorkloadStats& w, const GpuSpec& anchor, double batch,
-                                                         Precision precision) const {
+LearnedCompute::AnchorTerms LearnedCompute::anchor_terms(const GpuSpec& anchor, double batch,
+                                                         Precision precision, Memo& memo) const {
   check_batch("batch", batch);
-  AnchorTerms t{gpu_terms(w, anchor, precision), 0.0};
+  AnchorTerms t{memo.terms_of(anchor, precision), 0.0};
   if (config_.blend && (config_.blend_weight != 0.0 || config_.shrink != 0.0)) {
-    t.correction = absolute_.predict(absolute_features_of(t.terms, anchor, batch, precision));
+    t.correction = Memo::predict(memo.absolute, absolute_, absolute_features_of(t.terms, anchor, batch, precision));
   }
   return t;
 }
 
 double LearnedCompute::anchored_log_ratio_from(const WorkloadStats& w, const AnchorTerms& at, const GpuSpec& anchor,
                                                const GpuSpec& target, double batch, Precision precision,
-                                               double observed_anchor) const {
-  const GpuTerms tb = gpu_terms(w, target, precision);
-  const std::vector<double> f = ratio_features_of(w, at.terms, anchor, batch, tb, target, batch, precision);
-  if (!has_fp16_path(anchor, target, precision)) return f[0];
-  const double ratio = ratio_.predict(f);
+                                               double observed_anchor, Memo& memo) const {
+  const GpuTerms& tb = memo.terms_of(target, precision);
+  std::vector<double> f = ratio_features_of(w, at.terms, anchor, batch, tb, target, batch, precision);
+  const double roofline_log_ratio = f[0];
+  if (!has_fp16_path(anchor, target, precision)) return roofline_log_ratio;
+  const double ratio = Memo::predict(memo.ratio, ratio_, std::move(f));
   const double weight = config_.blend ? config_.blend_weight : 0.0;
   const double shrink = config_.blend ? config_.shrink : 0.0;
-  if (weight == 0.0 && shrink == 0.0) return f[0] + ratio;
-  const double corr_b = absolute_.predict(absolute_features_of(tb, target, batch, precision));
+  if (weight == 0.0 && shrink == 0.0) return roofline_log_ratio + ratio;
+  const double corr_b = Memo::predict(memo.absolute, absolute_, absolute_features_of(tb, target, batch, precision));
   const double blend = (1.0 - weight) * ratio + weight * (corr_b - at.correction);
   const double toward = corr_b - observed_anchor;
-  return f[0] + (std::isnan(toward) ? blend : (1.0 - shrink) * blend + shrink * toward);
+  return roofline_log_ratio + (std::isnan(toward) ? blend : (1.0 - shrink) * blend + shrink * toward);
 }
 
 double LearnedCompute::anchored_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
                                           double batch, Precision precision, double observed_anchor) const {
-  return anchored_log_ratio_from(w, anchor_terms(w, anchor, batch, precision), anchor, target, batch, precision,
-                                 observed_anchor);
+  Memo memo(w);
+  return anchored_log_ratio_from(w, anchor_terms(anchor, batch, precision, memo), anchor, target, batch, precision,
+                                 observed_anchor, memo);
 }
 
 double LearnedCompute::guarded_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
                                          double batch, Precision precision, double observed_anchor) const {
-  const AnchorTerms at = anchor_terms(w, anchor, batch, precision);
-  const double own = anchored_log_ratio_from(w, at, anchor, target, batch, precision, observed_anchor);
+  Memo memo(w);
+  return guarded_log_ratio_memo(w, anchor, target, batch, precision, observed_anchor, memo);
+}
+
+double LearnedCompute::guarded_log_ratio_memo(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
+                                         double batch, Precision precision, double observed_anchor,
+                                         Memo& memo) const {
+  const AnchorTerms at = anchor_terms(anchor, batch, precision, memo);
+  const double own = anchored_log_ratio_from(w, at, anchor, target, batch, precision, observed_anchor, memo);
   if (config_.ratio_references.empty()) return own;
   // The anchor is a reference (log ratio 0: the measurement is exact), so is any reference
   // with its specs; every other reference's prediction is first clipped against the anchor.
   const Specs anchor_specs = specs_of(anchor, precision);
   auto reference_ratio = [&](const GpuSpec& g) {
     if (specs_of(g, precision) == anchor_specs) return 0.0;
-    const double r = anchored_log_ratio_from(w, at, anchor, g, batch, precision, observed_anchor);
+    const double r = anchored_log_ratio_from(w, at, anchor, g, batch, precision, observed_anchor, memo);
     if (dominates(g, anchor, precision)) return std::min(r, 0.0);
     return dominates(anchor, g, precision) ? std::max(r, 0.0) : r;
   };
@@ -606,16 +667,23 @@ double LearnedCompute::guarded_log_ratio(const WorkloadStats& w, const GpuSpec& 
 std::vector<double> LearnedCompute::absolute_corrections(const WorkloadStats& w, const GpuSpec& target,
                                                          const std::vector<double>& batches,
                                                          Precision precision) const {
+  Memo memo(w);
+  return absolute_corrections_memo(target, batches, precision, memo);
+}
+
+std::vector<double> LearnedCompute::absolute_corrections_memo(const GpuSpec& target,
+                                                         const std::vector<double>& batches, Precision precision,
+                                                         Memo& memo) const {
   for (std::size_t i = 0; i < batches.size(); ++i) {
     if (!(std::isfinite(batches[i]) && batches[i] > 0)) check_batch("batches[" + std::to_string(i) + "]", batches[i]);
   }
   // log time per sample of one GPU at every batch: its roofline corrected by the model
   auto log_times = [&](const GpuSpec& g) {
-    const GpuTerms t = gpu_terms(w, g, precision);
+    const GpuTerms& t = memo.terms_of(g, precision);
     std::vector<double> out(batches.size());
     for (std::size_t i = 0; i < batches.size(); ++i) {
       out[i] = std::log(per_sample_of(t.roofline, batches[i])) +
-               absolute_.predict(absolute_features_of(t, g, batches[i], precision));
+               Memo::predict(memo.absolute, absolute_, absolute_features_of(t, g, batches[i], precision));
     }
     return out;
   };
@@ -631,7 +699,7 @@ std::vector<double> LearnedCompute::absolute_corrections(const WorkloadStats& w,
       else lower[i] = std::max(lower[i], t[i]);
     }
   }
-  const GpuTerms terms = gpu_terms(w, target, precision);
+  const GpuTerms& terms = memo.terms_of(target, precision);
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const double t = std::min(std::max(own[i], lower[i]), upper[i]);  // the upper bound wins where they cross
     if (!std::isfinite(t)) detail::fail("log time of " + target.name, "finite", t);
@@ -665,7 +733,15 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
-  LearnedComputeResult r = predict_anchored_fit(w, anchor, measurements, target, precision, max_batch);
+  Memo memo(w);
+  return predict_anchored_memo(w, anchor, measurements, target, precision, max_batch, memo);
+}
+
+LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& w, const GpuSpec& anchor,
+                                                      const std::vector<Measurement>& measurements,
+                                                      const GpuSpec& target, Precision precision, double max_batch,
+                                                      Memo& memo) const {
+  LearnedComputeResult r = predict_anchored_fit(w, anchor, measurements, target, precision, max_batch, memo);
   const bool no_slower = dominates(target, anchor, precision);
   const bool no_faster = dominates(anchor, target, precision);
   if (!no_slower && !no_faster) return r;
@@ -692,7 +768,7 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
 LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w, const GpuSpec& anchor,
                                                           const std::vector<Measurement>& measurements,
                                                           const GpuSpec& target, Precision precision,
-                                                          double max_batch) const {
+                                                          double max_batch, Memo& memo) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
   validate_measurements(measurements);  // named here, not as an internal fit's "seconds[0]"
   // The grid reaches every measured batch, so no part of the curve is extrapolated from it.
@@ -708,18 +784,18 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     // over all-TF32 on the target at each batch; on a TF32 target at most the strict-FP32
     // prediction and at least the all-TF32 one.
     const ComputeModel measured_roof = w.roofline(anchor, Precision::fp32);
-    LearnedComputeResult r = predict_anchored(
+    LearnedComputeResult r = predict_anchored_memo(
         w, anchor, restated(measurements, measured_roof, w.roofline(anchor, Precision::tf32)), target,
-        Precision::tf32, span);
+        Precision::tf32, span, memo);
     const ComputeModel target_default = w.roofline(target, Precision::fp32);
     const ComputeModel target_tf32 = w.roofline(target, Precision::tf32);
     ComputeModel strict;
     const bool clamp = fp32_via_tf32(target, precision);
     if (clamp) {
       const GpuSpec strict_anchor = without_tf32(anchor);
-      strict = predict_anchored(w, strict_anchor,
-                                restated(measurements, measured_roof, w.roofline(strict_anchor, Precision::fp32)),
-                                without_tf32(target), Precision::fp32, span)
+      strict = predict_anchored_memo(w, strict_anchor,
+                                     restated(measurements, measured_roof, w.roofline(strict_anchor, Precision::fp32)),
+                                     without_tf32(target), Precision::fp32, span, memo)
                    .model;
     }
     std::vector<double> t(grid.size());
@@ -733,7 +809,7 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     return r;
   }
   const ComputeModel roof = w.roofline(anchor, precision);
-  const ComputeModel measured = measured_model(w, anchor, roof, measurements, precision, span);
+  const ComputeModel measured = measured_model_memo(w, anchor, roof, measurements, precision, span, memo);
   const ComputeModel target_roof = w.roofline(target, precision);
   LearnedComputeResult r;
   const bool ratio_model_covers = has_fp16_path(anchor, target, precision);
@@ -746,7 +822,7 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
       continue;
     }
     const double observed = config_.blend ? std::log(on_anchor / total(roof, b)) : std::numeric_limits<double>::quiet_NaN();
-    t[i] = on_anchor * std::exp(guarded_log_ratio(w, anchor, target, b, precision, observed));
+    t[i] = on_anchor * std::exp(guarded_log_ratio_memo(w, anchor, target, b, precision, observed, memo));
   }
   // A flat or falling curve (a fixed cost the grid's batches do not grow) is that cost plus a
   // token slope (kMinSlopeShare), not a line through the origin.
@@ -766,6 +842,13 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  Memo memo(w);
+  return predict_anchored_memo(w, anchors, target, precision, max_batch, memo);
+}
+
+LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& w, const std::vector<Anchor>& anchors,
+                                                      const GpuSpec& target, Precision precision, double max_batch,
+                                                      Memo& memo) const {
   if (anchors.empty()) throw std::invalid_argument("anchors must not be empty, got 0 anchors");
   std::vector<const Anchor*> use;
   for (const Anchor& a : anchors) {
@@ -774,11 +857,13 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
   if (use.empty()) {
     for (const Anchor& a : anchors) use.push_back(&a);
   }
-  if (use.size() == 1) return predict_anchored(w, use[0]->gpu, use[0]->measurements, target, precision, max_batch);
+  if (use.size() == 1) {
+    return predict_anchored_memo(w, use[0]->gpu, use[0]->measurements, target, precision, max_batch, memo);
+  }
   std::vector<LearnedComputeResult> each;
   each.reserve(use.size());
   for (const Anchor* a : use) {
-    each.push_back(predict_anchored(w, a->gpu, a->measurements, target, precision, max_batch));
+    each.push_back(predict_anchored_memo(w, a->gpu, a->measurements, target, precision, max_batch, memo));
   }
   const std::vector<double> grid = batch_grid(max_batch);
   std::vector<double> t(grid.size(), 0.0);
@@ -795,15 +880,21 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
 
 LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, const GpuSpec& target,
                                                       Precision precision, double max_batch) const {
+  Memo memo(w);
+  return predict_absolute_memo(w, target, precision, max_batch, memo);
+}
+
+LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& w, const GpuSpec& target,
+                                                      Precision precision, double max_batch, Memo& memo) const {
   if (fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
-    LearnedComputeResult r = predict_absolute(w, target, Precision::tf32, max_batch);
-    const LearnedComputeResult strict = predict_absolute(w, without_tf32(target), Precision::fp32, max_batch);
+    LearnedComputeResult r = predict_absolute_memo(w, target, Precision::tf32, max_batch, memo);
+    const LearnedComputeResult strict = predict_absolute_memo(w, without_tf32(target), Precision::fp32, max_batch, memo);
     r.model = pytorch_fp32(w, target, r.model, strict.model);
     return r;
   }
   const ComputeModel prior = w.roofline(target, precision);
   const std::vector<double> grid = batch_grid(max_batch);
-  const std::vector<double> corr = absolute_corrections(w, target, grid, precision);
+  const std::vector<double> corr = absolute_corrections_memo(target, grid, precision, memo);
   std::vector<double> t(grid.size());
   double least_per_sample = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < grid.size(); ++i) {
@@ -841,13 +932,20 @@ LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, co
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {
+  Memo memo(w);
+  return measured_model_memo(w, gpu, roofline, measurements, precision, max_batch, memo);
+}
+
+ComputeModel LearnedCompute::measured_model_memo(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
+                                            const std::vector<Measurement>& measurements, Precision precision,
+                                            double max_batch, Memo& memo) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
   validate_measurements(measurements);
   roofline.validate();
   bool one_batch = true;
   for (const Measurement& m : measurements) one_batch = one_batch && m.local_batch == measurements.front().local_batch;
   if (!one_batch) return anchor_to_measurements(roofline, measurements);
-  const ComputeModel learned = predict_absolute(w, gpu, precision, max_batch).model;
+  const ComputeModel learned = predict_absolute_memo(w, gpu, precision, max_batch, memo).model;
   return anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
                                 measurements);
 }

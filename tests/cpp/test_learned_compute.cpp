@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "srift/learned_compute.hpp"
@@ -392,6 +393,54 @@ TEST(LearnedCompute, MeasuredModelTakesTheLearnedCurveFromOneBatch) {
   const srift::ComputeModel fit = srift::anchor_to_measurements(roof, two);
   EXPECT_DOUBLE_EQ(total(line, 20), total(fit, 20));
   EXPECT_THROW(lc.measured_model(w, g, roof, {}, Precision::amp, 0), std::invalid_argument);
+}
+
+TEST(LearnedCompute, OneCallsKeptEvaluationsChangeNoAnswerAndStayInTheCall) {
+  // note "memo": a prediction keeps each GPU's terms and each model input it evaluated; the
+  // answer is that of evaluating them again, and a call shares nothing with another (the
+  // class is documented thread-safe), so two threads at once get what one thread got alone.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec a = gpu("a", 15.7, 125, 900), slow = gpu("slow", 10, 50, 400), mid = gpu("mid", 15, 75, 600),
+                fast = gpu("fast", 20, 100, 800);
+  srift::LearnedComputeConfig cfg;
+  cfg.blend = true;
+  cfg.blend_weight = 0.4;
+  cfg.shrink = 0.3;
+  cfg.ratio_references = {slow, mid, fast};
+  cfg.absolute_references = {slow, mid, fast};
+  const srift::LearnedCompute lc(constant_model(32, 0.0, 1, 0.7), constant_model(9, 0.1, 8, 1.5), cfg);
+  const std::vector<srift::Measurement> on_a = {{32, 0.1}};
+  const std::vector<GpuSpec> targets = {slow, mid, fast, gpu("t", 25, 90, 500)};
+  auto total = [](const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; };
+  auto run_all = [&] {
+    std::vector<double> out;
+    for (const GpuSpec& t : targets) {
+      for (Precision p : {Precision::amp, Precision::fp32}) {
+        const srift::ComputeModel m = lc.predict_anchored(w, a, on_a, t, p, 300).model;
+        const srift::ComputeModel n = lc.predict_absolute(w, t, p, 300).model;
+        for (double b : {1.0, 32.0, 300.0}) {
+          out.push_back(total(m, b));
+          out.push_back(total(n, b));
+        }
+      }
+    }
+    return out;
+  };
+  // each grid point of an anchored prediction is the measured curve times the guarded ratio,
+  // which a fresh call computes on its own
+  const srift::ComputeModel measured = lc.measured_model(w, a, w.roofline(a, Precision::amp), on_a, Precision::amp, 300);
+  const double on_a_1 = total(measured, 1), roof_a_1 = total(w.roofline(a, Precision::amp), 1);
+  const double r = lc.guarded_log_ratio(w, a, targets[3], 1, Precision::amp, std::log(on_a_1 / roof_a_1));
+  const srift::ComputeModel t3 = lc.predict_anchored(w, a, on_a, targets[3], Precision::amp, 300).model;
+  EXPECT_NEAR(total(t3, 1) / (on_a_1 * std::exp(r)), 1.0, 0.05);  // the line's fit residual at batch 1
+  const std::vector<double> alone = run_all();
+  std::vector<double> first, second;
+  std::thread t1([&] { first = run_all(); });
+  std::thread t2([&] { second = run_all(); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(first, alone);
+  EXPECT_EQ(second, alone);
 }
 
 TEST(LearnedComputeFeatures, RelativeFitHoldsAtAnyMagnitude) {

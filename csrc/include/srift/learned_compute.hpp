@@ -211,15 +211,35 @@ class LearnedCompute {
                               double max_batch) const;
 
  private:
+  // One call's evaluations, kept by their inputs (learned_compute.cpp note "memo"). The public
+  // functions above each start one; these overloads share it.
+  struct Memo;
+  LearnedComputeResult predict_anchored_memo(const WorkloadStats& w, const GpuSpec& anchor,
+                                        const std::vector<Measurement>& measurements, const GpuSpec& target,
+                                        Precision precision, double max_batch, Memo& memo) const;
+  LearnedComputeResult predict_anchored_memo(const WorkloadStats& w, const std::vector<Anchor>& anchors,
+                                        const GpuSpec& target, Precision precision, double max_batch,
+                                        Memo& memo) const;
   // predict_anchored before its order guard (learned_compute.cpp note "order at the measurement").
   LearnedComputeResult predict_anchored_fit(const WorkloadStats& w, const GpuSpec& anchor,
                                             const std::vector<Measurement>& measurements, const GpuSpec& target,
-                                            Precision precision, double max_batch) const;
+                                            Precision precision, double max_batch, Memo& memo) const;
+  LearnedComputeResult predict_absolute_memo(const WorkloadStats& w, const GpuSpec& target, Precision precision,
+                                        double max_batch, Memo& memo) const;
+  ComputeModel measured_model_memo(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
+                              const std::vector<Measurement>& measurements, Precision precision, double max_batch,
+                              Memo& memo) const;
+  std::vector<double> absolute_corrections_memo(const GpuSpec& target,
+                                           const std::vector<double>& batches, Precision precision,
+                                           Memo& memo) const;
+  double guarded_log_ratio_memo(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target, double batch,
+                           Precision precision, double observed_anchor, Memo& memo) const;
   struct AnchorTerms;  // what every ratio from one anchor shares (learned_compute.cpp)
-  AnchorTerms anchor_terms(const WorkloadStats& w, const GpuSpec& anchor, double batch, Precision precision) const;
+  AnchorTerms anchor_terms(const GpuSpec& anchor, double batch, Precision precision,
+                           Memo& memo) const;
   double anchored_log_ratio_from(const WorkloadStats& w, const AnchorTerms& at, const GpuSpec& anchor,
-                                 const GpuSpec& target, double batch, Precision precision,
-                                 double observed_anchor) const;
+                                 const GpuSpec& target, double batch, Precision precision, double observed_anchor,
+                                 Memo& memo) const;
 
   LearnedModel ratio_;
   LearnedModel absolute_;
