@@ -28,9 +28,11 @@ bool BandFactors::known() const { return !is_nan(p10) && !is_nan(p90); }
 
 void BandFactors::validate(const char* field) const {
   if (is_nan(p10) && is_nan(p90)) return;
-  const std::string f = field;
-  if (!(p10 > 0 && p10 <= 1)) detail::fail(f + ".p10", "in (0, 1] (or p10 and p90 both NaN)", p10);
-  if (!(p90 >= 1 && std::isfinite(p90))) detail::fail(f + ".p90", "finite and >= 1 (or p10 and p90 both NaN)", p90);
+  // the field's name is built only to report it: band_quantile_factor checks a band per plan
+  if (!(p10 > 0 && p10 <= 1)) detail::fail(std::string(field) + ".p10", "in (0, 1] (or p10 and p90 both NaN)", p10);
+  if (!(p90 >= 1 && std::isfinite(p90))) {
+    detail::fail(std::string(field) + ".p90", "finite and >= 1 (or p10 and p90 both NaN)", p90);
+  }
 }
 
 void GroupBand::validate(const char* field) const {
@@ -294,6 +296,7 @@ double deadline_probability(double nominal_s, const BandFactors& band, double in
 
 double band_quantile_factor(const BandFactors& band, double q) {
   if (!(q >= 0.5 && q < 1)) detail::fail("q", "in [0.5, 1)", q);
+  band.validate("band");
   if (!band.known() || band.trivial()) return 1.0;
   return std::exp(normal_quantile(q) / kZ90 * std::log(band.p90));
 }

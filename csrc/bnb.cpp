@@ -94,6 +94,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -110,6 +111,16 @@ using detail::kInf;
 using Clock = std::chrono::steady_clock;
 
 constexpr double kSlack = 1e-9;
+
+// Plans of the space never simulated, space - evaluated, saturated at the counter's largest
+// value: a space of several offers with large caps counts past 2^64 (a double's count there
+// does not convert).
+std::uint64_t never_simulated(const SearchStats& stats) {
+  const double rest = stats.space - static_cast<double>(stats.evaluated);
+  if (!(rest > 0)) return 0;
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  return rest >= kTwoTo64 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(rest);
+}
 // A last group with at least this many counts to walk is bounded on its own first.
 constexpr long long kLongCounts = 8;
 
@@ -1279,9 +1290,7 @@ SearchResult run(const SearchRequest& request, const CancelToken* cancel, Clock:
   }
   result.stats.space = detail::count_space(caps, request.max_types - static_cast<int>(request.held.size()),
                                            held_choices, has_held);
-  result.stats.pruned = result.stats.space > static_cast<double>(result.stats.evaluated)
-                            ? static_cast<std::uint64_t>(result.stats.space - static_cast<double>(result.stats.evaluated))
-                            : 0;
+  result.stats.pruned = never_simulated(result.stats);
 
   // Optimality gap: the unexplored tasks' bounds against the best plan.
   result.stats.cancelled = shared.stop.load();
@@ -1386,9 +1395,7 @@ SearchResult search(const SearchRequest& request, const CancelToken* cancel) {
     if (found) plan_totals(request, result.closest);  // its spot estimate and chances against the real deadline
     // pruned is what of the space was never simulated, counting every pass (it was the main
     // pass's alone, so evaluated + pruned could exceed the space)
-    result.stats.pruned = result.stats.space > static_cast<double>(result.stats.evaluated)
-                              ? static_cast<std::uint64_t>(result.stats.space - static_cast<double>(result.stats.evaluated))
-                              : 0;
+    result.stats.pruned = never_simulated(result.stats);
     info.infeasible_memory = result.stats.infeasible_memory;
     info.infeasible_batch = result.stats.infeasible_batch;
     result.why_none = detail::why_none(request, info, &result.closest);

@@ -160,18 +160,40 @@ void validate_measurements(const std::vector<Measurement>& measurements) {
     // Medians of each phase need not add up: a forward + backward a little above the
     // iteration leaves no optimizer time rather than being an error. Twice the iteration is
     // not noise but a wrong field.
-    if (m.forward_s + m.backward_s > 2 * m.iteration_s) {
+    const double both = m.forward_s + m.backward_s;  // inf where the two overflow: refused below
+    if (!(both > 0 && std::isfinite(both))) {
+      detail::fail(f + "forward_s + backward_s", "finite and > 0 when both are measured", both);
+    }
+    if (m.forward_s / 2 + m.backward_s / 2 > m.iteration_s) {  // halves: twice a large time overflows
       detail::fail(f + "forward_s + backward_s", "at most twice iteration_s (" + std::to_string(m.iteration_s) + " s)",
-                   m.forward_s + m.backward_s);
+                   both);
     }
   }
 }
+
+namespace {
+ComputeModel fit_to_measurements(const ComputeModel& prior, const std::vector<Measurement>& measurements);
+}  // namespace
 
 ComputeModel anchor_to_measurements(const ComputeModel& prior,
                                     const std::vector<Measurement>& measurements) {
   prior.validate();
   if (measurements.empty()) return prior;
   validate_measurements(measurements);
+  const ComputeModel out = fit_to_measurements(prior, measurements);
+  // Valid measurements can still fit no usable model where their batches and times are past
+  // any real range (a time of 1e-300 s at batch 1e308 has a per-sample time of 0).
+  try {
+    out.validate();
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("measurements: their fit is no usable compute model (") + e.what() +
+                                "): the measured batches or times are out of any real range");
+  }
+  return out;
+}
+
+namespace {
+ComputeModel fit_to_measurements(const ComputeModel& prior, const std::vector<Measurement>& measurements) {
   bool split_measured = true;
   for (const Measurement& m : measurements) {
     if (m.forward_s < 0 || m.backward_s < 0) split_measured = false;
@@ -251,5 +273,6 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
   }
   return out;
 }
+}  // namespace
 
 }  // namespace srift

@@ -125,6 +125,13 @@ struct LearnedModelReader {
         d.bias = numbers(field(layer, path, "bias"), path + ".bias");
         d.outputs = static_cast<int>(d.bias.size());
         if (d.outputs == 0) bad(path + ".bias", "must not be empty");
+        // every row's length checked before the reserve: a short document cannot ask for
+        // inputs x outputs numbers it does not hold
+        for (std::size_t r = 0; r < w.arr.size(); ++r) {
+          const std::string row_path = path + ".weights[" + std::to_string(r) + "]";
+          if (w.arr[r].t != Json::T::array) bad(row_path, "must be an array of numbers");
+          require_size(w.arr[r].arr.size(), static_cast<std::size_t>(d.outputs), row_path);
+        }
         d.weights.reserve(static_cast<std::size_t>(inputs) * d.outputs);
         for (std::size_t r = 0; r < w.arr.size(); ++r) {
           std::vector<double> row = numbers(w.arr[r], path + ".weights[" + std::to_string(r) + "]");

@@ -620,8 +620,18 @@ double LearnedCompute::anchored_log_ratio_from(const WorkloadStats& w, const Anc
   return roofline_log_ratio + (std::isnan(toward) ? blend : (1.0 - shrink) * blend + shrink * toward);
 }
 
+namespace {
+// A log deviation or NaN (leave the shrink term out); +-inf gave a ratio of +-inf.
+void check_observed(double observed_anchor) {
+  if (std::isinf(observed_anchor)) {
+    detail::fail("observed_anchor", "a finite log deviation, or NaN (no shrink term)", observed_anchor);
+  }
+}
+}  // namespace
+
 double LearnedCompute::anchored_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
                                           double batch, Precision precision, double observed_anchor) const {
+  check_observed(observed_anchor);
   Memo memo(w);
   return anchored_log_ratio_from(w, anchor_terms(anchor, batch, precision, memo), anchor, target, batch, precision,
                                  observed_anchor, memo);
@@ -629,6 +639,7 @@ double LearnedCompute::anchored_log_ratio(const WorkloadStats& w, const GpuSpec&
 
 double LearnedCompute::guarded_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
                                          double batch, Precision precision, double observed_anchor) const {
+  check_observed(observed_anchor);
   Memo memo(w);
   return guarded_log_ratio_memo(w, anchor, target, batch, precision, observed_anchor, memo);
 }

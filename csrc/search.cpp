@@ -45,15 +45,31 @@ Plan materialise(const SearchRequest& r, const Candidate& c) {
   return plan;
 }
 
-void require_finite_iteration(const SearchRequest& r, const Candidate& c, const IterationResult& it) {
-  if (std::isfinite(it.iteration_s)) return;
+namespace {
+std::string plan_text(const SearchRequest& r, const Candidate& c) {
   std::string plan;
   for (int k = 0; k < c.n; ++k) {
     const Offer& o = r.offers[c.offer[k]];
     plan += (k ? " + " : "") + std::to_string(c.count[k]) + "x offers[" + std::to_string(c.offer[k]) + "] (" +
             r.instances[o.instance].name + ")";
   }
-  require_finite_iteration("plan " + plan, it.iteration_s, it.compute_s, it.comm_s);
+  return plan;
+}
+}  // namespace
+
+void require_finite_iteration(const SearchRequest& r, const Candidate& c, const IterationResult& it) {
+  if (std::isfinite(it.iteration_s)) return;
+  require_finite_iteration("plan " + plan_text(r, c), it.iteration_s, it.compute_s, it.comm_s);
+}
+
+void fail_totals(const SearchRequest& r, const Candidate& c, const IterationResult& it) {
+  const std::string plan = "plan " + plan_text(r, c);
+  if (!std::isfinite(it.usd_per_hour)) {
+    throw std::invalid_argument(plan + ": its price overflows (usd_per_hour over the groups " + fmt(it.usd_per_hour) +
+                                "): an offer's usd_per_hour is out of any real range");
+  }
+  throw std::invalid_argument(plan + ": its run overflows (iterations " + fmt(r.iterations) + " x iteration " +
+                              fmt(it.iteration_s) + " s): the iterations or a compute model are out of any real range");
 }
 
 namespace {
@@ -477,7 +493,14 @@ void SearchRequest::validate() const {
 
 double plan_interruptions_per_hour(const SearchRequest& request, const std::vector<PlanGroup>& groups) {
   double rate = 0;
-  for (const PlanGroup& g : groups) rate += g.count * request.offers.at(g.offer).interruptions_per_hour;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const PlanGroup& g = groups[i];
+    if (g.offer < 0 || g.offer >= static_cast<int>(request.offers.size())) {
+      throw std::out_of_range("groups[" + std::to_string(i) + "].offer must index request.offers (size " +
+                              std::to_string(request.offers.size()) + "), got " + std::to_string(g.offer));
+    }
+    rate += g.count * request.offers[static_cast<std::size_t>(g.offer)].interruptions_per_hour;
+  }
   return rate;
 }
 
@@ -515,6 +538,15 @@ void plan_totals(const SearchRequest& request, Plan& plan) {
   }
   const double rate = plan_interruptions_per_hour(request, plan.groups);
   const double nominal = request.iterations * plan.iteration.iteration_s;
+  if (plan.iteration.feasible() && !std::isfinite(nominal)) {
+    detail::fail("iterations x iteration_s (" + detail::fmt(request.iterations) + " x " +
+                     detail::fmt(plan.iteration.iteration_s) + " s)",
+                 "finite (the iterations or a compute model are out of any real range)", nominal);
+  }
+  if (!std::isfinite(plan.iteration.usd_per_hour)) {
+    detail::fail("plan.iteration.usd_per_hour", "finite (a price is out of any real range)",
+                 plan.iteration.usd_per_hour);
+  }
   plan.spot = estimate_spot(nominal, rate, request.spot, request.deadline_s);
   plan.total_s = plan.spot.expected_s;
   plan.total_usd = plan.iteration.usd_per_hour * plan.total_s / 3600.0;

@@ -123,9 +123,15 @@ inline double expected_total_s(double nominal_s, double rate, const SpotParams& 
   return spot_expected_s(nominal_s, rate, p);
 }
 
+/// Throws std::invalid_argument naming the plan when its run without preemption
+/// (iterations x iteration_s) or its price per hour (the groups' sum) is not finite: a total
+/// of inf met an unbounded deadline or budget and was ranked as a plan.
+[[noreturn]] void fail_totals(const SearchRequest& r, const Candidate& c, const IterationResult& it);
+
 /// Fills a candidate's totals from a feasible iteration; `rate` is the plan's spot rate.
 inline void set_totals(const SearchRequest& r, const IterationResult& it, double rate, Candidate& c) {
   const double nominal = r.iterations * it.iteration_s;
+  if (!(std::isfinite(nominal) && std::isfinite(it.usd_per_hour))) fail_totals(r, c, it);
   c.total_s = expected_total_s(nominal, rate, r.spot);
   c.total_usd = it.usd_per_hour * c.total_s / 3600.0;
 }

@@ -34,6 +34,41 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // it slows least, which minimises the slowest rank's time among integer splits (every split
 // of that least time has each group at or above its floor: the continuous level is a lower
 // bound on it). See simulate_unchecked for the caller's invariants.
+// Every rank the same batch L as far as its memory cap allows, the largest L whose total fits,
+// then one more sample to the first ranks that can take it (groups in order): the split
+// split_batch falls back to where the compute time does not depend on the batch.
+void split_evenly(int n, int global_batch, IterationResult& out) {
+  auto total_at = [&](long long level) {
+    long long total = 0;
+    for (int g = 0; g < n; ++g) total += static_cast<long long>(out.groups[g].workers) *
+                                         std::min<long long>(level, out.groups[g].max_batch);
+    return total;
+  };
+  long long lo = 1, hi = 1;
+  for (int g = 0; g < n; ++g) hi = std::max<long long>(hi, out.groups[g].max_batch);
+  while (lo < hi) {  // the largest level in [1, the largest cap] whose total is <= the batch
+    const long long mid = lo + (hi - lo + 1) / 2;
+    if (total_at(mid) <= global_batch) lo = mid;
+    else hi = mid - 1;
+  }
+  long long remaining = global_batch - total_at(lo);
+  for (int g = 0; g < n; ++g) {
+    GroupResult& r = out.groups[g];
+    r.batch_low = static_cast<int>(std::min<long long>(lo, r.max_batch));
+    r.batch_high = r.batch_low;
+    r.workers_high = 0;
+    if (remaining > 0 && r.batch_low < r.max_batch) {
+      r.workers_high = static_cast<int>(std::min<long long>(remaining, r.workers));
+      r.batch_high = r.batch_low + 1;
+      remaining -= r.workers_high;
+      if (r.workers_high == r.workers) {
+        r.batch_low = r.batch_high;
+        r.workers_high = 0;
+      }
+    }
+  }
+}
+
 void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResult& out) {
   if (n == 1) {  // one group: an even split, the remainder one sample each (the common case)
     GroupResult& r = out.groups[0];
@@ -75,7 +110,7 @@ void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResu
     f_lo = f_hi;
   }
 
-  int assigned = 0;
+  long long assigned = 0, workers = 0;
   double next_cost[kMaxGroups];
   for (int g = 0; g < n; ++g) {
     GroupResult& r = out.groups[g];
@@ -84,15 +119,23 @@ void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResu
     r.batch_low = std::clamp(static_cast<int>(std::floor(b)), 1, r.max_batch);
     r.batch_high = r.batch_low;
     r.workers_high = 0;
-    assigned += r.workers * r.batch_low;
+    assigned += static_cast<long long>(r.workers) * r.batch_low;
+    workers += r.workers;
     next_cost[g] = r.batch_low < r.max_batch ? c + s * (r.batch_low + 1) : kInf;
+  }
+  // Exact floors leave each rank less than one sample short. More than that short, or over
+  // the batch, means (t - c) / s lost its digits: a per-sample time below ~1e-12 of the fixed
+  // time, where every split takes the same time to double precision. Split evenly then.
+  if (assigned > global_batch || global_batch - assigned > workers) {
+    split_evenly(n, global_batch, out);
+    return;
   }
   // Hand out the rest a sample at a time to the rank whose compute it raises least: each
   // group's ranks at its lower batch, then, once the whole group has moved up, the next batch
   // (a group holds at most two batches at a time). With costs increasing in the batch this
   // greedy order minimises the slowest rank; one pass over the groups did not (p4d + g4dn at
   // 257: the ninth leftover went to a T4 rank at 59.6 ms where a p4d rank at 32 takes 54.7).
-  int remaining = global_batch - assigned;
+  int remaining = static_cast<int>(global_batch - assigned);
   while (remaining > 0) {
     int best = -1;
     for (int g = 0; g < n; ++g) {  // the least next cost, ties to the lower group index
@@ -381,6 +424,15 @@ IterationResult simulate(const Workload& workload, const std::vector<GroupSpec>&
   IterationResult out;
   simulate_unchecked(workload, groups.data(), static_cast<int>(groups.size()), options, out, timeline);
   if (out.feasible()) detail::require_finite_iteration("cluster", out.iteration_s, out.compute_s, out.comm_s);
+  // finite prices can still sum (or, times the iteration, multiply) past a double
+  if (!std::isfinite(out.usd_per_hour)) {
+    detail::fail("groups' usd_per_hour (count x price, summed)", "finite (a price is out of any real range)",
+                 out.usd_per_hour);
+  }
+  if (out.feasible() && !std::isfinite(out.usd_per_iteration)) {
+    detail::fail("usd_per_iteration (usd_per_hour x iteration_s)", "finite (a price or compute model is out of any "
+                 "real range)", out.usd_per_iteration);
+  }
   return out;
 }
 

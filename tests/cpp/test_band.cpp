@@ -324,6 +324,11 @@ TEST(Band, QuantileFactorIsTheBandsQuantile) {
     EXPECT_NEAR(srift::deadline_probability(1000, band, 0, spot, 1000 * f), q, 1e-12) << q;
   }
   EXPECT_THROW(srift::band_quantile_factor(band, 0.4), std::invalid_argument);
+  // a band BandFactors::validate refuses is refused here too (it gave NaN, inf or a factor < 1)
+  for (const BandFactors bad : {BandFactors{0.5, -3}, BandFactors{0.5, INFINITY}, BandFactors{0.5, 0.5},
+                                BandFactors{NAN, 2}}) {
+    EXPECT_THROW(srift::band_quantile_factor(bad, 0.9), std::invalid_argument) << bad.p10 << " " << bad.p90;
+  }
 }
 
 TEST(Band, DeadlineProbabilityRejectsBadInput) {

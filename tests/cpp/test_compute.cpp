@@ -149,6 +149,25 @@ TEST(Compute, AnchorRefusesNonFiniteOrImpossiblePhases) {
   }
   EXPECT_THROW(srift::anchor_to_measurements(prior, {{64, 0.5, 0.1, INFINITY}}), std::invalid_argument);
   EXPECT_THROW(srift::anchor_to_measurements(prior, {{64, 0.5, 1e300, 0.2}}), std::invalid_argument);
+  // phases that sum past a double passed the "at most twice the iteration" test (inf > inf
+  // is false) and fitted a NaN model; phases of zero fitted a model with no per-sample time
+  try {
+    srift::anchor_to_measurements(prior, {{8, 1e308, 1e308, 1e308}});
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("measurements[0].forward_s + backward_s"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(srift::anchor_to_measurements(prior, {{8, 1.0, 0.0, 0.0}}), std::invalid_argument);
+  // valid measurements past any real range fit no usable model: named, not returned
+  for (const srift::Measurement& m : {srift::Measurement{1e308, 1e-300}, srift::Measurement{5e-324, 1e308}}) {
+    try {
+      const srift::ComputeModel fit = srift::anchor_to_measurements(prior, {m});
+      FAIL() << "returned per-sample " << fit.per_sample_s();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("measurements: their fit is no usable compute model"), std::string::npos)
+          << e.what();
+    }
+  }
   // noise: phases a little over the iteration are kept, not refused
   EXPECT_NO_THROW(srift::anchor_to_measurements(prior, {{64, 0.5, 0.2, 0.32}}));
   EXPECT_NO_THROW(srift::anchor_to_measurements(prior, {{64, 0.5, -1, -1}}));

@@ -37,6 +37,28 @@ TEST(LearnedModel, LinearWithScaler) {
   EXPECT_DOUBLE_EQ(m.residual_p90(), 0.2);
 }
 
+TEST(LearnedModel, AnMlpsRowsAreCheckedBeforeItsWeightsAreReserved) {
+  // a 1.8 MB document of 200,000 empty rows under a 200,000-wide bias asked for 320 GB
+  // (std::bad_alloc) before the first row's length was read
+  const int n = 200000;
+  std::string doc = R"({"schema":"srift.learned-model/1","name":"m","features":["x"],"model":{"type":"mlp","layers":[)";
+  doc += R"({"weights":[[)";
+  for (int i = 0; i < n; ++i) doc += i ? ",0" : "0";
+  doc += R"(]],"bias":[)";
+  for (int i = 0; i < n; ++i) doc += i ? ",0" : "0";
+  doc += R"(],"activation":"relu"},{"weights":[)";
+  for (int i = 0; i < n; ++i) doc += i ? ",[]" : "[]";
+  doc += R"(],"bias":[)";
+  for (int i = 0; i < n; ++i) doc += i ? ",0" : "0";
+  doc += R"(],"activation":"relu"}]}})";
+  try {
+    srift::LearnedModel::from_json(doc);
+    FAIL() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("layers[1].weights[0]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(LearnedModel, TreesFollowThresholdsAndMissing) {
   auto m = srift::LearnedModel::from_json(kTrees);
   EXPECT_DOUBLE_EQ(m.predict({0.5, -1.0}), 0.25 + 0.1 * (1 + 10));

@@ -147,6 +147,10 @@ TEST(LearnedCompute, DominanceClipsAnchoredAndAbsolutePredictions) {
   const srift::LearnedCompute lc(constant_model(32, 2.0), constant_model(9, 0.0), cfg);
   EXPECT_GT(lc.anchored_log_ratio(w, slow, fast, 32, Precision::amp, std::nan("")), 0.0);
   EXPECT_LE(lc.guarded_log_ratio(w, slow, fast, 32, Precision::amp, std::nan("")), 0.0);
+  // an infinite deviation is no measurement (it gave a ratio of +inf); NaN leaves the shrink out
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(lc.anchored_log_ratio(w, slow, fast, 32, Precision::amp, -inf), std::invalid_argument);
+  EXPECT_THROW(lc.guarded_log_ratio(w, slow, fast, 32, Precision::amp, inf), std::invalid_argument);
   // a document without a dominance guard (no references) is not clipped at all
   const srift::LearnedCompute bare(constant_model(32, 2.0), constant_model(9, 0.0), srift::LearnedComputeConfig{});
   EXPECT_EQ(bare.guarded_log_ratio(w, slow, fast, 32, Precision::amp, std::nan("")),

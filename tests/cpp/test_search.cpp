@@ -1244,4 +1244,52 @@ TEST(Search, AnOfferWhoseIterationOverflowsIsAnError) {
     EXPECT_NE(std::string(e.what()).find("iteration time overflows"), std::string::npos) << e.what();
   }
 }
+
+// A price or a run past a double's range was ranked as a plan of infinite cost or time (an
+// unbounded deadline or budget took it); the space's count past 2^64 did not convert.
+TEST(Search, TotalsPastADoubleAreAnErrorAndAHugeSpaceSaturatesItsCount) {
+  SearchRequest r = one_type_request("i", 1, 16);
+  r.global_batch = 64;
+  r.iterations = 1000;
+  r.offers[0].usd_per_hour = 1e308;  // x 4 instances overflows
+  try {
+    srift::search(r);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("price overflows"), std::string::npos) << e.what();
+  }
+  r.offers[0].usd_per_hour = 1.0;
+  r.offers[0].compute.forward_fixed_s = 100;
+  r.iterations = 1e307;  // x an iteration of over 100 s
+  try {
+    srift::search(r);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("run overflows"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(srift::search_exhaustive(r), std::invalid_argument);
+
+  SearchRequest wide = one_type_request("i", 1, 16);
+  wide.workload.activation_bytes_per_sample = 1;
+  wide.offers[0].max_count = INT_MAX;
+  wide.offers = {wide.offers[0], wide.offers[0], wide.offers[0]};
+  wide.global_batch = INT_MAX;
+  wide.max_instances = INT_MAX;
+  wide.iterations = 1000;
+  wide.max_types = 3;
+  wide.time_limit_s = 0.3;  // the count is of the space, whatever part was searched
+  const SearchResult res = srift::search(wide);
+  ASSERT_GT(res.stats.space, 1.9e19);
+  EXPECT_EQ(res.stats.pruned, std::numeric_limits<std::uint64_t>::max());
+}
+
+TEST(Search, PlanRateNamesABadGroupOffer) {
+  const SearchRequest r = one_type_request("i", 1, 16);
+  try {
+    srift::plan_interruptions_per_hour(r, {{-1, 1}});
+    FAIL() << "expected std::out_of_range";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("groups[0].offer"), std::string::npos) << e.what();
+  }
+}
 }  // namespace

@@ -1,6 +1,7 @@
 // Invariants of the iteration simulator (DESIGN.md, "The iteration model").
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <random>
 #include <stdexcept>
@@ -616,5 +617,49 @@ TEST(Simulator, SplitIsOptimalWithManyRanksPerGroup) {
     ++checked;
   }
   EXPECT_GT(checked, 1000);
+}
+
+// A per-sample time below ~1e-12 of the fixed time leaves (t - c) / s no digits: the floors
+// it gave overshot the batch (52,454 samples handed out of 52,451), overflowed an int, or
+// left 2^31 samples to the one-at-a-time hand-out (18.7 s for one call). The split then is
+// even, every rank's time the same to double precision, and always exactly the batch.
+TEST(Simulator, AFlatComputeCurveSplitsTheBatchExactlyAndFast) {
+  Workload w = resnet_like();
+  w.activation_bytes_per_sample = 0;  // no memory cap: the whole batch may go anywhere
+  const InstanceSpec one = instance(1, 25), four = instance(4, 25);
+  auto total = [](const IterationResult& r) {
+    long long t = 0;
+    for (int g = 0; g < 2; ++g) {
+      const srift::GroupResult& x = r.groups[g];
+      t += static_cast<long long>(x.workers - x.workers_high) * x.batch_low +
+           static_cast<long long>(x.workers_high) * x.batch_high;
+    }
+    return t;
+  };
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    const double share = std::pow(10.0, std::uniform_real_distribution<double>(-30, -12)(rng));
+    const int batch = std::uniform_int_distribution<int>(5, 100000000)(rng);
+    const ComputeModel a = compute(share, 1.0, 0.0), b = compute(share * 0.7, 1.0 + share, 0.0);
+    const IterationResult r = run(w, {{&one, 1, a, 1.0}, {&four, 1, b, 1.0}}, batch);
+    ASSERT_TRUE(r.feasible());
+    EXPECT_EQ(total(r), batch) << "share " << share << " batch " << batch;
+  }
+  // INT_MAX samples over two one-GPU groups of equal fixed time: the even split, at once
+  const ComputeModel flat = compute(1e-26, 1.0, 0.0);
+  const IterationResult big = run(w, {{&one, 1, flat, 1.0}, {&one, 1, flat, 1.0}}, INT_MAX);
+  EXPECT_EQ(total(big), INT_MAX);
+  EXPECT_EQ(big.groups[0].batch_low, INT_MAX / 2 + 1);
+  EXPECT_EQ(big.groups[1].batch_low, INT_MAX / 2);
+}
+
+TEST(Simulator, APriceSumPastADoubleIsAnError) {
+  const InstanceSpec a = instance(1, 25);
+  try {
+    run(resnet_like(), {{&a, 2, compute(1e-3), 1e308}}, 8);  // 2 x $1e308/h: each finite, the sum not
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("usd_per_hour"), std::string::npos) << e.what();
+  }
 }
 }  // namespace

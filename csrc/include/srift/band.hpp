@@ -162,7 +162,8 @@ double deadline_probability_unchecked(double nominal_s, const BandFactors& band,
 
 /// The band's factor at quantile q in [0.5, 1): f90^(z_q / z90) (1 for an unknown or (1, 1)
 /// band). A run of W predicted seconds meets a deadline D with probability >= q without
-/// preemption exactly when W x this <= D.
+/// preemption exactly when W x this <= D. Throws std::invalid_argument on q outside [0.5, 1)
+/// or a band BandFactors::validate refuses.
 double band_quantile_factor(const BandFactors& band, double q);
 
 }  // namespace srift

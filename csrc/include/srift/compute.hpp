@@ -95,7 +95,8 @@ struct Measurement {
 
 /// Throws std::invalid_argument naming measurements[i] and the field for a batch or iteration
 /// time that is not finite and > 0, a forward_s or backward_s that is not finite (< 0 means
-/// not measured), or a forward + backward above twice the iteration.
+/// not measured), or, when both are measured, a forward + backward that is not finite and > 0
+/// or is above twice the iteration.
 void validate_measurements(const std::vector<Measurement>& measurements);
 
 /// Anchors an estimate to measurements of the same GPU type. Two or more distinct batches:
@@ -106,7 +107,8 @@ void validate_measurements(const std::vector<Measurement>& measurements);
 /// When every measurement has forward_s and backward_s, the terms are fitted to forward +
 /// backward and the optimizer step is measured: the mean of iteration - forward - backward
 /// (at least 0). Otherwise the optimizer step is the prior's, at most half the intercept.
-/// Throws std::invalid_argument as validate_measurements does.
+/// Throws std::invalid_argument as validate_measurements does, or naming "measurements" when
+/// they fit no model ComputeModel::validate accepts (batches and times past any real range).
 ComputeModel anchor_to_measurements(const ComputeModel& prior,
                                     const std::vector<Measurement>& measurements);
 

@@ -161,7 +161,8 @@ class LearnedCompute {
 
   /// log(t_target / t_anchor) per sample, both at `batch`, from a measurement on `anchor`
   /// whose log deviation from its roofline at that batch is `observed_anchor` (NaN: leave the
-  /// shrink term out), before the dominance clip.
+  /// shrink term out), before the dominance clip. Throws std::invalid_argument on an
+  /// observed_anchor of +-inf.
   double anchored_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target, double batch,
                             Precision precision, double observed_anchor) const;
   /// The same, clipped by the ratio references (note "learned compute").

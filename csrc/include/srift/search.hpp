@@ -145,7 +145,8 @@ struct SearchStats {
   std::uint64_t violated_deadline = 0;
   std::uint64_t violated_budget = 0;
   /// Plans of the space never simulated (search(): space - evaluated; they were cut by a
-  /// bound or by the instance/batch limits without simulation).
+  /// bound or by the instance/batch limits without simulation); 2^64 - 1 where that count is
+  /// larger.
   std::uint64_t pruned = 0;
   std::uint64_t nodes = 0;            ///< search(): (offer, count) nodes of the tree visited
   /// Plans in the space: per-offer caps and max_types (not the joint instance/batch limits).
