@@ -123,12 +123,33 @@ void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResu
     workers += r.workers;
     next_cost[g] = r.batch_low < r.max_batch ? c + s * (r.batch_low + 1) : kInf;
   }
-  // Exact floors leave each rank less than one sample short. More than that short, or over
-  // the batch, means (t - c) / s lost its digits: a per-sample time below ~1e-12 of the fixed
-  // time, where every split takes the same time to double precision. Split evenly then.
-  if (assigned > global_batch || global_batch - assigned > workers) {
+  // Exact floors leave each rank less than one sample short. A rounded (t - c) / s can land a
+  // floor one sample high: the slowest ranks then give a sample back, as the hand-out below
+  // would have given it last. Off by more than a sample a rank, it lost its digits (a
+  // per-sample time below ~1e-12 of the fixed time, where every split takes the same time to
+  // double precision): split evenly then.
+  if (assigned - global_batch > workers || global_batch - assigned > workers) {
     split_evenly(n, global_batch, out);
     return;
+  }
+  while (assigned > global_batch) {
+    int slowest = -1;
+    double slowest_cost = -kInf;
+    for (int g = 0; g < n; ++g) {  // the highest current cost among groups that can give back
+      const GroupResult& r = out.groups[g];
+      if (r.batch_low <= 1) continue;
+      const double cost = groups[g].compute.fixed_s() + groups[g].compute.per_sample_s() * r.batch_low;
+      if (cost > slowest_cost) slowest = g, slowest_cost = cost;
+    }
+    if (slowest < 0) {  // every rank at one sample yet over the batch: the caller's invariant broke
+      split_evenly(n, global_batch, out);
+      return;
+    }
+    GroupResult& r = out.groups[slowest];
+    --r.batch_low;
+    r.batch_high = r.batch_low;
+    assigned -= r.workers;
+    next_cost[slowest] = groups[slowest].compute.fixed_s() + groups[slowest].compute.per_sample_s() * (r.batch_low + 1);
   }
   // Hand out the rest a sample at a time to the rank whose compute it raises least: each
   // group's ranks at its lower batch, then, once the whole group has moved up, the next batch
