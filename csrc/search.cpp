@@ -416,7 +416,9 @@ void SearchRequest::validate() const {
   workload.validate();
   detail::require_enum("objective", static_cast<int>(objective), 0, 1);
   if (global_batch < 1) detail::fail("global_batch", ">= 1", global_batch);
-  detail::require_positive("iterations", iterations);
+  // At least one: a run of 1e-322 iterations underflowed every plan's totals to 0, and a
+  // branch-and-bound whose bounds are all 0 prunes nothing (it ran for hours).
+  if (!(iterations >= 1 && std::isfinite(iterations))) detail::fail("iterations", "finite and >= 1", iterations);
   if (!(deadline_s > 0)) detail::fail("deadline_s", "> 0", deadline_s);
   if (!(budget_usd > 0)) detail::fail("budget_usd", "> 0", budget_usd);
   if (!(max_usd_per_hour > 0)) detail::fail("max_usd_per_hour", "> 0", max_usd_per_hour);

@@ -45,8 +45,12 @@ MAX_ITERATIONS = 1e12
 
 
 def iterations(name: str, value: Any) -> float:
-    """``value`` as a float in (0, MAX_ITERATIONS]; ValueError naming ``name`` and the value."""
+    """``value`` as a float in [1, MAX_ITERATIONS]; ValueError naming ``name`` and the value.
+    Below one iteration a run is no training run (1e-322 underflowed every plan's totals to 0
+    and the branch-and-bound, its bounds all 0, pruned nothing)."""
     number = positive(name, value)
+    if number < 1:
+        raise ValueError(f"{name} must be at least 1 (iterations of the training run), got {value!r}")
     if number > MAX_ITERATIONS:
         raise ValueError(f"{name} must be at most {MAX_ITERATIONS:g}, got {value!r}")
     return number

@@ -79,8 +79,11 @@ MAX_ITERATIONS = checks.MAX_ITERATIONS  # a million years of 30 ms iterations; p
 
 
 def _iterations(text: str) -> float:
-    """--iterations: a number > 0, at most MAX_ITERATIONS (1e308 printed 300-digit times and costs)."""
+    """--iterations: a number in [1, MAX_ITERATIONS] (1e308 printed 300-digit times and costs;
+    1e-322 hung the search, checks.iterations)."""
     value = _positive_float(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 iteration, got {text!r}")
     if value > MAX_ITERATIONS:
         raise argparse.ArgumentTypeError(f"expected at most 1e12 iterations, got {text!r}")
     return value

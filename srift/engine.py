@@ -8,6 +8,7 @@ Every constant here is named, documented and overridable through :class:`EngineC
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +99,32 @@ def with_overrides(config: EngineConfig, **fields: Any) -> EngineConfig:
     return EngineConfig(**{**config.to_dict(), **given}) if given else config
 
 
+def _check_config(c: EngineConfig) -> None:
+    """ValueError naming the field for an assumption out of its range (an efficiency of 0 or
+    NaN had become a made-up 1 GB/s link, 1e-300 a negative interference time)."""
+    def number(name: str) -> float:
+        v = getattr(c, name)
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"EngineConfig.{name} must be a finite number, got {v!r}")
+        return float(v)
+
+    for name in ("nvlink_efficiency", "pcie_efficiency", "network_efficiency", "efa_network_efficiency",
+                 "usable_memory_fraction"):
+        v = number(name)
+        # below 1% of nominal no link or memory is what it claims to be
+        if not 0.01 <= v <= 1:
+            raise ValueError(f"EngineConfig.{name} must be a fraction in [0.01, 1], got {v!r}")
+    for name in ("intra_latency_s", "network_latency_s", "efa_latency_s", "workspace_bytes"):
+        if number(name) < 0:
+            raise ValueError(f"EngineConfig.{name} must be >= 0, got {getattr(c, name)!r}")
+    if not isinstance(c.roofline, dict):
+        raise ValueError(f"EngineConfig.roofline must be a dict of RooflineParams overrides (name: number), "
+                         f"got {type(c.roofline).__name__} {c.roofline!r}")
+    for name, v in c.roofline.items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"EngineConfig.roofline[{name!r}] must be a finite number, got {v!r}")
+
+
 def _roofline_params(overrides: dict[str, float]) -> _core.RooflineParams:
     params = _core.RooflineParams()
     for name, value in overrides.items():
@@ -112,10 +139,17 @@ class Engine:
     """Core inputs for one (profile, catalog, config), cached per GPU type and instance type."""
 
     def __init__(self, profile: Profile, catalog: Catalog, config: EngineConfig | None = None):
+        from srift.catalog import Catalog as _Catalog
+        from srift.profile_data import Profile as _Profile
+
+        checks.instance("profile", profile, _Profile, "srift.profile(model, ...) or srift.Profile.load(path)")
+        checks.instance("catalog", catalog, _Catalog, "srift.Catalog.default() or srift.Catalog.load(path)")
+        checks.optional_instance("config", config, EngineConfig, "srift.EngineConfig(...)")
         profile.validate()  # a profile built or edited in Python meets a file's bounds too
         self.profile = profile
         self.catalog = catalog
         self.config = config or EngineConfig()
+        _check_config(self.config)
         precision = self.config.precision or profile.precision
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")

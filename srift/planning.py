@@ -254,13 +254,16 @@ class _Space:
             instance_types = [instance_types]
         if isinstance(exclude, str):
             exclude = [exclude]
-        allowed = None if instance_types is None else set(instance_types)
-        if allowed is not None and not allowed:
+        instance_types = None if instance_types is None else list(instance_types)
+        if instance_types is not None and not instance_types:
             raise ValueError("instance_types must name at least one instance type, got none "
                              "(leave it out for every type)")
-        for name in (allowed or set()) | set(exclude or ()) | set(self.spot.interruptions_per_hour):
-            catalog.instance(name)  # unknown names raise with suggestions
-        excluded = set(exclude or ())
+        # Each name as the catalog spells it: the lookup forgives case and spaces, and a filter
+        # of the raw name then matched nothing (--exclude P3.2XLARGE kept p3.2xlarge).
+        # Unknown names raise with suggestions.
+        allowed = None if instance_types is None else {catalog.instance(n).name for n in instance_types}
+        excluded = {catalog.instance(n).name for n in (exclude or ())}
+        spot_rates = {catalog.instance(n).name: rate for n, rate in self.spot.interruptions_per_hour.items()}
         held_markets = {(g.instance_type, g.market) for g in held_cluster.groups} if held_cluster else set()
         # A held type the user did not allow (or excluded), or held in a market the user did not
         # ask for (spot held, no --spot), stays in every plan as held, and no more of it is
@@ -297,7 +300,7 @@ class _Space:
                 offer.compute = self.engine.instance_compute(name)[0]
                 offer.band = self.engine.group_band(name)  # unknown compute band (roofline): none
                 if info.market == "spot":
-                    rate = self.spot.interruptions_per_hour.get(name)
+                    rate = spot_rates.get(name)
                     offer.interruptions_per_hour = (
                         float(rate) if rate is not None else _core.interruption_rate_from_class(info.interruption))
                 offers.append(offer)
@@ -325,6 +328,12 @@ class _Space:
             said = clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + " and " + clauses[-1]
             self.why_empty = (f"the filters remove every offer: none of the {priced} offers priced in "
                               f"{', '.join(self.regions)} ({', '.join(self.markets)}) is {said}")
+        elif held_cluster is None and all(o.max_count == 0 for o in usable):
+            # the core would blame the batch or memory: no plan of one instance exists at all
+            zero = sorted({instances[o.instance].name for o in usable if catalog.quota(instances[o.instance].name) == 0})
+            self.why_empty = ("every offer left may run no instance: a quota of 0 "
+                              f"({', '.join(zero) or 'every type'}; the catalog's quotas, "
+                              "`srift catalog` overrides); raise the quota or ask for other types")
         if any(o.band.compute.known for o in offers):  # the plain roofline has no band (nor a table to load)
             request.scaling_band = self.engine.scaling_table()
         request.usable_memory_fraction = config.usable_memory_fraction
@@ -403,7 +412,11 @@ def _markets_arg(markets: str | Iterable[str] | None, spot: bool) -> tuple[str, 
     if not isinstance(spot, bool):  # a string such as 'no' would read as true
         raise ValueError(f"spot must be True or False, got {spot!r}")
     if markets is not None:
-        return tuple(_markets(markets))
+        chosen = tuple(_markets(markets))
+        if spot and "spot" not in chosen:  # the two disagree: which one was meant?
+            raise ValueError(f"spot=True asks for spot offers and markets={markets!r} leaves them out; "
+                             "give one of the two")
+        return chosen
     return ("on-demand", "spot") if spot else ("on-demand",)
 
 
@@ -490,7 +503,7 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     closest = space.plan(result.closest) if not plans and result.closest.groups else None
     return Recommendation(
         objective="min_cost" if deadline is not None else "max_throughput",
-        global_batch=global_batch, iterations=float(iterations), deadline_hours=deadline,
+        global_batch=int(global_batch), iterations=float(iterations), deadline_hours=deadline,
         budget_usd=budget, max_usd_per_hour=rate, best=plans[0] if plans else None,
         alternatives=plans[1:], why_none=(space.why_empty or result.why_none) if not plans else "", closest=closest,
         search=space.summary(result), precision=space.engine.precision,

@@ -214,6 +214,8 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
 
     global_batch = checks.integer("global_batch", global_batch)
     iterations = checks.optional_iterations("iterations", iterations)
+    if not isinstance(timeline, bool):  # a string such as 'no' would read as true
+        raise ValueError(f"timeline must be True or False, got {timeline!r}")
     cluster = Cluster.parse(cluster) if not isinstance(cluster, Cluster) else cluster
     if engine is None:
         check_objects(profile, catalog, config)

@@ -320,8 +320,7 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
     _refuse_repeats("global_batch", _as_list(data["global_batch"]), global_batch)
     iterations = [_positive_number(x, "iterations") for x in _as_list(data["iterations"])]
     for it in iterations:
-        if it > checks.MAX_ITERATIONS:
-            raise ValueError(f"iterations must be at most {checks.MAX_ITERATIONS:g}, got {it!r}")
+        checks.iterations("iterations", it)  # in [1, MAX_ITERATIONS], as the API and the CLI
     _refuse_repeats("iterations", _as_list(data["iterations"]), iterations)
     return SweepSpec(
         models=models, global_batch=global_batch, iterations=iterations,

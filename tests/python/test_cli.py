@@ -278,6 +278,12 @@ def test_iterations_are_bounded(capsys, tmp_path, resnet50_profile, command):
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert f"argument --iterations: expected at most 1e12 iterations, got '{bad}'" in err
+    # below one iteration: 1e-322 hung recommend and pareto (every total 0, nothing pruned)
+    for bad in ("1e-322", "0.5"):
+        with pytest.raises(SystemExit) as exc:
+            main([command, "--profile", path, "--global-batch", "64", "--iterations", bad, *argv])
+        assert exc.value.code == 2
+        assert f"argument --iterations: expected at least 1 iteration, got '{bad}'" in capsys.readouterr().err
     if command == "predict":
         assert main([command, "--profile", path, "--global-batch", "64", "--iterations", "1e12", *argv]) == 0
         assert "1,000,000,000,000 iterations" in capsys.readouterr().out

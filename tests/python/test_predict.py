@@ -296,6 +296,37 @@ def test_one_measured_batch_band_widens_away_from_it(fresh_profile):
             Engine(fresh_profile, Catalog.default(), EngineConfig(**bad))
 
 
+@pytest.mark.parametrize("fields, fragment", [
+    # an efficiency of 0 or NaN had become a made-up 1 GB/s link, 1e-300 a negative interference
+    ({"nvlink_efficiency": 0}, r"EngineConfig.nvlink_efficiency must be a fraction in \[0.01, 1\], got 0"),
+    ({"nvlink_efficiency": 1e-300}, "EngineConfig.nvlink_efficiency must be a fraction"),
+    ({"pcie_model": "v0", "pcie_efficiency": float("nan")}, "EngineConfig.pcie_efficiency must be a finite number"),
+    ({"efa_network_efficiency": 50}, "EngineConfig.efa_network_efficiency must be a fraction"),
+    ({"network_efficiency": "0.8"}, "EngineConfig.network_efficiency must be a finite number, got '0.8'"),
+    ({"usable_memory_fraction": float("nan")}, "EngineConfig.usable_memory_fraction must be a finite number"),
+    ({"network_latency_s": -1e-6}, "EngineConfig.network_latency_s must be >= 0"),
+    ({"roofline": "x"}, "EngineConfig.roofline must be a dict"),
+    ({"roofline": {"memory_efficiency": "a"}}, r"EngineConfig.roofline\['memory_efficiency'\] must be a finite number"),
+])
+def test_engine_config_out_of_range_names_the_field(resnet50_profile, fields, fragment):
+    from srift.engine import EngineConfig
+
+    with pytest.raises(ValueError, match=fragment):
+        srift.predict(resnet50_profile, "1x p3.16xlarge", 64, config=EngineConfig(**fields))
+
+
+def test_engine_and_predict_arguments_of_the_wrong_type_are_named(resnet50_profile):
+    from srift.engine import Engine
+
+    catalog = Catalog.default()
+    for args, fragment in (((None, catalog), "profile must be a Profile"), ((resnet50_profile, None), "catalog must be a Catalog"),
+                           ((resnet50_profile, catalog, "x"), "config must be an EngineConfig")):
+        with pytest.raises(ValueError, match=fragment):  # was an AttributeError deep inside
+            Engine(*args)
+    with pytest.raises(ValueError, match="timeline must be True or False, got 'yes'"):
+        srift.predict(resnet50_profile, "1x p3.2xlarge", 32, timeline="yes")
+
+
 def test_ddp_buckets_and_allreduce_dtype_as_the_code_builds_them():
     """The DDP a user's code builds decides the exposed allreduce: one bucket larger than the
     gradients (apex's message_size=250M, bucket_cap_mb=1000) starts its allreduce only after

@@ -177,6 +177,11 @@ def test_question_is_required_and_validated(resnet50_profile):
     ({"spot": "no"}, "spot must be True or False, got 'no'"),
     ({"markets": 5}, "markets must be a non-empty subset"),
     ({"instance_types": []}, "instance_types must name at least one instance type"),
+    # 1e-322 iterations underflowed every total to 0 and the search, its bounds all 0, ran for hours
+    ({"iterations": 1e-322}, r"iterations must be at least 1 \(iterations of the training run\), got 1e-322"),
+    ({"iterations": 0.5}, "iterations must be at least 1"),
+    # spot=True was dropped without a word when markets left spot out
+    ({"spot": True, "markets": ["on-demand"]}, "spot=True asks for spot offers and markets=.* leaves them out"),
     # objects where a path or a dict came: a named ValueError, not an AttributeError deep inside
     ({"catalog": "catalog.json"}, r"catalog must be a Catalog \(srift.Catalog.load\(path\).*got str 'catalog.json'"),
     ({"config": {"precision": "amp"}}, r"config must be an EngineConfig .*got dict"),
@@ -200,6 +205,27 @@ def test_one_instance_type_as_a_string_is_one_name(resnet50_profile):
     assert {g.instance_type for g in rec.best.cluster.groups} == {"g4dn.xlarge"}
 
 
+def test_type_names_filter_as_the_catalog_spells_them(resnet50_profile):
+    # the lookup forgives case and spaces; the filters compared the raw name and matched
+    # nothing: --exclude P3.2XLARGE kept p3.2xlarge, --types P3.2XLARGE found no offer
+    args = dict(global_batch=64, iterations=1000, deadline_hours=12, regions="us-east-1")
+    rec = srift.recommend(resnet50_profile, instance_types=["P3.2XLARGE"], **args)
+    assert {g.instance_type for g in rec.best.cluster.groups} == {"p3.2xlarge"}
+    rec = srift.recommend(resnet50_profile, instance_types=["p3.2xlarge", "g5.xlarge"], exclude=" P3.2xlarge", **args)
+    assert {g.instance_type for g in rec.best.cluster.groups} == {"g5.xlarge"}
+    rec = srift.recommend(resnet50_profile, instance_types="p3.2xlarge", exclude="P3.2XLARGE", **args)
+    assert rec.best is None and "outside the excluded (p3.2xlarge)" in rec.why_none
+
+
+def test_a_quota_of_zero_is_why_nothing_fits(resnet50_profile):
+    # the core, given offers it may not rent, blamed the batch and GPU memory
+    catalog = srift.Catalog.default().with_overrides({"schema": "srift.catalog-overrides/1", "quotas": {"p3.2xlarge": 0}})
+    rec = srift.recommend(resnet50_profile, global_batch=64, iterations=1000, deadline_hours=12,
+                          regions="us-east-1", instance_types="p3.2xlarge", catalog=catalog)
+    assert rec.best is None
+    assert rec.why_none.startswith("every offer left may run no instance: a quota of 0 (p3.2xlarge")
+
+
 def test_numpy_scalars_are_numbers(resnet50_profile):
     import numpy as np
 
@@ -209,6 +235,8 @@ def test_numpy_scalars_are_numbers(resnet50_profile):
     rec = srift.recommend(resnet50_profile, global_batch=np.int64(64), iterations=np.int64(1000),
                           deadline_hours=np.float64(12), regions="us-east-1", instance_types="g5.xlarge")
     assert rec.best is not None
+    # its dict is plain JSON: the numpy int was kept and json.dumps refused it
+    assert json.loads(json.dumps(rec.to_dict()))["global_batch"] == 64
 
 
 def test_recommendation_serialises(resnet50_profile):

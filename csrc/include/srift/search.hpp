@@ -68,7 +68,7 @@ struct SearchRequest {
   std::vector<InstanceSpec> instances;
   std::vector<Offer> offers;
   int global_batch = 0;          ///< samples per iteration, fixed by the user
-  double iterations = 0;         ///< iterations to train (> 0)
+  double iterations = 0;         ///< iterations to train (finite, >= 1)
   Objective objective = Objective::min_cost;
   double deadline_s = std::numeric_limits<double>::infinity();  ///< total wall time bound
   double budget_usd = std::numeric_limits<double>::infinity();  ///< total USD bound
