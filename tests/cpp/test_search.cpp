@@ -780,6 +780,18 @@ TEST(Search, RejectsBadInputNamingTheField) {
     r.offers[0].interruptions_per_hour = -1;
     EXPECT_THROW(srift::search(r), std::invalid_argument);
   }
+  // fewer than one iteration: 1e-322 underflowed every plan's totals to 0 and the search,
+  // its bounds all 0, pruned nothing
+  for (double iterations : {1e-322, 0.5, 0.0}) {
+    r = random_request(3);
+    r.iterations = iterations;
+    try {
+      srift::search(r);
+      ADD_FAILURE() << "expected std::invalid_argument for iterations " << iterations;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("iterations must be finite and >= 1"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Two 1-GPU types in one region: "slow" at $1/h and "fast" (four times the speed) at $8/h,
