@@ -8,6 +8,7 @@ import math
 import os
 import re
 import sys
+import warnings
 from typing import Any, Callable, Sequence
 
 from srift import checks, jsonout, report
@@ -48,7 +49,8 @@ def parse_duration_hours(text: str) -> float:
     """'12h', '90m', '2d', '3600s' or a bare number of hours -> hours."""
     match = _DURATION.match(str(text))
     if match is None:
-        raise argparse.ArgumentTypeError(f"duration must look like 12h, 90m, 2d or 3600s, got {text!r}")
+        raise argparse.ArgumentTypeError(f"duration must look like 12h, 90m, 2d or 3600s (a bare number is "
+                                         f"hours), got {text!r}")
     value = float(match[1]) * _UNIT_HOURS[(match[2] or "h").lower()]
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"duration must be finite and > 0, got {text!r}")
@@ -680,6 +682,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    print(f"srift: warning: {message}", file=sys.stderr if file is None else file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -689,7 +696,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # rich tables only for a person at a terminal; pipes, files and --json get plain text.
     report.use_rich(sys.stdout.isatty() and not getattr(args, "json", False) and "NO_COLOR" not in os.environ)
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if not args.debug:  # a user reads "srift: warning: ...", not the library's file and line
+                warnings.showwarning = _show_warning
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("srift: interrupted" + ("; rerun the same command to resume" if args.command == "sweep" else ""),
               file=sys.stderr)

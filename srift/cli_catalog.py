@@ -6,6 +6,7 @@ Also exports ``add_catalog_arguments`` / ``catalog_from_args`` so other subcomma
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import warnings
 from typing import Any
@@ -36,6 +37,17 @@ def apply_override_args(cat: Catalog, args: argparse.Namespace) -> Catalog:
     for path in getattr(args, "catalog_overrides", None) or []:
         cat = cat.with_overrides(path)
     return cat
+
+
+def _age_hours(text: str) -> float:
+    """--max-age-hours: a finite number of hours >= 0 (NaN and -1 were taken as given)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of hours, got {text!r}") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a finite number of hours >= 0, got {text!r}")
+    return value
 
 
 def _fmt(v: Any, digits: int = 2) -> str:
@@ -228,7 +240,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     ref.add_argument("--profile", help="AWS profile (default: boto3's credential chain)")
     ref.add_argument("--endpoint-url", help="custom EC2/Pricing endpoint (testing)")
     ref.add_argument("--max-attempts", type=int, default=8, help="adaptive-retry attempts per call")
-    ref.add_argument("--max-age-hours", type=float, default=0.0,
+    ref.add_argument("--max-age-hours", type=_age_hours, default=0.0,
                      help="reuse cached regions younger than this (default 0: fetch everything)")
     ref.add_argument("--no-cache", action="store_true", help="neither read nor write the on-disk cache")
     ref.add_argument("--no-fallback", action="store_true", help="fail instead of using an older catalog")

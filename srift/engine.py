@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +124,30 @@ def _check_config(c: EngineConfig) -> None:
     for name, v in c.roofline.items():
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
             raise ValueError(f"EngineConfig.roofline[{name!r}] must be a finite number, got {v!r}")
+
+
+def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement]) -> None:
+    """Measurements at two or more batches fit a line of a fixed cost >= 0 and a slope > 0
+    (srift::anchor_to_measurements); where they do not (a larger batch measured faster, or a
+    time growing faster than the batch) the core scales the prior's curve through their mean,
+    which misses each measured point: say so rather than label it "measured" in silence."""
+    batches = [p.local_batch for p in points]
+    if len(set(batches)) < 2:
+        return
+    split = all(p.forward_s >= 0 and p.backward_s >= 0 for p in points)
+    times = [p.forward_s + p.backward_s if split else p.iteration_s for p in points]
+    mean_b, mean_t = sum(batches) / len(batches), sum(times) / len(times)
+    sxx = sum((b - mean_b) ** 2 for b in batches)
+    slope = sum((b - mean_b) * (t - mean_t) for b, t in zip(batches, times)) / sxx
+    intercept = mean_t - slope * mean_b
+    if slope > 0 and intercept >= 0:
+        return
+    shown = ", ".join(f"{t:.4g} s at {b:g}" for b, t in sorted(zip(batches, times)))
+    why = "a larger batch was measured faster" if slope <= 0 else "the time grows faster than the batch"
+    warnings.warn(f"measurements on {gpu_key} ({shown}) fit no line of a fixed cost and a per-sample time: {why}; "
+                  f"srift scales its curve through their mean (batch {mean_b:g}, {mean_t:.4g} s) and misses each "
+                  "measured point; check the runs (a warm-up, another GPU, another precision?)", UserWarning,
+                  stacklevel=4)
 
 
 def _roofline_params(overrides: dict[str, float]) -> _core.RooflineParams:
@@ -410,6 +435,7 @@ class Engine:
             return cached
         points = self._measurements_for(gpu_key)
         if points:
+            _warn_if_no_line(gpu_key, points)
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
             prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
                                            self.gpu_spec(gpu_key), PRECISIONS[self.precision],

@@ -584,6 +584,17 @@ def test_refresh_with_an_unknown_aws_profile_is_one_line(tmp_path, monkeypatch, 
     assert "--profile 'nosuchprofile': no such AWS profile" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("age", ["nan", "-1", "inf", "soon"])
+def test_refresh_max_age_must_be_hours_ge_0(age, capsys):
+    # NaN and -1 were taken as given
+    from srift.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["catalog", "refresh", "--max-age-hours", age])
+    assert exc.value.code == 2
+    assert "argument --max-age-hours: expected a" in capsys.readouterr().err
+
+
 def test_cli_diff_reports_interruptions_quotas_and_gpus(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # each changes plans (the spot model, a type's cap, the GPU table), and diff said "no differences"
     old = Catalog.default()

@@ -60,6 +60,31 @@ def test_measurement_anchors_the_gpu_type(fresh_profile):
     assert two.iteration_s == pytest.approx(0.21 + (0.40 - 0.21) * 16 / 32, rel=1e-9)
 
 
+def test_measurements_that_fit_no_line_are_named_not_labelled_measured_in_silence(fresh_profile, tmp_path, capsys):
+    # a larger batch measured faster: the core scales the curve through the mean, which
+    # missed both points (196 ms predicted at the batch measured at 100 ms) without a word
+    import warnings
+
+    fresh_profile.add_measurement("V100", local_batch=32, iteration_s=0.2)
+    fresh_profile.add_measurement("V100", local_batch=64, iteration_s=0.1)
+    with pytest.warns(UserWarning, match=r"measurements on V100-16GB \(0.2 s at 32, 0.1 s at 64\) fit no line"
+                                         r".*a larger batch was measured faster"):
+        srift.predict(fresh_profile, "1x p3.2xlarge", global_batch=64)
+    good = srift.Profile.from_dict(fresh_profile.to_dict())
+    good.measurements = good.measurements[:1]
+    good.add_measurement("V100", local_batch=64, iteration_s=0.35)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a line that fits says nothing
+        srift.predict(good, "1x p3.2xlarge", global_batch=64)
+    # the CLI says it on one line
+    from srift.cli import main
+
+    path = str(fresh_profile.save(tmp_path / "p.json"))
+    assert main(["predict", "--profile", path, "--cluster", "1x p3.2xlarge", "--global-batch", "64"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("srift: warning: measurements on V100-16GB") and "engine.py" not in err
+
+
 def test_memory_infeasible_cluster_says_why(resnet50_profile):
     pred = srift.predict(resnet50_profile, "1x g4dn.xlarge", global_batch=4096)
     assert not pred.feasible
