@@ -127,7 +127,12 @@ double gradient_accumulate_s(double gradient_bytes, const GpuSpec& gpu, const Ro
   detail::require_finite_nonneg("gradient_bytes", gradient_bytes);
   gpu.validate();
   params.validate();
-  return 3.0 * gradient_bytes / (gpu.memory_bandwidth * params.memory_efficiency);
+  const double seconds = 3.0 * gradient_bytes / (gpu.memory_bandwidth * params.memory_efficiency);
+  if (!std::isfinite(seconds)) {  // finite bytes over a 1 B/s GPU can still overflow
+    detail::fail("gradient_accumulate_s (3 x gradient_bytes / achieved memory bandwidth)",
+                 "finite (gradient_bytes or memory_bandwidth out of any real range)", seconds);
+  }
+  return seconds;
 }
 
 std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers,

@@ -360,7 +360,12 @@ std::vector<double> absolute_features(const WorkloadStats& w, const GpuSpec& gpu
 }
 
 std::vector<double> batch_grid(double max_batch) {
-  const double hi = (std::isfinite(max_batch) && max_batch > 0) ? std::max(max_batch, kGridMinSpan) : kGridMinSpan;
+  // A local batch is an int: a grid past INT_MAX samples only extrapolated the model (at 1e308
+  // the per-sample time fell 3e10x).
+  constexpr double kLargestBatch = 2147483647.0;
+  const double hi = (std::isfinite(max_batch) && max_batch > 0)
+                        ? std::min(std::max(max_batch, kGridMinSpan), kLargestBatch)
+                        : kGridMinSpan;
   const int n = std::max(3, static_cast<int>(std::ceil(std::log10(hi) * kGridPointsPerDecade)) + 1);
   // As numpy.geomspace: 10 ** linspace(0, log10(hi), n), endpoints exact; then rounded half
   // to even (numpy.round), at least 1, sorted and unique.

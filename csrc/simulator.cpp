@@ -222,15 +222,25 @@ void check_link(double bytes, int ranks, const LinkSpec& link) {
 }
 }  // namespace
 
+namespace {
+// Finite inputs can still give a time past a double (1e308 bytes over 1e-300 bytes/s).
+double finite_time(const char* what, double seconds, double bytes, const LinkSpec& link) {
+  if (std::isfinite(seconds)) return seconds;
+  throw std::invalid_argument(std::string(what) + ": the time of " + detail::fmt(bytes) + " bytes over " +
+                              detail::fmt(link.bandwidth) + " bytes/s overflows (" + detail::fmt(seconds) +
+                              " s): bytes or link.bandwidth are out of any real range");
+}
+}  // namespace
+
 double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link) {
   check_link(bytes, ranks, link);
-  return ring_s(bytes, ranks, link);
+  return finite_time("ring_allreduce_s", ring_s(bytes, ranks, link), bytes, link);
 }
 
 double ring_broadcast_s(double bytes, int ranks, const LinkSpec& link) {
   check_link(bytes, ranks, link);
   if (ranks <= 1 || bytes <= 0) return 0.0;
-  return bytes / link.bandwidth + (ranks - 1.0) * link.latency;
+  return finite_time("ring_broadcast_s", bytes / link.bandwidth + (ranks - 1.0) * link.latency, bytes, link);
 }
 
 void simulate_unchecked(const Workload& w, const GroupSpec* groups, int n,

@@ -348,8 +348,10 @@ def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray, min_per_sample
 
 
 def batch_grid(max_batch: float | None) -> np.ndarray:
-    """Geometric grid of local batches from 1 to max(max_batch, GRID_MIN_SPAN)."""
+    """Geometric grid of local batches from 1 to max(max_batch, GRID_MIN_SPAN), at most
+    2147483647 (a local batch is an int; as srift::batch_grid)."""
     hi = max(float(max_batch), GRID_MIN_SPAN) if max_batch and math.isfinite(max_batch) else GRID_MIN_SPAN
+    hi = min(hi, 2147483647.0)
     n = max(3, int(math.ceil(math.log10(hi) * GRID_POINTS_PER_DECADE)) + 1)
     return np.unique(np.maximum(1.0, np.round(np.geomspace(1.0, hi, n))))
 

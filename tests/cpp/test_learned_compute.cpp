@@ -86,6 +86,9 @@ TEST(LearnedComputeFeatures, BatchGridAndRelativeFit) {
             (std::vector<double>{1, 2, 3, 5, 8, 14, 25, 42, 71, 121, 207, 353, 601, 1024}));
   EXPECT_EQ(srift::batch_grid(512), srift::batch_grid(0));
   EXPECT_EQ(srift::batch_grid(5000).back(), 5000.0);
+  // a local batch is an int: the grid ends there (at 1e308 it extrapolated the model 3e10x)
+  EXPECT_EQ(srift::batch_grid(1e308).back(), 2147483647.0);
+  EXPECT_EQ(srift::batch_grid(1e308), srift::batch_grid(3e9));
   const std::vector<double> b = {1, 10, 100};
   auto [fixed, slope] = srift::affine_relative_fit(b, {0.2 + 0.01, 0.2 + 0.1, 0.2 + 1.0});
   EXPECT_NEAR(fixed, 0.2, 1e-12);

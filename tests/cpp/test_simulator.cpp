@@ -88,6 +88,15 @@ TEST(Simulator, RingAllreduceFormula) {
   names(-1, 4, link, "bytes");
   names(100e6, 4, LinkSpec{0, 20e-6}, "link.bandwidth");
   names(100e6, 4, LinkSpec{10e9, std::nan("")}, "link.latency");
+  // finite inputs whose time overflows: an error, not +inf
+  names(1e308, 2, LinkSpec{1e-300, 0}, "ring_allreduce_s: the time of 1e+308 bytes");
+  EXPECT_THROW(srift::ring_broadcast_s(1e308, 2, LinkSpec{1e-10, 0}), std::invalid_argument);
+  srift::GpuSpec slow;
+  slow.name = "slow";
+  slow.memory_bytes = 1e9;
+  slow.fp32_flops = 1e12;
+  slow.memory_bandwidth = 1;
+  EXPECT_THROW(srift::gradient_accumulate_s(1e308, slow), std::invalid_argument);
 }
 
 TEST(Simulator, IterationBoundsHoldOnRandomClusters) {

@@ -72,7 +72,8 @@ ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpe
 /// Seconds to add one micro-step's gradients into the accumulated ones (ComputeModel::
 /// accumulate_s): autograd's in-place add reads both and writes one, 3 x `gradient_bytes`
 /// (bytes of the trainable parameters' gradients) at the memory-bound efficiency. Measured on
-/// real DDP: bench/bench_accumulation.py --ddp.
+/// real DDP: bench/bench_accumulation.py --ddp. Throws std::invalid_argument for bad input or
+/// a time past a double's range.
 double gradient_accumulate_s(double gradient_bytes, const GpuSpec& gpu,
                              const RooflineParams& params = RooflineParams{});
 

@@ -89,8 +89,8 @@ std::vector<double> ratio_features(const WorkloadStats& w, const GpuSpec& a, dou
 std::vector<double> absolute_features(const WorkloadStats& w, const GpuSpec& gpu, double batch, Precision precision);
 
 /// Local batches (samples) of the absolute model's fit: a geometric grid, 4 points a decade,
-/// rounded and deduplicated, from 1 to max(max_batch, 1024); max_batch <= 0 or non-finite:
-/// 1 to 1024.
+/// rounded and deduplicated, from 1 to max(max_batch, 1024), at most 2147483647 (a local
+/// batch is an int); max_batch <= 0 or non-finite: 1 to 1024.
 std::vector<double> batch_grid(double max_batch);
 
 /// (fixed s, per-sample s) of t = fixed + per_sample * b minimising the squared relative error

@@ -130,7 +130,7 @@ int max_local_batch(const Workload& workload, const InstanceSpec& instance, cons
 /// Allreduce time of `bytes` over `ranks` ranks on a ring bounded by `link`, seconds:
 /// 2 (n-1)/n * bytes / bandwidth + 2 (n-1) * latency; 0 on one rank or for 0 bytes. Throws
 /// std::invalid_argument naming the field for bytes < 0 or non-finite, ranks < 1, a
-/// bandwidth not > 0 or a latency < 0 or non-finite.
+/// bandwidth not > 0 or a latency < 0 or non-finite, or a time past a double's range.
 double ring_allreduce_s(double bytes, int ranks, const LinkSpec& link);
 
 /// Broadcast of `bytes` from one rank to `ranks` ranks down a ring whose every hop is `link`,
