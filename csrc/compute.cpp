@@ -178,7 +178,45 @@ void validate_measurements(const std::vector<Measurement>& measurements) {
 
 namespace {
 ComputeModel fit_to_measurements(const ComputeModel& prior, const std::vector<Measurement>& measurements);
+
+// Least squares of compute time on batch, as anchor_to_measurements fits it (one summation
+// order, so measured_line reports the branch the fit takes, bit for bit).
+MeasuredLine line_of(const std::vector<Measurement>& measurements, bool split_measured) {
+  const double n = static_cast<double>(measurements.size());
+  double mean_b = 0, mean_t = 0;
+  for (const Measurement& m : measurements) {
+    const double compute = split_measured ? m.forward_s + m.backward_s : m.iteration_s;
+    mean_b += m.local_batch / n;
+    mean_t += compute / n;
+  }
+  double sxx = 0, sxy = 0;
+  for (const Measurement& m : measurements) {
+    const double compute = split_measured ? m.forward_s + m.backward_s : m.iteration_s;
+    sxx += (m.local_batch - mean_b) * (m.local_batch - mean_b);
+    sxy += (m.local_batch - mean_b) * (compute - mean_t);
+  }
+  MeasuredLine line;
+  line.several_batches = sxx > 0;
+  line.slope = sxx > 0 ? sxy / sxx : 0.0;
+  line.intercept = mean_t - line.slope * mean_b;
+  line.mean_batch = mean_b;
+  line.mean_s = mean_t;
+  return line;
+}
+
+bool phases_measured(const std::vector<Measurement>& measurements) {
+  for (const Measurement& m : measurements) {
+    if (m.forward_s < 0 || m.backward_s < 0) return false;
+  }
+  return true;
+}
 }  // namespace
+
+MeasuredLine measured_line(const std::vector<Measurement>& measurements) {
+  if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  validate_measurements(measurements);
+  return line_of(measurements, phases_measured(measurements));
+}
 
 ComputeModel anchor_to_measurements(const ComputeModel& prior,
                                     const std::vector<Measurement>& measurements) {
@@ -199,35 +237,24 @@ ComputeModel anchor_to_measurements(const ComputeModel& prior,
 
 namespace {
 ComputeModel fit_to_measurements(const ComputeModel& prior, const std::vector<Measurement>& measurements) {
-  bool split_measured = true;
-  for (const Measurement& m : measurements) {
-    if (m.forward_s < 0 || m.backward_s < 0) split_measured = false;
-  }
+  const bool split_measured = phases_measured(measurements);
 
   // With forward and backward measured, the rest of the iteration is the optimizer step (and
   // zero_grad), measured rather than estimated: it does not scale with the batch and can
   // dominate (Adam over large embeddings), so it must not be mistaken for fixed compute.
   // Least squares of compute time on batch; a slope needs two distinct batches.
   const double n = static_cast<double>(measurements.size());
-  double mean_b = 0, mean_t = 0, mean_opt = 0, measured_fwd = 0, measured_both = 0;
-  for (const Measurement& m : measurements) {
-    const double compute = split_measured ? m.forward_s + m.backward_s : m.iteration_s;
-    mean_b += m.local_batch / n;
-    mean_t += compute / n;
-    if (split_measured) {
+  double mean_opt = 0, measured_fwd = 0, measured_both = 0;
+  if (split_measured) {
+    for (const Measurement& m : measurements) {
+      const double compute = m.forward_s + m.backward_s;
       mean_opt += std::max(0.0, m.iteration_s - compute) / n;
       measured_fwd += m.forward_s;
       measured_both += compute;
     }
   }
-  double sxx = 0, sxy = 0;
-  for (const Measurement& m : measurements) {
-    const double compute = split_measured ? m.forward_s + m.backward_s : m.iteration_s;
-    sxx += (m.local_batch - mean_b) * (m.local_batch - mean_b);
-    sxy += (m.local_batch - mean_b) * (compute - mean_t);
-  }
-  const double slope = sxx > 0 ? sxy / sxx : 0.0;
-  const double intercept = mean_t - slope * mean_b;
+  const MeasuredLine line = line_of(measurements, split_measured);
+  const double mean_b = line.mean_batch, mean_t = line.mean_s, slope = line.slope, intercept = line.intercept;
 
   // Share of the forward in each term: measured when every point has both parts.
   double forward_share_fixed = prior.fixed_s() > 0 ? prior.forward_fixed_s / prior.fixed_s() : 0.5;

@@ -62,8 +62,12 @@ void require_finite_iteration(const SearchRequest& r, const Candidate& c, const 
   require_finite_iteration("plan " + plan_text(r, c), it.iteration_s, it.compute_s, it.comm_s);
 }
 
-void fail_totals(const SearchRequest& r, const Candidate& c, const IterationResult& it) {
+void fail_totals(const SearchRequest& r, const Candidate& c, const IterationResult& it, double total_s) {
   const std::string plan = "plan " + plan_text(r, c);
+  if (std::isfinite(it.usd_per_hour) && std::isfinite(r.iterations * it.iteration_s)) {
+    throw std::invalid_argument(plan + ": its cost overflows ($" + fmt(it.usd_per_hour) + "/h x " + fmt(total_s) +
+                                " s): an offer's usd_per_hour or a compute model is out of any real range");
+  }
   if (!std::isfinite(it.usd_per_hour)) {
     throw std::invalid_argument(plan + ": its price overflows (usd_per_hour over the groups " + fmt(it.usd_per_hour) +
                                 "): an offer's usd_per_hour is out of any real range");
@@ -552,6 +556,11 @@ void plan_totals(const SearchRequest& request, Plan& plan) {
   plan.spot = estimate_spot(nominal, rate, request.spot, request.deadline_s);
   plan.total_s = plan.spot.expected_s;
   plan.total_usd = plan.iteration.usd_per_hour * plan.total_s / 3600.0;
+  if (std::isfinite(plan.total_s) && !std::isfinite(plan.total_usd)) {
+    detail::fail("total_usd (usd_per_hour x total_s, $" + detail::fmt(plan.iteration.usd_per_hour) + "/h x " +
+                     detail::fmt(plan.total_s) + " s)",
+                 "finite (a price or compute model is out of any real range)", plan.total_usd);
+  }
   plan.band = IterationBand{};
   plan.deadline_probability = 1;
   if (!plan.iteration.feasible()) return;

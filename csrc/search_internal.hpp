@@ -124,9 +124,12 @@ inline double expected_total_s(double nominal_s, double rate, const SpotParams& 
 }
 
 /// Throws std::invalid_argument naming the plan when its run without preemption
-/// (iterations x iteration_s) or its price per hour (the groups' sum) is not finite: a total
-/// of inf met an unbounded deadline or budget and was ranked as a plan.
-[[noreturn]] void fail_totals(const SearchRequest& r, const Candidate& c, const IterationResult& it);
+/// (iterations x iteration_s), its price per hour (the groups' sum) or its cost (price x a
+/// finite run) is not finite: a total of inf met an unbounded deadline or budget and was
+/// ranked as a plan. (A spot run whose expected time is infinite, one preemption outrunning
+/// every restart, is the spot model's answer, not an overflow.)
+[[noreturn]] void fail_totals(const SearchRequest& r, const Candidate& c, const IterationResult& it,
+                              double total_s = 0);
 
 /// Fills a candidate's totals from a feasible iteration; `rate` is the plan's spot rate.
 inline void set_totals(const SearchRequest& r, const IterationResult& it, double rate, Candidate& c) {
@@ -134,6 +137,7 @@ inline void set_totals(const SearchRequest& r, const IterationResult& it, double
   if (!(std::isfinite(nominal) && std::isfinite(it.usd_per_hour))) fail_totals(r, c, it);
   c.total_s = expected_total_s(nominal, rate, r.spot);
   c.total_usd = it.usd_per_hour * c.total_s / 3600.0;
+  if (std::isfinite(c.total_s) && !std::isfinite(c.total_usd)) fail_totals(r, c, it, c.total_s);
 }
 
 /// The band of a feasible iteration `it` of `n` groups (counts[k] instances of offers[k]),

@@ -34,37 +34,87 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // it slows least, which minimises the slowest rank's time among integer splits (every split
 // of that least time has each group at or above its floor: the continuous level is a lower
 // bound on it). See simulate_unchecked for the caller's invariants.
-// Every rank the same batch L as far as its memory cap allows, the largest L whose total fits,
-// then one more sample to the first ranks that can take it (groups in order): the split
-// split_batch falls back to where the compute time does not depend on the batch.
-void split_evenly(int n, int global_batch, IterationResult& out) {
-  auto total_at = [&](long long level) {
+// Note "split by level": the integer split of least slowest rank found without (t - c) / s,
+// whose digits a per-sample time far below the fixed time cancels. The least level L (a
+// double, found by bisection) at which every group's ranks, each at the largest batch b <= its
+// cap with c + s b <= L (at least 1), hold the batch; then the groups that level raised give
+// back what is over, whole batches first, then one sample on some ranks. Every cost is the
+// expression the hand-out in split_batch compares, so the slowest rank is the least any
+// integer split reaches as computed. O(groups x log cap) a bisection step: split_batch's
+// fallback, not its path.
+void split_by_level(const GroupSpec* groups, int n, long long global_batch, IterationResult& out) {
+  auto cost = [&](int g, long long b) {
+    return groups[g].compute.fixed_s() + groups[g].compute.per_sample_s() * static_cast<double>(b);
+  };
+  auto batch_at = [&](int g, double level) {  // the largest batch in [1, cap] costing <= level; 1 if none
+    long long lo = 1, hi = out.groups[g].max_batch;
+    if (cost(g, lo) > level) return lo;
+    while (lo < hi) {
+      const long long mid = lo + (hi - lo + 1) / 2;
+      if (cost(g, mid) <= level) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  auto held_at = [&](double level) {
     long long total = 0;
-    for (int g = 0; g < n; ++g) total += static_cast<long long>(out.groups[g].workers) *
-                                         std::min<long long>(level, out.groups[g].max_batch);
+    for (int g = 0; g < n; ++g) total += static_cast<long long>(out.groups[g].workers) * batch_at(g, level);
     return total;
   };
-  long long lo = 1, hi = 1;
-  for (int g = 0; g < n; ++g) hi = std::max<long long>(hi, out.groups[g].max_batch);
-  while (lo < hi) {  // the largest level in [1, the largest cap] whose total is <= the batch
-    const long long mid = lo + (hi - lo + 1) / 2;
-    if (total_at(mid) <= global_batch) lo = mid;
-    else hi = mid - 1;
+  long long workers = 0, capacity = 0;
+  double least = kInf, most = -kInf;
+  for (int g = 0; g < n; ++g) {
+    workers += out.groups[g].workers;
+    capacity += static_cast<long long>(out.groups[g].workers) * out.groups[g].max_batch;
+    least = std::min(least, cost(g, 1));
+    most = std::max(most, cost(g, out.groups[g].max_batch));
   }
-  long long remaining = global_batch - total_at(lo);
+  long long take[kMaxGroups], floor_take[kMaxGroups];
+  if (global_batch <= workers || global_batch >= capacity) {  // one sample a rank, or every cap
+    for (int g = 0; g < n; ++g) take[g] = floor_take[g] = global_batch <= workers ? 1 : out.groups[g].max_batch;
+  } else {
+    // held_at(below) = workers < the batch <= capacity = held_at(most)
+    double below = std::nextafter(least, -kInf), level = most;
+    for (;;) {
+      const double mid = below + (level - below) / 2;
+      if (!(mid > below && mid < level)) break;  // adjacent doubles
+      if (held_at(mid) >= global_batch) level = mid;
+      else below = mid;
+    }
+    for (int g = 0; g < n; ++g) {
+      take[g] = batch_at(g, level);
+      floor_take[g] = batch_at(g, below);
+    }
+  }
+  // Give back what is over as evenly as the level allows: each group at most T samples a rank
+  // (never below what the level below holds), the least T that still holds the batch; then
+  // one sample fewer on some ranks at T. Every batch given back costs no more than `level`.
+  auto held_under = [&](long long top) {
+    long long total = 0;
+    for (int g = 0; g < n; ++g) {
+      total += static_cast<long long>(out.groups[g].workers) * std::max(floor_take[g], std::min(take[g], top));
+    }
+    return total;
+  };
+  long long top_lo = 1, top_hi = 1;
+  for (int g = 0; g < n; ++g) top_hi = std::max(top_hi, take[g]);
+  while (top_lo < top_hi) {  // the least top whose total holds the batch (held_under(max take) does)
+    const long long mid = top_lo + (top_hi - top_lo) / 2;
+    if (held_under(mid) >= global_batch) top_hi = mid;
+    else top_lo = mid + 1;
+  }
+  long long over = held_under(top_lo) - global_batch;
   for (int g = 0; g < n; ++g) {
     GroupResult& r = out.groups[g];
-    r.batch_low = static_cast<int>(std::min<long long>(lo, r.max_batch));
-    r.batch_high = r.batch_low;
+    const long long batch = std::max(floor_take[g], std::min(take[g], top_lo));
+    r.batch_low = r.batch_high = static_cast<int>(batch);
     r.workers_high = 0;
-    if (remaining > 0 && r.batch_low < r.max_batch) {
-      r.workers_high = static_cast<int>(std::min<long long>(remaining, r.workers));
-      r.batch_high = r.batch_low + 1;
-      remaining -= r.workers_high;
-      if (r.workers_high == r.workers) {
-        r.batch_low = r.batch_high;
-        r.workers_high = 0;
-      }
+    if (over > 0 && batch == top_lo && batch > floor_take[g] && batch > 1) {
+      const long long fewer = std::min<long long>(over, r.workers);  // ranks one sample lower
+      over -= fewer;
+      r.batch_low = static_cast<int>(batch - 1);
+      r.workers_high = static_cast<int>(r.workers - fewer);
+      if (r.workers_high == 0) r.batch_high = r.batch_low;
     }
   }
 }
@@ -123,33 +173,12 @@ void split_batch(const GroupSpec* groups, int n, int global_batch, IterationResu
     workers += r.workers;
     next_cost[g] = r.batch_low < r.max_batch ? c + s * (r.batch_low + 1) : kInf;
   }
-  // Exact floors leave each rank less than one sample short. A rounded (t - c) / s can land a
-  // floor one sample high: the slowest ranks then give a sample back, as the hand-out below
-  // would have given it last. Off by more than a sample a rank, it lost its digits (a
-  // per-sample time below ~1e-12 of the fixed time, where every split takes the same time to
-  // double precision): split evenly then.
-  if (assigned - global_batch > workers || global_batch - assigned > workers) {
-    split_evenly(n, global_batch, out);
+  // Exact floors leave each rank less than one sample short. Over the batch, or more than a
+  // sample a rank short, (t - c) / s lost its digits (a per-sample time below ~1e-12 of the
+  // fixed time handed out 52,454 samples of 52,451, or left 2^31 to the hand-out below).
+  if (assigned > global_batch || global_batch - assigned > workers) {
+    split_by_level(groups, n, global_batch, out);
     return;
-  }
-  while (assigned > global_batch) {
-    int slowest = -1;
-    double slowest_cost = -kInf;
-    for (int g = 0; g < n; ++g) {  // the highest current cost among groups that can give back
-      const GroupResult& r = out.groups[g];
-      if (r.batch_low <= 1) continue;
-      const double cost = groups[g].compute.fixed_s() + groups[g].compute.per_sample_s() * r.batch_low;
-      if (cost > slowest_cost) slowest = g, slowest_cost = cost;
-    }
-    if (slowest < 0) {  // every rank at one sample yet over the batch: the caller's invariant broke
-      split_evenly(n, global_batch, out);
-      return;
-    }
-    GroupResult& r = out.groups[slowest];
-    --r.batch_low;
-    r.batch_high = r.batch_low;
-    assigned -= r.workers;
-    next_cost[slowest] = groups[slowest].compute.fixed_s() + groups[slowest].compute.per_sample_s() * (r.batch_low + 1);
   }
   // Hand out the rest a sample at a time to the rank whose compute it raises least: each
   // group's ranks at its lower batch, then, once the whole group has moved up, the next batch

@@ -189,6 +189,16 @@ void bind_compute(py::module_& m) {
   m.def("anchor_to_measurements", &anchor_to_measurements, py::arg("prior"), py::arg("measurements"),
         py::call_guard<py::gil_scoped_release>(),
         "Fit (two or more batches) or rescale (one) a ComputeModel to measured iterations.");
+
+  py::class_<MeasuredLine>(m, "MeasuredLine", "The line anchor_to_measurements fits to measured compute times.")
+      .def_readonly("several_batches", &MeasuredLine::several_batches)
+      .def_readonly("slope", &MeasuredLine::slope)
+      .def_readonly("intercept", &MeasuredLine::intercept)
+      .def_readonly("mean_batch", &MeasuredLine::mean_batch)
+      .def_readonly("mean_s", &MeasuredLine::mean_s)
+      .def_property_readonly("fitted", &MeasuredLine::fitted);
+  m.def("measured_line", &measured_line, py::arg("measurements"), py::call_guard<py::gil_scoped_release>(),
+        "The least-squares line anchor_to_measurements fits (bit for bit).");
 }
 
 }  // namespace srift::bindings

@@ -235,6 +235,9 @@ class _Space:
         self.engine = Engine(profile, catalog, config)
         self.spot = spot or SpotAssumptions()
         held_cluster = None if held is None else Cluster.parse(held)
+        if held_cluster is not None:  # each held type as the catalog spells it (the filters below compare names)
+            held_cluster = Cluster(tuple(ClusterGroup(catalog.instance(g.instance_type).name, g.count, g.market)
+                                         for g in held_cluster.groups), held_cluster.region)
         if held_cluster is not None and held_cluster.region:
             resolve_regions(catalog, [held_cluster.region])  # an unknown held region is named as such first
             # A plan is one region and keeps the held instances, so it runs where they run;

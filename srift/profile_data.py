@@ -166,16 +166,13 @@ def _validate_schema(data: Any) -> None:
                 numel > 0 and b["bytes"] % numel == 0 and b["bytes"] // numel in GRADIENT_ELEMENT_SIZES)):
             raise ValueError(f"$.buckets[{k}].numel: invalid value {numel}: bytes ({b['bytes']}) must be numel "
                              f"x a gradient element size ({', '.join(map(str, GRADIENT_ELEMENT_SIZES))})")
-    # DDP buckets every trainable parameter's gradient once (parameters it is told to ignore
-    # aside): more bytes than the trainable parameters, or none at all, is an edited file, and
-    # it made the allreduce 100x or 0x what the model sends.
+    # DDP buckets every trainable parameter's gradient at most once (fewer bytes where it is
+    # told to ignore parameters): more is an edited file, and made the allreduce 100x what the
+    # model sends.
     bucketed = sum(b["bytes"] for b in data["buckets"])
     if bucketed > data["trainable_param_bytes"]:
         raise ValueError(f"$.buckets: invalid value: their bytes add up to {bucketed}, more than "
                          f"trainable_param_bytes ({data['trainable_param_bytes']}); DDP buckets each gradient once")
-    if not data["buckets"] and data["trainable_param_bytes"] > 0:
-        raise ValueError(f"$.buckets: invalid value []: the model has {data['trainable_param_bytes']} bytes of "
-                         "trainable parameters and DDP all-reduces their gradients in buckets")
     t = data.get("timings")
     if t is not None:
         n = len(t["batch_sizes"])

@@ -175,6 +175,33 @@ TEST(Compute, AnchorRefusesNonFiniteOrImpossiblePhases) {
   EXPECT_THROW(srift::roofline_compute({}, v100(), static_cast<srift::Precision>(7), 0), std::invalid_argument);
 }
 
+TEST(Compute, MeasuredLineIsTheLineTheAnchorFits) {
+  srift::ComputeModel prior;
+  prior.forward_fixed_s = 1e-3;
+  prior.backward_fixed_s = 2e-3;
+  prior.forward_per_sample_s = 1e-3;
+  prior.backward_per_sample_s = 2e-3;
+  prior.optimizer_s = 1e-3;
+  auto total = [](const srift::ComputeModel& m, double b) { return m.compute_s(b) + m.optimizer_s; };
+  // a fitted line: the anchor's fixed and per-sample terms are its intercept and slope
+  const std::vector<srift::Measurement> line = {{16, 0.05}, {32, 0.09}, {64, 0.17}};
+  const srift::MeasuredLine l = srift::measured_line(line);
+  ASSERT_TRUE(l.fitted());
+  const srift::ComputeModel fit = srift::anchor_to_measurements(prior, line);
+  EXPECT_DOUBLE_EQ(fit.per_sample_s(), l.slope);
+  EXPECT_DOUBLE_EQ(total(fit, 0), l.intercept);
+  // a larger batch faster: no line; the anchor goes through the mean instead
+  const std::vector<srift::Measurement> contradict = {{32, 0.2}, {64, 0.1}};
+  const srift::MeasuredLine c = srift::measured_line(contradict);
+  EXPECT_TRUE(c.several_batches);
+  EXPECT_FALSE(c.fitted());
+  EXPECT_LT(c.slope, 0);
+  EXPECT_NEAR(total(srift::anchor_to_measurements(prior, contradict), c.mean_batch), c.mean_s, 1e-15);
+  // one batch: no slope
+  EXPECT_FALSE(srift::measured_line({{32, 0.2}, {32, 0.22}}).several_batches);
+  EXPECT_THROW(srift::measured_line({}), std::invalid_argument);
+}
+
 TEST(Compute, AnchorGivesAPhaseTheModelHasNoTimeInTheMeasuredShare) {
   // A prior with no forward time (a roofline over layers with only backward FLOPs): one
   // measured batch rescaled 0 forward terms by measured / 0, and NaN came back.

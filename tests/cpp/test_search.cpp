@@ -1263,13 +1263,14 @@ TEST(Search, TotalsPastADoubleAreAnErrorAndAHugeSpaceSaturatesItsCount) {
   SearchRequest r = one_type_request("i", 1, 16);
   r.global_batch = 64;
   r.iterations = 1000;
-  r.offers[0].usd_per_hour = 1e308;  // x 4 instances overflows
+  r.offers[0].usd_per_hour = 1e308;  // x the run's hours, or x 4 instances, overflows
   try {
     srift::search(r);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("price overflows"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("overflows"), std::string::npos) << e.what();
   }
+
   r.offers[0].usd_per_hour = 1.0;
   r.offers[0].compute.forward_fixed_s = 100;
   r.iterations = 1e307;  // x an iteration of over 100 s
@@ -1280,6 +1281,20 @@ TEST(Search, TotalsPastADoubleAreAnErrorAndAHugeSpaceSaturatesItsCount) {
     EXPECT_NE(std::string(e.what()).find("run overflows"), std::string::npos) << e.what();
   }
   EXPECT_THROW(srift::search_exhaustive(r), std::invalid_argument);
+  // each finite, the price times the run is not (a budget-free fastest-plan question ranked
+  // four plans of $inf)
+  r = one_type_request("i", 1, 16);
+  r.global_batch = 64;
+  r.iterations = 1e12;
+  r.offers[0].usd_per_hour = 1e200;
+  r.offers[0].compute.forward_fixed_s = 1e100;
+  r.objective = srift::Objective::max_throughput;
+  try {
+    srift::search(r);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cost overflows"), std::string::npos) << e.what();
+  }
 
   SearchRequest wide = one_type_request("i", 1, 16);
   wide.workload.activation_bytes_per_sample = 1;

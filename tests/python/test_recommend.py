@@ -215,6 +215,9 @@ def test_type_names_filter_as_the_catalog_spells_them(resnet50_profile):
     assert {g.instance_type for g in rec.best.cluster.groups} == {"g5.xlarge"}
     rec = srift.recommend(resnet50_profile, instance_types="p3.2xlarge", exclude="P3.2XLARGE", **args)
     assert rec.best is None and "outside the excluded (p3.2xlarge)" in rec.why_none
+    # held instances too ("has no on-demand price" before)
+    rec = srift.recommend(resnet50_profile, held="1x P3.2XLARGE", **args)
+    assert any(g.instance_type == "p3.2xlarge" for g in rec.best.cluster.groups)
 
 
 def test_a_quota_of_zero_is_why_nothing_fits(resnet50_profile):

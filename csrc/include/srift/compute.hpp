@@ -100,6 +100,23 @@ struct Measurement {
 /// or is above twice the iteration.
 void validate_measurements(const std::vector<Measurement>& measurements);
 
+/// The least-squares line of measured compute time on the batch that anchor_to_measurements
+/// fits: forward + backward when every measurement has both, else the iteration.
+struct MeasuredLine {
+  bool several_batches = false;  ///< two or more distinct batches (else no slope)
+  double slope = 0;              ///< seconds per sample (0 without several batches)
+  double intercept = 0;          ///< seconds at batch 0
+  double mean_batch = 0;         ///< samples
+  double mean_s = 0;             ///< seconds
+  /// anchor_to_measurements fits this line (fixed = intercept, per-sample = slope); otherwise
+  /// it scales the prior's curve through the mean, missing the measured points.
+  bool fitted() const { return several_batches && slope > 0 && intercept >= 0; }
+};
+
+/// measured_line of `measurements` as anchor_to_measurements computes it, bit for bit. Throws
+/// std::invalid_argument as validate_measurements does, or for no measurements.
+MeasuredLine measured_line(const std::vector<Measurement>& measurements);
+
 /// Anchors an estimate to measurements of the same GPU type. Two or more distinct batches:
 /// least-squares fit of the fixed and per-sample terms (split between forward and backward
 /// as measured, else as the prior splits them). One batch: the prior is scaled to match it

@@ -187,14 +187,19 @@ SearchResult search_exhaustive(const SearchRequest& request, const CancelToken* 
 /// closest plan only when no plan satisfies the constraints. Threads share the work across
 /// regions and first offers; the first exception on any thread is rethrown here. Stops
 /// early on `cancel` or `time_limit_s` with `optimal` false and the remaining `gap`.
-/// Throws std::invalid_argument / std::out_of_range on bad input.
+/// Throws std::invalid_argument / std::out_of_range on bad input, and std::invalid_argument
+/// naming the plan when a plan's run (iterations x iteration), price per hour or cost
+/// overflows a double (search_exhaustive too).
 SearchResult search(const SearchRequest& request, const CancelToken* cancel = nullptr);
 
 /// Total wall time and USD of a plan given its iteration: the search's objective terms,
-/// including the spot estimate (fills plan.spot).
+/// including the spot estimate (fills plan.spot). Throws std::out_of_range naming a group
+/// whose offer (or that offer's instance) indexes nothing, std::invalid_argument when the run,
+/// the price per hour or the cost is past a double's range.
 void plan_totals(const SearchRequest& request, Plan& plan);
 
 /// Interruption rate of a plan, per hour: Σ count x offers[offer].interruptions_per_hour.
+/// Throws std::out_of_range naming groups[i].offer when it indexes no offer.
 double plan_interruptions_per_hour(const SearchRequest& request, const std::vector<PlanGroup>& groups);
 
 }  // namespace srift
