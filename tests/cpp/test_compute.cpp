@@ -130,16 +130,22 @@ TEST(Compute, BadInputIsRejected) {
 
 TEST(Version, MatchesTheProject) { EXPECT_STRNE(srift::version(), "0.0.0"); }
 
-}  // namespace
-
-TEST(Compute, AnchorRefusesNonFiniteOrImpossiblePhases) {
-  // A NaN forward_s was neither "not measured" (< 0) nor a time and gave an all-NaN model.
+// A prior of 1 ms + 1 ms a sample forward, twice that backward, a 1 ms optimizer step.
+srift::ComputeModel small_prior() {
   srift::ComputeModel prior;
   prior.forward_fixed_s = 1e-3;
   prior.backward_fixed_s = 2e-3;
   prior.forward_per_sample_s = 1e-3;
   prior.backward_per_sample_s = 2e-3;
   prior.optimizer_s = 1e-3;
+  return prior;
+}
+
+}  // namespace
+
+TEST(Compute, AnchorRefusesNonFiniteOrImpossiblePhases) {
+  // A NaN forward_s was neither "not measured" (< 0) nor a time and gave an all-NaN model.
+  const srift::ComputeModel prior = small_prior();
   const double nan = std::nan("");
   try {
     srift::anchor_to_measurements(prior, {{64, 0.5, nan, 0.2}});
@@ -176,12 +182,7 @@ TEST(Compute, AnchorRefusesNonFiniteOrImpossiblePhases) {
 }
 
 TEST(Compute, MeasuredLineIsTheLineTheAnchorFits) {
-  srift::ComputeModel prior;
-  prior.forward_fixed_s = 1e-3;
-  prior.backward_fixed_s = 2e-3;
-  prior.forward_per_sample_s = 1e-3;
-  prior.backward_per_sample_s = 2e-3;
-  prior.optimizer_s = 1e-3;
+  const srift::ComputeModel prior = small_prior();
   auto total = [](const srift::ComputeModel& m, double b) { return m.compute_s(b) + m.optimizer_s; };
   // a fitted line: the anchor's fixed and per-sample terms are its intercept and slope
   const std::vector<srift::Measurement> line = {{16, 0.05}, {32, 0.09}, {64, 0.17}};
