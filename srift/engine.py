@@ -130,7 +130,7 @@ def _check_config(c: EngineConfig) -> None:
 
 
 def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement]) -> None:
-    """Measurements at two or more batches where a larger batch ran faster fit no line: the
+    """Measurements at two or more batches where a larger batch ran no slower fit no line: the
     core (srift::anchor_to_measurements, its srift::measured_line) then scales the prior's
     curve through their mean, which misses each measured point. Say so rather than label it
     "measured" in silence. (A slightly negative intercept, noise on a compute-bound model,
