@@ -37,8 +37,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Note "split by level": the integer split of least slowest rank found without (t - c) / s,
 // whose digits a per-sample time far below the fixed time cancels. The least level L (a
 // double, found by bisection) at which every group's ranks, each at the largest batch b <= its
-// cap with c + s b <= L (at least 1), hold the batch; then the groups that level raised give
-// back what is over, whole batches first, then one sample on some ranks. Every cost is the
+// cap with c + s b <= L (at least 1), hold the batch; then what is over is given back evenly,
+// each group capped at the least batch T that still holds it, then one sample fewer on some
+// ranks at T. Every cost is the
 // expression the hand-out in split_batch compares, so the slowest rank is the least any
 // integer split reaches as computed. O(groups x log cap) a bisection step: split_batch's
 // fallback, not its path.
