@@ -122,7 +122,9 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     src.add_argument("--profile", dest="profile_path", metavar="FILE", help="a saved profile (JSON)")
     g.add_argument("--batch-size", type=_positive_int, default=None,
                    help="local batch to profile the model at (default: the zoo's; 8 for FILE.py:FACTORY)")
-    g.add_argument("--device", default=None, help="cpu, cuda, or meta (FLOPs only, no timing)")
+    g.add_argument("--device", default=None,
+                   help="cpu, cuda, or meta (FLOPs only, no timing; default: cuda if present, else meta, since "
+                        "CPU timings change no GPU prediction)")
     g.add_argument("--precision", choices=("fp32", "tf32", "amp"), default=None,
                    help=PRECISION_HELP + " (default: the profile's)")
     g.add_argument("--accumulate", type=_positive_int, default=1, metavar="N",
@@ -252,7 +254,7 @@ def _profile(args: argparse.Namespace) -> Any:
             prof.forward_sync_buffers = args.forward_sync_buffers
     else:
         prof = _profile_zoo(args.model, args.batch_size, args.device, args.precision or "fp32", quiet=args.json,
-                            ddp=_ddp_options(args), optimizer=args.optimizer)
+                            ddp=_ddp_options(args), optimizer=args.optimizer, for_gpu_prediction=True)
     if not (args.measure or args.measure_instance):
         return prof
     catalog = _catalog(args)  # once for both flags (overrides are a file read)
@@ -289,7 +291,13 @@ USER_MODEL_BATCH = 8  # --model FILE.py:FACTORY without --batch-size
 
 def _profile_zoo(name: str, batch_size: int | None, device: str | None, precision: str, *,
                  quiet: bool, warmup: int = 2, repeats: int = 5, ddp: dict[str, Any] | None = None,
-                 optimizer: str | None = None) -> Any:
+                 optimizer: str | None = None, for_gpu_prediction: bool = False) -> Any:
+    """Profile a zoo model or FILE.py:FACTORY. Without --device: on CUDA when there is a GPU;
+    else, when the profile only feeds GPU predictions (`for_gpu_prediction`: predict, recommend,
+    replan, pareto), on meta, as sweeps do: the engine reads a CPU profile's FLOPs, bytes and
+    buckets, never its CPU timings (Engine._ready_fractions, _anchors), so timing the model on
+    the CPU would cost a minute and change no answer. A user model that meta cannot run
+    (data-dependent shapes, .item()) is profiled on the CPU instead."""
     import torch
 
     from srift import user_model, zoo
@@ -300,11 +308,14 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
     if batch_size > MAX_PROFILE_BATCH:
         raise UserError(f"--batch-size {batch_size}: more than one GPU's local batch srift profiles "
                         f"({MAX_PROFILE_BATCH}); profile a smaller batch (the per-sample costs scale)")
+    meta_instead_of_cpu = device is None and for_gpu_prediction and not torch.cuda.is_available()
     if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = "cuda" if torch.cuda.is_available() else ("meta" if meta_instead_of_cpu else "cpu")
     check_device(device)  # before building a model that may take minutes
     if not quiet:
-        print(f"profiling {name} at local batch {batch_size} on {device} ...", file=sys.stderr)
+        why = (" (FLOPs, bytes, DDP buckets: there is no CUDA GPU here, and CPU timings would change no GPU "
+               "prediction; --device cpu times them anyway)" if meta_instead_of_cpu else "")
+        print(f"profiling {name} at local batch {batch_size} on {device}{why} ...", file=sys.stderr)
     try:
         if own:
             model, batch, loss_fn, label = user_model.build(name, batch_size)
@@ -317,9 +328,20 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
             raise
         raise UserError(f"building {name} at local batch {batch_size} on this machine failed ({type(exc).__name__}: "
                         f"{str(exc).splitlines()[0][:200]}); profile a smaller --batch-size or --device meta") from exc
-    return profile(model, batch, loss_fn=loss_fn, device=device, precision=precision,
-                   optimizer=optimizer or "adam", warmup=warmup, repeats=repeats, name=label,
-                   progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
+    def run(on: str) -> Any:
+        return profile(model, batch, loss_fn=loss_fn, device=on, precision=precision,
+                       optimizer=optimizer or "adam", warmup=warmup, repeats=repeats, name=label,
+                       progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
+
+    if not (meta_instead_of_cpu and own):
+        return run(device)
+    try:
+        return run("meta")
+    except Exception as exc:  # noqa: BLE001 - any failure on meta: the CPU run raises the model's own error
+        if not quiet:
+            print(f"{name} does not run on meta ({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); "
+                  f"profiling on cpu ...", file=sys.stderr)
+        return run("cpu")
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: Callable[[], str]) -> None:

@@ -301,3 +301,23 @@ def test_plot_of_an_infeasible_cluster_exits_3_not_2(capsys, tmp_path, resnet50_
     assert main(common + ["--plot", str(tmp_path / "t.png"), "--json"]) == 3
     assert json.loads(capsys.readouterr().out)["feasible"] is False
     assert main(common + ["--plot", str(tmp_path / "t.txt")]) == 2
+
+
+def test_questions_without_a_gpu_profile_zoo_models_on_meta_with_the_cpu_answer(capsys, monkeypatch):
+    # The engine reads a CPU profile's FLOPs, bytes and buckets, never its CPU timings, so predict,
+    # recommend and pareto skip the timing and answer the same (srift.cli._profile_zoo).
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    argv = ["predict", "--model", "ncf", "--cluster", "2x g4dn.12xlarge + 1x p3.8xlarge", "--global-batch", "2048"]
+    assert main(argv) == 0
+    by_default = capsys.readouterr()
+    assert "on meta (FLOPs, bytes, DDP buckets: there is no CUDA GPU here" in by_default.err
+    assert main([*argv, "--device", "cpu"]) == 0
+    on_cpu = capsys.readouterr()
+    assert "on cpu ..." in on_cpu.err
+    assert by_default.out == on_cpu.out and "2x g4dn.12xlarge" in on_cpu.out
+    # `srift profile` is asked for the profile itself: it still times the model on the CPU
+    assert main(["profile", "--model", "ncf", "--warmup", "1", "--repeats", "1", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["device"] == "cpu" and doc["timings"] is not None

@@ -150,3 +150,43 @@ def test_models_that_gave_tracebacks_are_profiled_or_refused_in_one_line(capsys,
     else:
         errors = [line for line in err.splitlines() if line.startswith("srift: error: ")]
         assert len(errors) == 1 and re.search(message, errors[0]), err
+
+
+DATA_DEPENDENT = textwrap.dedent('''
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+
+    class Clipped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.fc(x / float(x.abs().max()))  # .item(): meta has no values to read
+
+
+    def build(batch_size):
+        return Clipped(), (torch.randn(batch_size, 32), torch.randint(0, 10, (batch_size,))), F.cross_entropy
+''')
+
+
+def test_without_a_gpu_questions_profile_user_models_on_meta_or_else_on_cpu(capsys, monkeypatch, tmp_path, models_file):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    argv = ["--cluster", "2x g4dn.12xlarge", "--global-batch", "64"]
+    assert main(["predict", "--model", f"{models_file}:build", *argv]) == 0
+    on_meta = capsys.readouterr()
+    assert "on meta (FLOPs, bytes, DDP buckets" in on_meta.err and "on cpu" not in on_meta.err
+    assert main(["predict", "--model", f"{models_file}:build", "--device", "cpu", *argv]) == 0
+    assert capsys.readouterr().out == on_meta.out  # CPU timings change no GPU prediction
+
+    path = tmp_path / "datadep.py"
+    path.write_text(DATA_DEPENDENT)
+    assert main(["predict", "--model", f"{path}:build", *argv]) == 0
+    fell_back = capsys.readouterr()
+    assert f"{path}:build does not run on meta" in fell_back.err and "profiling on cpu ..." in fell_back.err
+    assert "2x g4dn.12xlarge" in fell_back.out
+    assert main(["profile", "--model", f"{path}:build", "--device", "meta"]) == 2  # asked for meta: no fallback
