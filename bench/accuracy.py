@@ -367,6 +367,7 @@ def compute(w, kinds: list[str]) -> None:
     blended_anchor(w)
     blend_leave_one_source_out(w)
     measured_other_batch(w)
+    measured_two_batches(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
     X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
@@ -568,6 +569,77 @@ def measured_other_batch(w) -> None:
     _print_measured_other_batch("compute_measured_other_batch", out)
     _print_measured_other_batch("compute_measured_other_batch_leave_one_model_out",
                                 _measured_other_batch_rows(w, "model"))
+
+
+def measured_two_batches(w) -> None:
+    """A GPU type measured at two batches, predicted at a third of the same source, model, GPU
+    and precision (Gavel's and Sia's 1-GPU rows; srift::LearnedCompute::measured_model, note
+    "several batches, no line"). Their least-squares line where it has a positive slope and an
+    intercept >= 0; else a curve scaled through their mean: the roofline's (srift before), the
+    no-measurement model's (held out by chip), or the one of the two nearer the two points
+    (shipped); beside the line with its intercept clamped at 0 (refitted through the origin)."""
+    from srift import _core
+    from srift.learn.datasets import device_peaks
+    from srift.learn.dominance import guarded_correction, reference_gpus
+    from srift.learn.features import roofline
+    from srift.learn.models import absolute_on_grid
+
+    Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
+    chip_a = np.array([r.chip for _, r in meta_a])
+    peaks = device_peaks()
+    groups: dict[tuple, dict[float, object]] = {}
+    for r in compute_rows():
+        if r.units_match and r.source != "cpu":
+            groups.setdefault((r.source, r.workload, r.gpu, r.precision), {}).setdefault(r.batch, r)
+    absolute: dict[str, object] = {}
+    out: dict[tuple[str, str], list] = {}
+    for key, by_batch in sorted(groups.items()):
+        rows = [by_batch[b] for b in sorted(by_batch)]
+        if len(rows) < 3:
+            continue
+        a = rows[0]
+        if a.chip not in absolute:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                absolute[a.chip] = shipped_factory("absolute")().fit(Xa[chip_a != a.chip], ya[chip_a != a.chip])
+        wl, g = w[a.workload], peaks[a.gpu]
+        prior = roofline(wl, g, a.precision)
+        refs = reference_gpus({a.chip})
+        learned = absolute_on_grid(prior, lambda grid: guarded_correction(absolute[a.chip].predict, wl, g, grid,  # noqa: B023
+                                                                          a.precision, refs),
+                                   4 * rows[-1].batch, token_slope=True)
+        for i, r1 in enumerate(rows):
+            for r2 in rows[i + 1:]:
+                points = [_core.Measurement(r.batch, r.per_sample_s * r.batch) for r in (r1, r2)]
+                line = _core.measured_line(points)
+                roofline_fallback = _core.anchor_to_measurements(prior, points)
+                learned_fallback = _core.anchor_to_measurements(learned, points)
+
+                def misfit(m):
+                    return sum(math.log((m.compute_s(p.local_batch) + m.optimizer_s) / p.iteration_s) ** 2  # noqa: B023
+                               for p in points)
+
+                shipped = learned_fallback if misfit(learned_fallback) < misfit(roofline_fallback) else roofline_fallback
+                negative = line.slope > 0 and line.intercept < 0
+                kind = "negative_intercept" if negative else ("flat_or_falling" if line.slope <= 0 else "line")
+                through_origin = sum(p.local_batch * p.iteration_s for p in points) / sum(p.local_batch ** 2 for p in points)
+                for b in rows:
+                    if b.batch in (r1.batch, r2.batch):
+                        continue
+                    truth = b.per_sample_s * b.batch
+                    at_b = [math.log(m.compute_s(b.batch) + m.optimizer_s)
+                            for m in (roofline_fallback, learned_fallback, shipped)]
+                    clamped = math.log(through_origin * b.batch) if negative else at_b[2]
+                    out.setdefault((key[0], kind), []).append([math.log(truth), *at_b, clamped])
+    for source in sorted({s for s, _ in out}):
+        for kind in ("line", "negative_intercept", "flat_or_falling", "all"):
+            v = np.array([r for (s, k), rows in out.items() if s == source and kind in (k, "all") for r in rows])
+            if len(v):
+                print(json.dumps({"split": f"compute_measured_two_batches/{source}/{kind}", "n": len(v),
+                                  "roofline_curve": stats(ape(v[:, 1], v[:, 0])),
+                                  "learned_curve": stats(ape(v[:, 2], v[:, 0])),
+                                  "nearer_curve_shipped": stats(ape(v[:, 3], v[:, 0])),
+                                  "intercept_clamped_at_0": stats(ape(v[:, 4], v[:, 0]))}))
 
 
 def several_anchors(held_out: str, meta, log_error: np.ndarray, ok: np.ndarray) -> None:

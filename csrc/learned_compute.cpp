@@ -761,10 +761,11 @@ LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& 
   const bool no_slower = dominates(target, anchor, precision);
   const bool no_faster = dominates(anchor, target, precision);
   if (!no_slower && !no_faster) return r;
-  // The anchor's measured curve at the measured batches: measured_model's value there, which
-  // is anchor_to_measurements' of any prior (one batch: scaled through the measurements' mean;
-  // several: their own line), without the learned curve measured_model would predict again.
-  const ComputeModel measured = anchor_to_measurements(w.roofline(anchor, precision), measurements);
+  // The anchor's measured curve at the measured batches, as predict_anchored_fit built it.
+  double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
+  for (const Measurement& m : measurements) span = std::max(span, m.local_batch);
+  const ComputeModel measured =
+      measured_model_memo(w, anchor, w.roofline(anchor, precision), measurements, precision, span, memo);
   double factor = 1.0;
   for (const Measurement& m : measurements) {
     const double b = m.local_batch;
@@ -931,6 +932,23 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
   return r;
 }
 
+namespace {
+// The sum of squared log errors of `m` at the measured points: of compute (forward + backward)
+// where every point measured both phases, else of the whole iteration, as anchor_to_measurements
+// fits them.
+double log_misfit(const ComputeModel& m, const std::vector<Measurement>& measurements) {
+  bool phases = true;
+  for (const Measurement& p : measurements) phases = phases && p.forward_s >= 0 && p.backward_s >= 0;
+  double sum = 0;
+  for (const Measurement& p : measurements) {
+    const double predicted = m.compute_s(p.local_batch) + (phases ? 0.0 : m.optimizer_s);
+    const double e = std::log(predicted / (phases ? p.forward_s + p.backward_s : p.iteration_s));
+    sum += e * e;
+  }
+  return sum;
+}
+}  // namespace
+
 // Note "measured batch shape": every DDP plan runs its own local batch (the global batch over
 // its GPUs), so a GPU measured at one batch is predicted at others, along a curve scaled through
 // the measurement. The roofline's curve leaves the fixed per-iteration cost too small; the
@@ -945,6 +963,16 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
 // stays flat"; the learned column read 20.3 / 84). What the learned curve still gets wrong:
 // NCF's multi-GPU rows at 1/8-1/16 of the 1 M batch the 1-GPU row measured come out 25-71% too
 // slow (halfway +1 to +28%); every NCF row it trained on is at 2.5-10 M.
+// Note "several batches, no line": two or more batches whose least-squares line has no positive
+// slope (noise on a flat curve: Sia's NCF, ~10 ms from batch 32 to 32,768) or a negative
+// intercept fit no line, and anchor_to_measurements scales its prior's curve through their mean.
+// The roofline's curve is nearly proportional to the batch and the learned one carries a fixed
+// cost: the one nearer the measurements (log_misfit) is kept. On pairs of 1-GPU rows predicting
+// a third batch of the same source, model and GPU (bench/accuracy.py
+// compute_measured_two_batches), median / p90 APE, roofline's curve / learned curve / the nearer:
+//   flat or falling   Sia (3,124) 18.6 / 90, 9.5 / 30, 9.5 / 30   Gavel (9) 51.7 / 121, 21.5 / 69, 21.5 / 69
+//   negative intercept Sia (317)  11.1 / 35, 27.4 / 50, 11.1 / 35  Gavel (15) 62.4 / 97, 45.0 / 108, 62.4 / 97
+// (the intercept clamped at 0 instead: Sia 15.0 / 52, Gavel 66.8 / 94; not shipped).
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {
@@ -960,10 +988,19 @@ ComputeModel LearnedCompute::measured_model_memo(const WorkloadStats& w, const G
   roofline.validate();
   bool one_batch = true;
   for (const Measurement& m : measurements) one_batch = one_batch && m.local_batch == measurements.front().local_batch;
-  if (!one_batch) return anchor_to_measurements(roofline, measurements);
+  const ComputeModel on_roofline = anchor_to_measurements(roofline, measurements);
+  if (!one_batch) {
+    const MeasuredLine line = measured_line(measurements);
+    if (line.slope > 0 && line.intercept >= 0) return on_roofline;  // their own line (the prior only splits it)
+  }
   const ComputeModel learned = predict_absolute_memo(w, gpu, precision, max_batch, memo).model;
-  return anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
-                                measurements);
+  const ComputeModel on_learned =
+      anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
+                             measurements);
+  if (one_batch) return on_learned;
+  // Note "several batches, no line": the fit fell back to a curve scaled through the mean; of
+  // the two, keep the one nearer the measurements (see the note above).
+  return log_misfit(on_learned, measurements) < log_misfit(on_roofline, measurements) ? on_learned : on_roofline;
 }
 
 }  // namespace srift

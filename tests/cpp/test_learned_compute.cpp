@@ -402,6 +402,51 @@ TEST(LearnedCompute, MeasuredModelTakesTheLearnedCurveFromOneBatch) {
   EXPECT_THROW(lc.measured_model(w, g, roof, {}, Precision::amp, 0), std::invalid_argument);
 }
 
+TEST(LearnedCompute, SeveralBatchesWithNoLineKeepTheNearerCurve) {
+  // note "several batches, no line": a flat or falling pair fits no line; of the roofline's
+  // curve and the learned one, scaled through the mean, the one nearer the points is kept
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 15.7, 125, 900);
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 8, 2.0), srift::LearnedComputeConfig{});
+  const srift::ComputeModel roof = w.roofline(g, Precision::amp);
+  const srift::ComputeModel learned = lc.predict_absolute(w, g, Precision::amp, 0).model;
+  auto total = [](const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; };
+  auto misfit = [&](const srift::ComputeModel& c, const std::vector<srift::Measurement>& pts) {
+    double s = 0;
+    for (const auto& p : pts) s += std::pow(std::log(total(c, p.local_batch) / p.iteration_s), 2);
+    return s;
+  };
+  const srift::ComputeModel learned_split = [&] {
+    // the learned curve split as the roofline, as measured_model scales it
+    srift::ComputeModel c = roof;
+    const double fixed = learned.fixed_s() + learned.optimizer_s, per_sample = learned.per_sample_s();
+    c.optimizer_s = std::min(roof.optimizer_s, 0.5 * fixed);
+    const double ff = roof.fixed_s() > 0 ? roof.forward_fixed_s / roof.fixed_s() : 0.5;
+    const double fs = roof.forward_per_sample_s / roof.per_sample_s();
+    c.forward_fixed_s = (fixed - c.optimizer_s) * ff;
+    c.backward_fixed_s = (fixed - c.optimizer_s) * (1 - ff);
+    c.forward_per_sample_s = per_sample * fs;
+    c.backward_per_sample_s = per_sample * (1 - fs);
+    return c;
+  }();
+  // flat (falling by noise) over 32-64: the learned curve, with its fixed cost, is nearer
+  const double t32 = total(learned, 32);
+  const std::vector<srift::Measurement> flat = {{32, t32}, {64, t32 * 0.999}};
+  const srift::ComputeModel by_roof = srift::anchor_to_measurements(roof, flat);
+  const srift::ComputeModel by_learned = srift::anchor_to_measurements(learned_split, flat);
+  ASSERT_LT(misfit(by_learned, flat), misfit(by_roof, flat));
+  const srift::ComputeModel m = lc.measured_model(w, g, roof, flat, Precision::amp, 0);
+  for (double b : {1.0, 48.0, 1024.0}) EXPECT_NEAR(total(m, b), total(by_learned, b), 1e-12 * total(by_learned, b)) << b;
+  EXPECT_GT(total(m, 1), 1.5 * total(by_roof, 1));  // the learned curve's fixed cost, which the roofline's lacks
+  // steeper than proportional (a negative intercept): the roofline's curve is nearer
+  const std::vector<srift::Measurement> steep = {{32, 0.01}, {64, 0.021}};
+  ASSERT_LT(srift::measured_line(steep).intercept, 0.0);
+  const srift::ComputeModel s = lc.measured_model(w, g, roof, steep, Precision::amp, 0);
+  const srift::ComputeModel s_roof = srift::anchor_to_measurements(roof, steep);
+  ASSERT_LT(misfit(s_roof, steep), misfit(srift::anchor_to_measurements(learned_split, steep), steep));
+  for (double b : {1.0, 48.0, 1024.0}) EXPECT_DOUBLE_EQ(total(s, b), total(s_roof, b)) << b;
+}
+
 TEST(LearnedCompute, OneCallsKeptEvaluationsChangeNoAnswerAndStayInTheCall) {
   // note "memo": a prediction keeps each GPU's terms and each model input it evaluated; the
   // answer is that of evaluating them again, and a call shares nothing with another (the

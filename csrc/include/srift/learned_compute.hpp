@@ -202,8 +202,10 @@ class LearnedCompute {
   LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                                         double max_batch) const;
   /// Compute on a GPU type the workload was measured on (note "measured batch shape"). Two or
-  /// more distinct batches fit their own line: anchor_to_measurements(roofline, measurements).
-  /// One batch says nothing of how the time grows with the batch, so it scales
+  /// more distinct batches fit their own line: anchor_to_measurements(roofline, measurements);
+  /// where the line has no positive slope or a negative intercept, the roofline's curve or
+  /// predict_absolute's scaled through their mean, whichever is nearer them (note "several
+  /// batches, no line"). One batch says nothing of how the time grows with the batch, so it scales
   /// predict_absolute's line (on the batch grid of `max_batch`) through the measurement, its
   /// terms split as `roofline` (this GPU's roofline estimate, seconds).
   /// Throws std::invalid_argument on no measurements or a bad batch or time.
