@@ -129,19 +129,29 @@ def _check_config(c: EngineConfig) -> None:
             raise ValueError(f"EngineConfig.roofline[{name!r}] must be a finite number, got {v!r}")
 
 
+# A larger batch measured faster by more than this share of the mean time is not noise:
+# Lambda's repeated hosts agree within 8.2% at p90 (docs/accuracy.md, measurement_noise).
+NO_LINE_DROP_SHARE = 0.10
+
+
 def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement]) -> None:
-    """Measurements at two or more batches where a larger batch ran no slower fit no line: the
-    core (srift::anchor_to_measurements, its srift::measured_line) then scales the prior's
-    curve through their mean, which misses each measured point. Say so rather than label it
-    "measured" in silence. (A slightly negative intercept, noise on a compute-bound model,
-    takes the same path but is valid data: no warning.)"""
+    """Measurements at two or more batches where a larger batch ran clearly faster fit no line:
+    the core (srift::LearnedCompute::measured_model, note "several batches, no line") then
+    scales a curve through their mean, which misses each measured point. Say so rather than
+    label it "measured" in silence. A flat curve whose noise tips the line's slope below 0 (a
+    launch-bound model: Sia's NCF runs ~10 ms from batch 32 to 32,768) and a slightly negative
+    intercept (noise on a compute-bound model) take the same path but are valid data: no
+    warning."""
     line = _core.measured_line(points)
     if not line.several_batches or line.slope > 0:
+        return
+    batches = [p.local_batch for p in points]
+    if -line.slope * (max(batches) - min(batches)) <= NO_LINE_DROP_SHARE * line.mean_s:
         return
     shown = ", ".join(f"{(p.forward_s + p.backward_s) if p.forward_s >= 0 and p.backward_s >= 0 else p.iteration_s:.4g} s "
                       f"at {p.local_batch:g}" for p in sorted(points, key=lambda p: p.local_batch))
     warnings.warn(f"measurements on {gpu_key} ({shown}) fit no line of a fixed cost and a per-sample time: a larger "
-                  f"batch was measured no slower than a smaller one; srift scales its curve through their mean (batch "
+                  f"batch was measured faster than a smaller one; srift scales a curve through their mean (batch "
                   f"{line.mean_batch:g}, {line.mean_s:.4g} s) and misses each measured point; check the runs (a warm-up, "
                   "another GPU, another precision?)", UserWarning, stacklevel=4)
 
