@@ -442,6 +442,8 @@ class Engine:
         points = self._measurements_for(gpu_key)
         if points:
             _warn_if_no_line(gpu_key, points)
+            self._warn_if_over_memory(gpu_key, [m for m in self.profile.measurements
+                                                if m.gpus == 1 and gpu_key in self._resolve(m.device)])
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
             prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
                                            self.gpu_spec(gpu_key), PRECISIONS[self.precision],
@@ -635,6 +637,25 @@ class Engine:
                 return min(p10, q10), max(p90, q90)
         return p10, p90
 
+    def _warn_if_over_memory(self, gpu_key: str, measurements: list[Any], on: str | None = None) -> None:
+        """A run the user timed at a local batch that srift's memory estimate says does not fit
+        this GPU: plans will hold fewer samples per GPU than the run did. The run is the
+        stronger evidence (activation checkpointing, a shorter sequence, a framework that frees
+        what the profile counted), so say so rather than plan around it in silence."""
+        biggest = max((m.local_batch for m in measurements), default=0)
+        most = self.memory_max_batch(gpu_key)
+        if biggest <= most:
+            return
+        w, gpu = self.workload, self.catalog.gpu(gpu_key)
+        where = f"{on} ({gpu_key})" if on else gpu_key
+        warnings.warn(f"measurements on {where}: a run at local batch {biggest:g} is more than srift's memory estimate "
+                      f"holds on one {gpu_key} ({most:g} samples: {w.fixed_memory_bytes / GIB:.2f} GiB of weights, "
+                      f"gradients, optimizer state and workspace, {w.activation_bytes_per_sample / 2**20:.1f} MiB of "
+                      f"activations per sample, {self.config.usable_memory_fraction:g} of {float(gpu.memory_gib):g} GiB "
+                      f"usable); plans put at most {most:g} samples on a {gpu_key}. If the run held them, the profile "
+                      "overstates its memory: profile the model as that run built it (activation checkpointing, "
+                      "sequence length, precision)", UserWarning, stacklevel=4)
+
     def _instance_entry(self, instance_type: str) -> tuple[_core.ComputeModel, str, float, float]:
         it = self.catalog.instance(instance_type)
         points = self._instance_points.get(it.name)
@@ -642,6 +663,9 @@ class Engine:
             return self._compute_entry(it.gpu)
         cached = self._instance_compute.get(it.name)
         if cached is None:
+            self._warn_if_over_memory(it.gpu, [m for m in self.profile.measurements
+                                               if m.gpus > 1 and self.catalog.instance(m.device.strip()).name == it.name],
+                                      on=it.name)
             single, _, _, _ = self._compute_entry(it.gpu)
             anchored = _core.anchor_to_measurements(single, points)
             anchored.accumulate_s = single.accumulate_s
