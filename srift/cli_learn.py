@@ -46,7 +46,7 @@ def register(subparsers: Any) -> None:
                         "(torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT "
                         "--no-python srift probe-network --instance-type TYPE --distributed --out F): times the "
                         "ring across instances and stores it as the type's network link; rank 0 writes --out")
-    p.add_argument("--out", default="-", help="overrides file to write ('-': stdout)")
+    p.add_argument("--out", default="-", help="overrides file to write, JSON ('-': stdout)")
     p.add_argument("--json", action="store_true", help="also print the raw sweep (sizes, seconds) as JSON on stderr")
     from srift.cli_catalog import add_catalog_arguments
 
@@ -373,6 +373,9 @@ def _cmd_probe(args: argparse.Namespace) -> int:
 
     lead = not args.distributed or os.environ.get("RANK", "0") == "0"  # only rank 0 writes
     if args.out != "-" and lead:
+        if args.out.lower().endswith(".toml"):
+            raise UserError(f"--out {args.out}: probe-network writes the overrides as JSON; name it .json "
+                            "(--catalog-overrides reads both)")
         check_output_path(args.out, "--out")
     catalog = catalog_from_args(args)
     try:

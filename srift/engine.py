@@ -129,31 +129,35 @@ def _check_config(c: EngineConfig) -> None:
             raise ValueError(f"EngineConfig.roofline[{name!r}] must be a finite number, got {v!r}")
 
 
-# A larger batch measured faster by more than this share of the mean time is not noise:
-# Lambda's repeated hosts agree within 8.2% at p90 (docs/accuracy.md, measurement_noise).
-NO_LINE_DROP_SHARE = 0.10
+# A kept curve that misses a measured point by more than this share is not noise: Lambda's
+# repeated hosts agree within 8.2% at p90 (docs/accuracy.md, measurement_noise).
+NO_LINE_MISS_SHARE = 0.10
 
 
-def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement]) -> None:
-    """Measurements at two or more batches where a larger batch ran clearly faster fit no line:
-    the core (srift::LearnedCompute::measured_model, note "several batches, no line") then
-    scales a curve through their mean, which misses each measured point. Say so rather than
-    label it "measured" in silence. A flat curve whose noise tips the line's slope below 0 (a
-    launch-bound model: Sia's NCF runs ~10 ms from batch 32 to 32,768) and a slightly negative
-    intercept (noise on a compute-bound model) take the same path but are valid data: no
-    warning."""
+def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement], model: _core.ComputeModel) -> None:
+    """Measurements at two or more batches that fit no line (srift::measured_line: no positive
+    slope or a negative intercept): the core (srift::LearnedCompute::measured_model, note
+    "several batches, no line") scales a curve through their mean. Where that curve misses a
+    measured point by more than NO_LINE_MISS_SHARE, say so rather than label it "measured" in
+    silence. A flat, launch-bound curve whose noise tips the slope below 0 (Sia's NCF, ~10 ms
+    from batch 32 to 32,768) is held by the learned curve within the noise: no warning."""
     line = _core.measured_line(points)
-    if not line.several_batches or line.slope > 0:
+    if not line.several_batches or (line.slope > 0 and line.intercept >= 0):
         return
-    batches = [p.local_batch for p in points]
-    if -line.slope * (max(batches) - min(batches)) <= NO_LINE_DROP_SHARE * line.mean_s:
+
+    def pair(p: _core.Measurement) -> tuple[float, float]:
+        if p.forward_s >= 0 and p.backward_s >= 0:
+            return p.forward_s + p.backward_s, model.compute_s(p.local_batch)
+        return p.iteration_s, model.compute_s(p.local_batch) + model.optimizer_s
+
+    worst = max(abs(predicted / measured - 1) for measured, predicted in map(pair, points))
+    if worst <= NO_LINE_MISS_SHARE:
         return
-    shown = ", ".join(f"{(p.forward_s + p.backward_s) if p.forward_s >= 0 and p.backward_s >= 0 else p.iteration_s:.4g} s "
-                      f"at {p.local_batch:g}" for p in sorted(points, key=lambda p: p.local_batch))
-    warnings.warn(f"measurements on {gpu_key} ({shown}) fit no line of a fixed cost and a per-sample time: a larger "
-                  f"batch was measured faster than a smaller one; srift scales a curve through their mean (batch "
-                  f"{line.mean_batch:g}, {line.mean_s:.4g} s) and misses each measured point; check the runs (a warm-up, "
-                  "another GPU, another precision?)", UserWarning, stacklevel=4)
+    shown = ", ".join(f"{pair(p)[0]:.4g} s at {p.local_batch:g}" for p in sorted(points, key=lambda p: p.local_batch))
+    warnings.warn(f"measurements on {gpu_key} ({shown}) fit no line of a fixed cost and a per-sample time; srift "
+                  f"scales a curve through their mean (batch {line.mean_batch:g}, {line.mean_s:.4g} s), which misses a "
+                  f"measured point by {worst:.0%}; check the runs (a warm-up, another GPU, another precision?)",
+                  UserWarning, stacklevel=4)
 
 
 def _roofline_params(overrides: dict[str, float]) -> _core.RooflineParams:
@@ -441,9 +445,9 @@ class Engine:
             return cached
         points = self._measurements_for(gpu_key)
         if points:
-            _warn_if_no_line(gpu_key, points)
+            # a name that resolves to several GPUs (V100: 16 and 32 GB) may have run on the larger
             self._warn_if_over_memory(gpu_key, [m for m in self.profile.measurements
-                                                if m.gpus == 1 and gpu_key in self._resolve(m.device)])
+                                                if m.gpus == 1 and self._resolve(m.device) == [gpu_key]])
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
             prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
                                            self.gpu_spec(gpu_key), PRECISIONS[self.precision],
@@ -468,6 +472,7 @@ class Engine:
                     model = fit(self._measurements_for(gpu_key, used))
                     if abs(model.optimizer_s - used) <= 1e-12 * max(used, 1e-30):
                         break
+            _warn_if_no_line(gpu_key, self._measurements_for(gpu_key, model.optimizer_s), model)
             entry = (model, "measured", *self.measured_band()[0])
         elif self.config.compute_model == "learned":
             from srift.learn import default_models
@@ -643,16 +648,21 @@ class Engine:
         stronger evidence (activation checkpointing, a shorter sequence, a framework that frees
         what the profile counted), so say so rather than plan around it in silence."""
         biggest = max((m.local_batch for m in measurements), default=0)
-        most = self.memory_max_batch(gpu_key)
+        w, gpu = self.workload, self.catalog.gpu(gpu_key)
+        free = self.config.usable_memory_fraction * float(gpu.memory_gib) * GIB - w.fixed_memory_bytes
+        # the simulator's rule (memory_max_batch floors it at 1 for its own callers)
+        most = math.floor(free / w.activation_bytes_per_sample) if w.activation_bytes_per_sample > 0 else (
+            math.inf if free > 0 else 0)
         if biggest <= most:
             return
-        w, gpu = self.workload, self.catalog.gpu(gpu_key)
         where = f"{on} ({gpu_key})" if on else gpu_key
+        holds = (f"plans put at most {most:g} sample{'s' if most != 1 else ''} on a {gpu_key}" if most > 0
+                 else f"no plan runs on a {gpu_key}")
         warnings.warn(f"measurements on {where}: a run at local batch {biggest:g} is more than srift's memory estimate "
-                      f"holds on one {gpu_key} ({most:g} samples: {w.fixed_memory_bytes / GIB:.2f} GiB of weights, "
+                      f"holds on one {gpu_key} ({max(most, 0):g} samples: {w.fixed_memory_bytes / GIB:.2f} GiB of weights, "
                       f"gradients, optimizer state and workspace, {w.activation_bytes_per_sample / 2**20:.1f} MiB of "
                       f"activations per sample, {self.config.usable_memory_fraction:g} of {float(gpu.memory_gib):g} GiB "
-                      f"usable); plans put at most {most:g} samples on a {gpu_key}. If the run held them, the profile "
+                      f"usable); {holds}. If the run held them, the profile "
                       "overstates its memory: profile the model as that run built it (activation checkpointing, "
                       "sequence length, precision)", UserWarning, stacklevel=4)
 

@@ -32,7 +32,14 @@ def data_dir() -> Path:
     """../shared/data/measured relative to the repository, or $SRIFT_DATA_DIR."""
     env = os.environ.get("SRIFT_DATA_DIR")
     if env:
-        return Path(env)
+        path = Path(env)
+        # ../shared/data itself, the folder the README names, holds the measurements one down
+        if not (path / "lambda_pytorch_train.csv").is_file() and (path / "measured" / "lambda_pytorch_train.csv").is_file():
+            return path / "measured"
+        if not (path / "lambda_pytorch_train.csv").is_file():
+            raise FileNotFoundError(f"SRIFT_DATA_DIR={env}: no lambda_pytorch_train.csv there or in its measured/; "
+                                    "set it to .../shared/data/measured")
+        return path
     here = Path(__file__).resolve()
     for parent in here.parents:
         cand = parent.parent / "shared" / "data" / "measured"

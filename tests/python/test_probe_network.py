@@ -387,3 +387,12 @@ def test_distributed_probe_across_emulated_hosts_measures_their_nic(tmp_path, re
     catalog = srift.Catalog.default().with_overrides(doc)
     pred = srift.predict(resnet50_profile, "2x g5.xlarge", global_batch=64, catalog=catalog)
     assert pred.ring_gbytes_s == pytest.approx(gbytes)
+
+
+def test_out_named_toml_is_refused_before_probing(capsys, tmp_path):
+    # the overrides are written as JSON; a .toml name made a file --catalog-overrides then refused
+    from srift.cli import main
+
+    out = tmp_path / "probe.toml"
+    assert main(["probe-network", "--instance-type", "g4dn.xlarge", "--loopback", "--out", str(out)]) == 2
+    assert "writes the overrides as JSON" in capsys.readouterr().err and not out.exists()
