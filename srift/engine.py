@@ -405,11 +405,15 @@ class Engine:
     def memory_max_batch(self, gpu_key: str) -> float:
         """The largest local batch whose memory fits one GPU of `gpu_key` (samples; the
         simulator's max_local_batch rule without the global-batch cap; at least 1)."""
+        return max(1.0, self._memory_batch_limit(gpu_key))
+
+    def _memory_batch_limit(self, gpu_key: str) -> float:
+        """memory_max_batch before its floor of 1: 0 where not one sample fits."""
         w = self.workload
         free = self.config.usable_memory_fraction * float(self.catalog.gpu(gpu_key).memory_gib) * GIB - w.fixed_memory_bytes
         if w.activation_bytes_per_sample <= 0:
-            return 2.0**20 if free > 0 else 1.0
-        return max(1.0, math.floor(free / w.activation_bytes_per_sample))
+            return 2.0**20 if free > 0 else 0.0
+        return max(0.0, math.floor(free / w.activation_bytes_per_sample))
 
     def _anchors(self) -> list[tuple[str, list[_core.Measurement]]]:
         """Every GPU type the profile measured alone (one GPU), with its measurements, to anchor
@@ -649,17 +653,14 @@ class Engine:
         what the profile counted), so say so rather than plan around it in silence."""
         biggest = max((m.local_batch for m in measurements), default=0)
         w, gpu = self.workload, self.catalog.gpu(gpu_key)
-        free = self.config.usable_memory_fraction * float(gpu.memory_gib) * GIB - w.fixed_memory_bytes
-        # the simulator's rule (memory_max_batch floors it at 1 for its own callers)
-        most = math.floor(free / w.activation_bytes_per_sample) if w.activation_bytes_per_sample > 0 else (
-            math.inf if free > 0 else 0)
+        most = self._memory_batch_limit(gpu_key)
         if biggest <= most:
             return
         where = f"{on} ({gpu_key})" if on else gpu_key
         holds = (f"plans put at most {most:g} sample{'s' if most != 1 else ''} on a {gpu_key}" if most > 0
                  else f"no plan runs on a {gpu_key}")
         warnings.warn(f"measurements on {where}: a run at local batch {biggest:g} is more than srift's memory estimate "
-                      f"holds on one {gpu_key} ({max(most, 0):g} samples: {w.fixed_memory_bytes / GIB:.2f} GiB of weights, "
+                      f"holds on one {gpu_key} ({most:g} samples: {w.fixed_memory_bytes / GIB:.2f} GiB of weights, "
                       f"gradients, optimizer state and workspace, {w.activation_bytes_per_sample / 2**20:.1f} MiB of "
                       f"activations per sample, {self.config.usable_memory_fraction:g} of {float(gpu.memory_gib):g} GiB "
                       f"usable); {holds}. If the run held them, the profile "
