@@ -988,18 +988,19 @@ ComputeModel LearnedCompute::measured_model_memo(const WorkloadStats& w, const G
   roofline.validate();
   bool one_batch = true;
   for (const Measurement& m : measurements) one_batch = one_batch && m.local_batch == measurements.front().local_batch;
+  // The learned curve scaled through the measurements, its terms split as the roofline's.
+  const auto on_learned_curve = [&] {
+    const ComputeModel learned = predict_absolute_memo(w, gpu, precision, max_batch, memo).model;
+    return anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
+                                  measurements);
+  };
+  if (one_batch) return on_learned_curve();
   const ComputeModel on_roofline = anchor_to_measurements(roofline, measurements);
-  if (!one_batch) {
-    const MeasuredLine line = measured_line(measurements);
-    if (line.slope > 0 && line.intercept >= 0) return on_roofline;  // their own line (the prior only splits it)
-  }
-  const ComputeModel learned = predict_absolute_memo(w, gpu, precision, max_batch, memo).model;
-  const ComputeModel on_learned =
-      anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
-                             measurements);
-  if (one_batch) return on_learned;
+  const MeasuredLine line = measured_line(measurements);
+  if (line.slope > 0 && line.intercept >= 0) return on_roofline;  // their own line (the prior only splits it)
   // Note "several batches, no line": the fit fell back to a curve scaled through the mean; of
   // the two, keep the one nearer the measurements (see the note above).
+  const ComputeModel on_learned = on_learned_curve();
   return log_misfit(on_learned, measurements) < log_misfit(on_roofline, measurements) ? on_learned : on_roofline;
 }
 
