@@ -428,7 +428,12 @@ class Engine:
                 out[keys[0]] = self._measurements_for(keys[0])
         if not out and self.profile.device_gpu and self.profile.timings is not None:
             out[self.profile.device_gpu] = self._measurements_for(self.profile.device_gpu)
-        return [(k, v) for k, v in sorted(out.items()) if v]
+        anchors = [(k, v) for k, v in sorted(out.items()) if v]
+        for key, _ in anchors:
+            # a GPU the question never plans on still anchors every other: its measurements get
+            # the checks (memory, no line) a planned GPU's would; the entry is cached for later
+            self._compute_entry(key)
+        return anchors
 
     def compute_model(self, gpu_key: str) -> tuple[_core.ComputeModel, str]:
         """(ComputeModel, source) for a GPU type. Source: "measured" (the profile has runs on

@@ -121,6 +121,20 @@ def test_a_measured_batch_the_memory_estimate_does_not_hold_is_named(fresh_profi
         srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=64)
 
 
+def test_measurements_on_a_gpu_only_anchoring_others_are_checked_too(fresh_profile):
+    # the runs on V100 anchor the T4's prediction though no plan asked runs on a V100: the
+    # checks a planned GPU's runs get apply to them as well
+    fresh_profile.add_measurement("V100-16GB", local_batch=32, iteration_s=0.2)
+    fresh_profile.add_measurement("V100-16GB", local_batch=64, iteration_s=0.1)
+    with pytest.warns(UserWarning, match=r"measurements on V100-16GB \(0.2 s at 32, 0.1 s at 64\) fit no line"):
+        pred = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+    assert pred.groups[0].compute_source.startswith("learned")
+    fresh_profile.measurements = []
+    fresh_profile.add_measurement("V100-16GB", local_batch=512, iteration_s=0.6)
+    with pytest.warns(UserWarning, match=r"measurements on V100-16GB: a run at local batch 512 is more than"):
+        srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+
+
 def test_memory_infeasible_cluster_says_why(resnet50_profile):
     pred = srift.predict(resnet50_profile, "1x g4dn.xlarge", global_batch=4096)
     assert not pred.feasible
