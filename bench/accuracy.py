@@ -34,6 +34,10 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
   compute_absolute_leave_one_gpu_out_engine_path  the absolute model as the engine applies it
                               (one affine model per GPU fitted on a batch grid) vs at each
                               row's own batch vs the old reference-batch-32 scaling
+  selection_nested/*          what `srift train`'s own choices (the absolute model's kind, the
+                              blend's weight and shrink), made on the splits that score them,
+                              flatter: each held-out group scored with the choice the other
+                              groups' errors alone make
   compute_cpu_thread_pairs_gpu_trained  the ratio model trained on GPU pairs only, predicting
                               this CPU at 1 thread from 2 threads and back (unseen device family)
   multi_gpu_leave_one_cluster_out  Sia multi-GPU steps, given the test cluster's 1-GPU steps:
@@ -370,6 +374,7 @@ def compute(w, kinds: list[str]) -> None:
     measured_two_batches(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
+    selection_nested(w)
     X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
     cpu = np.array([b.source == "cpu" for _, b in meta])
     out = {"split": "compute_cpu_thread_pairs_gpu_trained", "linear_peak_ratio": stats(ape(-X[cpu, 1], truth[cpu])),
@@ -380,6 +385,80 @@ def compute(w, kinds: list[str]) -> None:
             est = candidates()[k]().fit(X[~cpu], y[~cpu])
         out[k] = stats(ape(est.predict(X[cpu]) + base[cpu], truth[cpu]))
     print(json.dumps(out))
+
+
+def selection_nested(w) -> None:
+    """How much `srift train`'s own choices flatter the "as shipped" columns. It chooses the
+    absolute model's kind (with or without the CPU rows) and the anchored blend's (weight,
+    shrink) by their errors on the same two held-out splits that score them. Here every
+    held-out group (a GPU chip, a model family) is scored with the choice made on the other
+    groups' held-out errors alone, with train's selection score (the mean over both splits of
+    median + p90 / 4), beside the choice made on all groups. The blend is scored unclipped
+    (srift.learn.dominance applies after it), the absolute model clipped, as shipped."""
+    from srift.learn.blend import BLEND_WEIGHTS, SHRINK_WEIGHTS, anchored_correction, held_out_absolute_terms, \
+        observed_anchor_error
+    from srift.learn.train import _split_key
+
+    splits = ("chip", "model")
+
+    def score(errors: dict[str, np.ndarray], keep: np.ndarray) -> float:
+        return float(np.mean([np.median(e[keep]) + 0.25 * np.quantile(e[keep], 0.9) for e in errors.values()]))
+
+    def nested(errors: dict, choices: list, group: dict[str, np.ndarray], ok: np.ndarray) -> dict:
+        """choices' APE arrays by split -> {split: {"all_groups": ..., "nested": ..., "picks": ...}}"""
+        out = {}
+        overall = min(choices, key=lambda c: score(errors[c], ok))
+        for by in splits:
+            e = np.full(ok.size, np.nan)
+            picks = set()
+            for g in sorted(set(group[by][ok])):
+                test = ok & (group[by] == g)
+                pick = min(choices, key=lambda c: score(errors[c], ok & (group[by] != g)))  # noqa: B023
+                picks.add(str(pick))
+                e[test] = errors[pick][by][test]
+            out[by] = {"all_groups": stats(errors[overall][by][ok]), "nested": stats(e[ok]), "picks": sorted(picks)}
+        return {"chosen_on_all_groups": str(overall), **out}
+
+    # the absolute model's kind, with and without the CPU rows: errors on the GPU rows both share
+    errors: dict[str, dict[str, np.ndarray]] = {}
+    keys: list | None = None
+    for label, cpu in (("", False), ("+cpu", True)):
+        X, y, base, truth, meta = absolute_dataset(compute_rows(cpu=cpu), w)
+        gpu = np.array([r.source != "cpu" for _, r in meta])
+        here = [(r.source, r.workload, r.gpu, r.precision, r.batch) for (_, r), g in zip(meta, gpu) if g]
+        if keys is None:
+            keys = here
+            group = {by: np.array([_split_key(m, by)[1] for m, g in zip(meta, gpu) if g]) for by in splits}
+        order = {k: i for i, k in enumerate(here)}
+        index = np.array([order[k] for k in keys])
+        for kind, make in candidates().items():
+            per = {}
+            for by in splits:
+                pred, mask, _ = loco_errors(X, y, meta, make, by, absolute_guard(meta, w, by))
+                e = np.where(mask, ape(pred + base, truth), np.nan)[gpu]
+                per[by] = e[index]
+            errors[kind + label] = per
+    ok = np.all([np.isfinite(e[by]) for e in errors.values() for by in splits], axis=0)
+    print(json.dumps({"split": "selection_nested/compute_absolute_kind", "shipped": "+".join(
+        [shipped_kind("absolute")[0]] + (["cpu"] if shipped_kind("absolute")[1] else [])),
+        **nested(errors, list(errors), group, ok)}))
+    # the anchored blend's (weight, shrink), the shipped models' kinds held out as train holds them
+    X, y, base, truth, meta = ratio_dataset(compute_rows(cpu=True), w)
+    Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
+    observed = observed_anchor_error(meta, w)
+    gpu = np.array([b.source != "cpu" for _, b in meta])
+    grid = [(wt, sh) for wt in BLEND_WEIGHTS for sh in SHRINK_WEIGHTS]
+    blend_errors: dict = {pair: {} for pair in grid}
+    ok = gpu.copy()
+    for by in splits:
+        pred, mask, _ = loco_errors(X, y, meta, shipped_factory("ratio"), by)
+        corr_a, corr_b = held_out_absolute_terms(meta, w, Xa, ya, meta_a, shipped_factory("absolute"), by)
+        ok &= mask & ~np.isnan(corr_b)
+        for pair in grid:
+            blend_errors[pair][by] = ape(anchored_correction(pred, corr_a, corr_b, observed, *pair) + base, truth)
+    group = {by: np.array([_split_key(m, by)[1] for m in meta]) for by in splits}
+    print(json.dumps({"split": "selection_nested/compute_anchored_blend_unclipped", "shipped": list(shipped_blend()),
+                      **nested(blend_errors, grid, group, ok)}))
 
 
 def shipped_blend() -> tuple[float, float]:
@@ -485,14 +564,15 @@ def _measured_other_batch_rows(w, held_out: str) -> dict[str, list]:
     from srift.learn.features import roofline
     from srift.learn.measured_band import batch_pairs
     from srift.learn.models import absolute_on_grid
+    from srift.learn.workloads import model_family
 
     Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
-    unit_a = np.array([(r.chip if held_out == "chip" else r.workload) for _, r in meta_a])
+    unit_a = np.array([(r.chip if held_out == "chip" else model_family(r.workload)) for _, r in meta_a])
     peaks = device_peaks()
     absolute: dict[str, object] = {}
     out: dict[str, list] = {}
     for source, a, b in batch_pairs(compute_rows()):
-        unit = a.chip if held_out == "chip" else a.workload
+        unit = a.chip if held_out == "chip" else model_family(a.workload)
         if unit not in absolute:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -686,9 +766,9 @@ def held_out_fits(X, y, meta, factory):
 
 def ratio_engine_path(w) -> None:
     """The anchored model as the engine applies it (srift::LearnedCompute note "anchored batch
-    shape"): the anchor's one measurement moves along the anchor GPU's measured curve (halfway
-    between its roofline's and the absolute model's, note "measured batch shape") to the
-    target's batch, and the ratio (blended and shrunk, srift.learn.blend notes "blend" and
+    shape"): the anchor's one measurement moves along the anchor GPU's measured curve (the
+    absolute model's, scaled through it: note "measured batch shape"; halfway to the roofline's
+    as a column, the curve the engine used until 29d84b7) to the target's batch, and the ratio (blended and shrunk, srift.learn.blend notes "blend" and
     "shrink"; clipped by dominance as shipped) is evaluated there. The engine fits a line
     through such points on its batch grid; this scores the point at the target's batch. Beside
     the pair features of the split above and the engine before this note (the ratio at the
@@ -707,7 +787,7 @@ def ratio_engine_path(w) -> None:
     chips_a = np.array([r.chip for _, r in meta_a])
     peaks, (weight, shrink) = device_peaks(), shipped_blend()
     absolute: dict[str, object] = {}
-    pair, engine, blend_only, ratio_only, guarded, before = (np.full(len(y), np.nan) for _ in range(6))
+    pair, engine, blend_only, ratio_only, guarded, before, guarded_halfway = (np.full(len(y), np.nan) for _ in range(7))
 
     def total(m, b: float) -> float:
         return m.compute_s(b) + m.optimizer_s
@@ -742,13 +822,16 @@ def ratio_engine_path(w) -> None:
         rooflined = _core.anchor_to_measurements(roof_a, measurement)
         before[i] = math.log(total(rooflined, b.batch) * math.exp(ratio_at(a.batch, a.per_sample_s * a.batch))
                              / b.batch / a.per_sample_s)
-        # now: the anchor's measured curve (halfway, note "measured batch shape") to b's batch
+        # now: the anchor's measured curve (the learned one scaled through the measurement, note
+        # "measured batch shape") to b's batch; halfway to the roofline's, as shipped until 29d84b7
         span = 4.0 * max(a.batch, b.batch)
         learned = absolute_on_grid(roof_a, lambda grid: guarded_correction(est_a.predict, wl, pa, grid, a.precision,
                                                                            refs), span, token_slope=True)
         halfway = absolute_on_grid(roof_a, lambda grid: [0.5 * math.log(total(learned, g) / total(roof_a, g))
                                                          for g in grid], span)
-        on_anchor = total(_core.anchor_to_measurements(halfway, measurement), b.batch)
+        on_halfway = total(_core.anchor_to_measurements(halfway, measurement), b.batch)
+        guarded_halfway[i] = math.log(on_halfway * math.exp(ratio_at(b.batch, on_halfway)) / b.batch / a.per_sample_s)
+        on_anchor = total(_core.anchor_to_measurements(learned, measurement), b.batch)
         f = ratio_features(wl, pa, b.batch, pb, b.batch, a.precision)
         fa, fb = absolute_features(wl, pa, b.batch, a.precision), absolute_features(wl, pb, b.batch, a.precision)
         corr = est.predict(np.asarray([f]))[0]
@@ -765,7 +848,8 @@ def ratio_engine_path(w) -> None:
                       "engine_path_ratio_model": stats(ape(ratio_only[ok], truth[ok])),
                       f"engine_path_blend_{weight}": stats(ape(blend_only[ok], truth[ok])),
                       f"engine_path_blend_{weight}_shrink_{shrink}": stats(ape(engine[ok], truth[ok])),
-                      f"engine_path_blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[ok], truth[ok]))}))
+                      f"engine_path_blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[ok], truth[ok])),
+                      "same_anchor_on_the_halfway_curve": stats(ape(guarded_halfway[ok], truth[ok]))}))
     for source in ("lambda", "gavel", "sia"):
         m = ok & np.array([r.source == source for _, r in meta])
         print(json.dumps({"split": f"compute_leave_one_gpu_out_engine_path/{source}",
@@ -949,12 +1033,14 @@ def lab_band_coverage(w) -> None:
     """The no-measurement band across labs (srift.learn.lab_band note "lab band"): each lab's
     GPU rows predicted by the absolute model with that lab held out (the dominance guard as
     shipped), on every row and on the (chip, precision) cells the other lab timed, against the
-    chip-out band (what srift shipped before) and the shipped band (chip-out convolved with the
-    lab shifts). With two labs this is not nested: the shipped band holds the other lab's shift,
-    which is measured against a model that learned this lab. Out of sample it is checked by
+    chip-out band (what srift shipped before), the shipped band (chip-out convolved with every
+    lab's shift, the held-out lab's own included: not out of sample) and the band built from the
+    other labs alone (their chip-out residuals convolved with their shifts: what a new lab gets).
+    With two labs even that is not nested: the other lab's shift is measured against a model
+    that learned this lab. Out of sample it is checked by
     bench/external_nvidia.py (one_gpu_no_measurement). Also the lab shifts refitted in this run
     beside the shipped ones."""
-    from srift.learn.lab_band import LAB_SOURCES, lab_shifts, on_shared_cells
+    from srift.learn.lab_band import LAB_SOURCES, convolved_band, lab_shifts, on_shared_cells
     from srift.learn.models import default_models
 
     X, y, _, _, meta = shipped_absolute_dataset(w)
@@ -969,12 +1055,22 @@ def lab_band_coverage(w) -> None:
                                for name, b in (("chip_out", chip_out), ("shipped", doc))}}))
     src = np.array([b.source for _, b in meta])
     r = y - pred
+    # The shipped band holds every lab's shift, the held-out lab's own among them (its rows'
+    # median miss): the band a new lab would get is the other labs' chip-out residuals convolved
+    # with the other labs' shifts only.
+    chip_pred, chip_mask, _ = loco_errors(X, y, meta, shipped_factory("absolute"), "chip", absolute_guard(meta, w, "chip"))
     for s in LAB_SOURCES:
+        others = [v["log_shift"] for lab, v in refitted.items() if lab != s]
+        within = (y - chip_pred)[chip_mask & np.isin(src, [lab for lab in LAB_SOURCES if lab != s])]
+        other_labs = convolved_band(within, others) if others and within.size >= 2 else None
         for subset, sel in (("all_rows", mask & (src == s)), ("shared_cells", mask & on_shared_cells(meta, s))):
             if not sel.any():
                 continue
             out = {"split": f"interval_coverage/compute_absolute_leave_one_lab_out/{s}/{subset}", "n": int(sel.sum())}
-            for name, band in (("chip_out_band", chip_out), ("shipped_band", doc)):
+            bands = [("chip_out_band", chip_out), ("shipped_band", doc)]
+            if other_labs is not None:
+                bands.append(("other_labs_band", other_labs))
+            for name, band in bands:
                 lo, hi = float(band["p10"]), float(band["p90"])
                 out[name] = {"inside_p10_p90": round(float(np.mean((r[sel] >= lo) & (r[sel] <= hi))), 3),
                              "below_p10": round(float(np.mean(r[sel] < lo)), 3),

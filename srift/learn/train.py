@@ -21,7 +21,7 @@ from srift.learn.datasets import ComputeRow, compute_rows, device_peaks
 from srift.learn.dominance import reference_specs
 from srift.learn.gpus import TRAINING_GPUS
 from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
-from srift.learn.workloads import WorkloadInfo, load_workloads
+from srift.learn.workloads import WorkloadInfo, load_workloads, model_family
 
 __all__ = ["train_all", "train_overhead", "train_links", "train_pcie_link", "candidates", "ratio_dataset", "absolute_dataset", "loco_errors", "absolute_guard", "train_compute",
            "select_blend", "git_commit", "git_state", "run_stamp", "MODELS_DIR"]
@@ -144,7 +144,8 @@ def absolute_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo])
 
 def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
     """(the groups a row touches, the group it is tested in) for a held-out split by "chip",
-    "model" or "source" (a whole lab: bench/accuracy.py compute_blend_leave_one_source_out)."""
+    "model" or "source" (a whole lab: bench/accuracy.py compute_blend_leave_one_source_out).
+    "model" holds out the workload's whole family (srift.learn.workloads note "model families")."""
     a, b = meta_item
     if by == "chip":
         return ({b.chip} | ({a.chip} if a is not None else set())), b.chip
@@ -152,13 +153,14 @@ def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
         return ({b.source} | ({a.source} if a is not None else set())), b.source
     if by != "model":
         raise ValueError(f"by: expected 'chip', 'model' or 'source', got {by!r}")
-    return {b.workload}, b.workload
+    family = model_family(b.workload)
+    return {family}, family
 
 
 def loco_errors(X, y, meta, make: Callable[[], Any], by: str = "chip",
                 post: Callable[[Any, np.ndarray, str], np.ndarray] | None = None
                 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Leave-one-group-out: for every held-out group g (a GPU chip, or a workload), train on
+    """Leave-one-group-out: for every held-out group g (a GPU chip, or a model family), train on
     the rows touching no g and predict the rows whose target is g. Returns (predicted y,
     mask of rows predicted, group of each row). post(estimator, test row indices, g) -> their
     predicted y, where the prediction is more than the estimator's (absolute_guard)."""
