@@ -341,8 +341,10 @@ def instance_anchored_steps(cases: list[ClusterCase], workloads: dict[str, Workl
 # multi_gpu_link_calibrated/*):
 #                                       v0 (nominal)   probe on all GPUs   probe on 2 GPUs
 #   one whole node (242 steps)           18.6 / 58        11.0 / 38          14.4 / 47
-#   two whole nodes (226)                26.5 / 70        10.0 / 59          10.1 / 59
-#   every multi-node placement (8,503)   15.9 / 54        11.8 / 43          11.7 / 44
+#   two whole nodes (226)                26.5 / 70         9.5 / 59           9.7 / 59
+#   every multi-node placement (8,503)   15.9 / 54        11.3 / 43          11.3 / 44
+# (reprinted at 8aafacb; the two bottom rows read 10.0 / 59, 10.1 / 59, 11.8 / 43, 11.7 / 44 when
+# this note was written)
 # by cluster on every multi-node placement: azure 26.8 / 59, dgx 10.5 / 30, rtx 8.1 / 17 (v0 33.0,
 # 9.2, 25.1). The ring across nodes runs at its slowest link, the network, so the probe's rank
 # count matters inside one node only; there the bandwidth depends on how many ranks share the
