@@ -6,11 +6,13 @@ are then re-predicted in full for their details.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import numbers
 import os
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 from srift import _core, checks
 from srift.cluster import MARKETS, Cluster, ClusterGroup
@@ -213,6 +215,40 @@ class SpotAssumptions:
         return asdict(self)
 
 
+class _Engines:
+    """Engines kept across questions on the same profile and catalog objects (a sweep worker's
+    rows: srift.sweep). An Engine is a function of its profile, catalog and config, and building
+    one builds the compute model of every GPU type a question offers: most of a question's time
+    on the bundled catalog (~2/3 of a sweep row). Kept by the profile's and the catalog's
+    identity and the config's fields, so only for callers whose profiles and catalogs do not
+    change while kept (a sweep worker builds its own from the spec's documents)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[int, int, str], Engine] = {}
+
+    def get(self, profile: Profile, catalog: Catalog, config: EngineConfig) -> Engine:
+        key = (id(profile), id(catalog), repr(config))
+        engine = self._kept.get(key)
+        # the kept engine holds its profile and catalog, so their ids are not reused while kept
+        if engine is None or engine.profile is not profile or engine.catalog is not catalog or engine.config != config:
+            engine = Engine(profile, catalog, config)
+            self._kept[key] = engine
+        return engine
+
+
+_ENGINES: contextvars.ContextVar[_Engines | None] = contextvars.ContextVar("srift_planning_engines", default=None)
+
+
+@contextlib.contextmanager
+def _reusing_engines(engines: _Engines) -> Iterator[None]:
+    """Within the block, questions (recommend, pareto) take their Engine from `engines`."""
+    token = _ENGINES.set(engines)
+    try:
+        yield
+    finally:
+        _ENGINES.reset(token)
+
+
 class _Space:
     """Offers and the core request for one question."""
 
@@ -232,7 +268,8 @@ class _Space:
                                 max_accumulation_steps=max_accumulation_steps,
                                 max_local_batch=max_local_batch)
         self.catalog = catalog
-        self.engine = Engine(profile, catalog, config)
+        engines = _ENGINES.get()
+        self.engine = engines.get(profile, catalog, config) if engines is not None else Engine(profile, catalog, config)
         self.spot = spot or SpotAssumptions()
         held_cluster = None if held is None else Cluster.parse(held)
         if held_cluster is not None:  # each held type as the catalog spells it (the filters below compare names)

@@ -479,10 +479,15 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(profiles: Mapping[str, dict[str, Any]], catalog: dict[str, Any] | None) -> None:
+    from srift.planning import _Engines
+
     _WORKER["profiles_raw"] = dict(profiles)
     _WORKER["profiles"] = {}
     _WORKER["catalog_raw"] = catalog
     _WORKER["catalog"] = None
+    # Rows of one model (and precision, accumulation, local batch cap) share an Engine: its
+    # compute models are a function of the worker's profile, catalog and config alone.
+    _WORKER["engines"] = _Engines()
 
 
 def _worker_objects(model: str) -> tuple[Any, Any]:
@@ -499,8 +504,11 @@ def _worker_objects(model: str) -> tuple[Any, Any]:
 
 
 def _worker_run(task: dict[str, Any]) -> dict[str, Any]:
+    from srift.planning import _reusing_engines
+
     prof, catalog = _worker_objects(task["model"])
-    return run_task(task, prof, catalog, threads=1)
+    with _reusing_engines(_WORKER["engines"]):
+        return run_task(task, prof, catalog, threads=1)
 
 
 def _ray_run(task: dict[str, Any], profiles: Mapping[str, dict[str, Any]], catalog: dict[str, Any] | None) -> dict[str, Any]:

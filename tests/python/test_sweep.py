@@ -106,6 +106,40 @@ def test_sweep_in_processes_matches_in_process(spec_file, tmp_path):
     assert strip(_rows(tmp_path / "a.csv")) == strip(_rows(tmp_path / "b.csv"))
 
 
+def test_worker_rows_sharing_an_engine_match_rows_built_alone(tmp_path, resnet50_profile):
+    """A worker keeps one Engine per model and config across its rows (srift.planning._Engines):
+    every row is what a recommend call building its own Engine gives, measured GPUs and
+    whole instances (their bands, warnings' inputs), accumulation and spot included."""
+    import warnings
+
+    from srift import sweep
+    from srift.profile_data import Profile
+
+    measured = Profile.from_dict(resnet50_profile.to_dict())
+    measured.add_measurement("T4", local_batch=32, iteration_s=0.21)
+    measured.add_measurement("p3.8xlarge", local_batch=64, iteration_s=0.3, gpus=4)
+    resnet50_profile.save(tmp_path / "plain.json")
+    measured.save(tmp_path / "measured.json")
+    spec = parse_spec({"models": [{"profile": "plain.json"}, {"profile": "measured.json"}],
+                       "global_batch": [256, 4096], "iterations": 10000,
+                       "constraints": [{"deadline": "12h"}, {"deadline": "24h", "confidence": 0.9}, {"budget": 50}],
+                       "regions": ["us-east-1"], "markets": ["on-demand", "on-demand,spot"], "types": TYPES,
+                       "max_accumulation_steps": 4}, base_dir=tmp_path)
+    todo = tasks(spec)
+    profiles = {m.label: Profile.load(m.profile).to_dict() for m in spec.models}
+    strip = lambda r: {k: v for k, v in r.items() if k != "search_s"}  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sweep._worker_init(profiles, None)
+        shared = [strip(sweep._worker_run(t)) for t in todo]
+        assert len(sweep._WORKER["engines"]._kept) == 2  # one per model: the rows' config is the same
+        sweep._worker_init(profiles, None)
+        alone = [strip(sweep.run_task(t, *sweep._worker_objects(t["model"]), threads=1)) for t in todo]
+    assert not sweep._WORKER["engines"]._kept  # run_task alone builds an Engine per row
+    assert shared == alone
+    assert any(r["found"] for r in shared) and not any(r["error"] for r in shared)
+
+
 @pytest.mark.parametrize("data, message", [
     ({"models": ["resnet50"], "global_batch": 64, "iterations": 10, "constraints": [{"deadline": "12h"}],
       "colour": 1}, "key 'colour' is unknown"),
