@@ -26,6 +26,14 @@ const char* kScopeNames[kScalingScopes] = {"single_instance", "multi_instance", 
 
 bool BandFactors::known() const { return !is_nan(p10) && !is_nan(p90); }
 
+namespace {
+// Whether BandFactors::validate passes (both NaN, or p10 in (0, 1] and p90 finite and >= 1):
+// GroupBand::validate names a field only to report it.
+bool factors_valid(const BandFactors& b) {
+  return (is_nan(b.p10) && is_nan(b.p90)) || ((b.p10 > 0 && b.p10 <= 1) && (b.p90 >= 1 && std::isfinite(b.p90)));
+}
+}  // namespace
+
 void BandFactors::validate(const char* field) const {
   if (is_nan(p10) && is_nan(p90)) return;
   // the field's name is built only to report it: band_quantile_factor checks a band per plan
@@ -36,17 +44,18 @@ void BandFactors::validate(const char* field) const {
 }
 
 void GroupBand::validate(const char* field) const {
-  const std::string f = field;
-  compute.validate((f + ".compute").c_str());
-  compute_several.validate((f + ".compute_several").c_str());
-  link.validate((f + ".link").c_str());
-  if (!link.known()) detail::fail(f + ".link.p10", "known ((1, 1) where the link has no band of its own)", link.p10);
+  // Each field's name is built only to report it: a search checks every offer's band per call.
+  auto f = [field](const char* suffix) { return std::string(field) + suffix; };
+  if (!factors_valid(compute)) compute.validate(f(".compute").c_str());
+  if (!factors_valid(compute_several)) compute_several.validate(f(".compute_several").c_str());
+  if (!factors_valid(link)) link.validate(f(".link").c_str());
+  if (!link.known()) detail::fail(f(".link.p10"), "known ((1, 1) where the link has no band of its own)", link.p10);
   if (!(std::isfinite(measured_batch) && measured_batch >= 0)) {
-    detail::fail(f + ".measured_batch", "a finite local batch >= 0 (0: none)", measured_batch);
+    detail::fail(f(".measured_batch"), "a finite local batch >= 0 (0: none)", measured_batch);
   }
-  per_e_fold.validate((f + ".per_e_fold").c_str());
+  if (!factors_valid(per_e_fold)) per_e_fold.validate(f(".per_e_fold").c_str());
   if (!per_e_fold.known()) {
-    detail::fail(f + ".per_e_fold.p10", "known ((1, 1) where no measurement is extrapolated)", per_e_fold.p10);
+    detail::fail(f(".per_e_fold.p10"), "known ((1, 1) where no measurement is extrapolated)", per_e_fold.p10);
   }
 }
 

@@ -449,20 +449,26 @@ void SearchRequest::validate() const {
   for (std::size_t i = 0; i < instances.size(); ++i) instances[i].validate();
   for (std::size_t i = 0; i < offers.size(); ++i) {
     const Offer& o = offers[i];
-    const std::string f = "offers[" + std::to_string(i) + "].";
+    // The field's name is built only to report it (a search call checks every offer, twice).
+    auto f = [i](const char* name) { return "offers[" + std::to_string(i) + "]." + name; };
     if (o.instance < 0 || o.instance >= static_cast<int>(instances.size())) {
-      throw std::out_of_range(f + "instance must index instances (size " +
+      throw std::out_of_range(f("instance must index instances (size ") +
                               std::to_string(instances.size()) + "), got " + std::to_string(o.instance));
     }
-    detail::require_enum((f + "market").c_str(), static_cast<int>(o.market), 0, 1);
-    detail::require_positive(f + "usd_per_hour", o.usd_per_hour);
-    if (o.max_count < 0) detail::fail(f + "max_count", ">= 0", o.max_count);
-    detail::require_finite_nonneg(f + "interruptions_per_hour", o.interruptions_per_hour);
+    const int market = static_cast<int>(o.market);
+    if (market < 0 || market > 1) detail::require_enum(f("market").c_str(), market, 0, 1);
+    if (!std::isfinite(o.usd_per_hour) || o.usd_per_hour <= 0) {
+      detail::require_positive(f("usd_per_hour"), o.usd_per_hour);
+    }
+    if (o.max_count < 0) detail::fail(f("max_count"), ">= 0", o.max_count);
+    if (!std::isfinite(o.interruptions_per_hour) || o.interruptions_per_hour < 0) {
+      detail::require_finite_nonneg(f("interruptions_per_hour"), o.interruptions_per_hour);
+    }
     o.compute.validate();
-    o.band.validate((f + "band").c_str());
+    o.band.validate(f("band").c_str());
     if (deadline_confidence > 0 && !(o.band.compute.known() && o.band.compute_several.known())) {
       // the deadline test at a confidence needs the spread it is taken over
-      detail::fail(f + "band.compute" + (o.band.compute.known() ? "_several" : ""),
+      detail::fail(f("band.compute") + (o.band.compute.known() ? "_several" : ""),
                    "known when deadline_confidence > 0 (a compute model with no band cannot meet a deadline at a "
                    "stated probability; leave deadline_confidence at 0)",
                    o.band.compute.known() ? o.band.compute_several.p10 : o.band.compute.p10);

@@ -27,6 +27,16 @@ inline void require_positive(const std::string& field, double v) {
   if (!std::isfinite(v) || v <= 0) fail(field, "finite and > 0", v);
 }
 
+// The same for a field named by a literal: its std::string is built only to report a failure
+// (ComputeModel::validate runs for every offer of every search call, twice).
+inline void require_finite_nonneg(const char* field, double v) {
+  if (!std::isfinite(v) || v < 0) fail(field, "finite and >= 0", v);
+}
+
+inline void require_positive(const char* field, double v) {
+  if (!std::isfinite(v) || v <= 0) fail(field, "finite and > 0", v);
+}
+
 // A feasible iteration whose time overflowed to +inf (or NaN): inputs near the largest double
 // (1e308 s of fixed compute, a link of 1e-300 bytes/s) must not make a plan "feasible" in an
 // infinite time. `what` names the cluster or plan.
