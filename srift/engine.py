@@ -134,7 +134,7 @@ def _check_config(c: EngineConfig) -> None:
 NO_LINE_MISS_SHARE = 0.10
 
 
-def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement], model: _core.ComputeModel) -> None:
+def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement], model: _core.ComputeModel, depth: int = 0) -> None:
     """Measurements at two or more batches that fit no line (srift::measured_line: no positive
     slope or a negative intercept): the core (srift::LearnedCompute::measured_model, note
     "several batches, no line") scales a curve through their mean. Where that curve misses a
@@ -157,7 +157,7 @@ def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement], model: _core
     warnings.warn(f"measurements on {gpu_key} ({shown}) fit no line of a fixed cost and a per-sample time; srift "
                   f"scales a curve through their mean (batch {line.mean_batch:g}, {line.mean_s:.4g} s), which misses a "
                   f"measured point by {worst:.0%}; check the runs (a warm-up, another GPU, another precision?)",
-                  UserWarning, stacklevel=4)
+                  UserWarning, stacklevel=4 + depth)
 
 
 def _roofline_params(overrides: dict[str, float]) -> _core.RooflineParams:
@@ -432,7 +432,7 @@ class Engine:
         for key, _ in anchors:
             # a GPU the question never plans on still anchors every other: its measurements get
             # the checks (memory, no line) a planned GPU's would; the entry is cached for later
-            self._compute_entry(key)
+            self._compute_entry(key, _depth=2)  # its warnings name the same caller a planned GPU's do
         return anchors
 
     def compute_model(self, gpu_key: str) -> tuple[_core.ComputeModel, str]:
@@ -448,7 +448,7 @@ class Engine:
         _, _, p10, p90 = self._compute_entry(gpu_key)
         return p10, p90
 
-    def _compute_entry(self, gpu_key: str) -> tuple[_core.ComputeModel, str, float, float]:
+    def _compute_entry(self, gpu_key: str, _depth: int = 0) -> tuple[_core.ComputeModel, str, float, float]:
         cached = self._compute.get(gpu_key)
         if cached is not None:
             return cached
@@ -456,7 +456,8 @@ class Engine:
         if points:
             # a name that resolves to several GPUs (V100: 16 and 32 GB) may have run on the larger
             self._warn_if_over_memory(gpu_key, [m for m in self.profile.measurements
-                                                if m.gpus == 1 and self._resolve(m.device) == [gpu_key]])
+                                                if m.gpus == 1 and self._resolve(m.device) == [gpu_key]],
+                                      depth=_depth)
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
             prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
                                            self.gpu_spec(gpu_key), PRECISIONS[self.precision],
@@ -481,7 +482,7 @@ class Engine:
                     model = fit(self._measurements_for(gpu_key, used))
                     if abs(model.optimizer_s - used) <= 1e-12 * max(used, 1e-30):
                         break
-            _warn_if_no_line(gpu_key, self._measurements_for(gpu_key, model.optimizer_s), model)
+            _warn_if_no_line(gpu_key, self._measurements_for(gpu_key, model.optimizer_s), model, _depth)
             entry = (model, "measured", *self.measured_band()[0])
         elif self.config.compute_model == "learned":
             from srift.learn import default_models
@@ -651,7 +652,7 @@ class Engine:
                 return min(p10, q10), max(p90, q90)
         return p10, p90
 
-    def _warn_if_over_memory(self, gpu_key: str, measurements: list[Any], on: str | None = None) -> None:
+    def _warn_if_over_memory(self, gpu_key: str, measurements: list[Any], on: str | None = None, depth: int = 0) -> None:
         """A run the user timed at a local batch that srift's memory estimate says does not fit
         this GPU: plans will hold fewer samples per GPU than the run did. The run is the
         stronger evidence (activation checkpointing, a shorter sequence, a framework that frees
@@ -670,7 +671,7 @@ class Engine:
                       f"activations per sample, {self.config.usable_memory_fraction:g} of {float(gpu.memory_gib):g} GiB "
                       f"usable); {holds}. If the run held them, the profile "
                       "overstates its memory: profile the model as that run built it (activation checkpointing, "
-                      "sequence length, precision)", UserWarning, stacklevel=4)
+                      "sequence length, precision)", UserWarning, stacklevel=4 + depth)
 
     def _instance_entry(self, instance_type: str) -> tuple[_core.ComputeModel, str, float, float]:
         it = self.catalog.instance(instance_type)

@@ -511,9 +511,13 @@ def _worker_run(task: dict[str, Any]) -> dict[str, Any]:
         return run_task(task, prof, catalog, threads=1)
 
 
-def _ray_run(task: dict[str, Any], profiles: Mapping[str, dict[str, Any]], catalog: dict[str, Any] | None) -> dict[str, Any]:
-    if "profiles_raw" not in _WORKER:
+def _ray_run(task: dict[str, Any], profiles: Mapping[str, dict[str, Any]], catalog: dict[str, Any] | None,
+             key: str = "") -> dict[str, Any]:
+    # A Ray worker process outlives one sweep: set up again for another sweep's documents (`key`
+    # is their digest), or it would answer with the last sweep's profiles, catalog and Engines.
+    if "profiles_raw" not in _WORKER or _WORKER.get("key") != key:
         _worker_init(profiles, catalog)
+        _WORKER["key"] = key
     return _worker_run(task)
 
 
@@ -767,8 +771,11 @@ def _execute(todo: Sequence[dict[str, Any]], profiles: Mapping[str, dict[str, An
     workers = min(jobs if jobs is not None else (os.cpu_count() or 1), len(todo))
     if workers <= 0 or len(todo) == 1:
         _worker_init(profiles, catalog)
-        for t in todo:
-            yield _worker_run(t)
+        try:
+            for t in todo:
+                yield _worker_run(t)
+        finally:
+            _WORKER.clear()  # the Engines kept for the rows go with the sweep
         return
     import multiprocessing
 
@@ -801,7 +808,8 @@ def _execute_ray(todo: Sequence[dict[str, Any]], profiles: Mapping[str, dict[str
     remote = ray.remote(num_cpus=1)(_ray_run)
     profiles_ref = ray.put(dict(profiles))
     catalog_ref = ray.put(catalog)
-    pending = [remote.remote(t, profiles_ref, catalog_ref) for t in todo]
+    key = hashlib.sha256(json.dumps([dict(profiles), catalog], sort_keys=True, default=str).encode()).hexdigest()
+    pending = [remote.remote(t, profiles_ref, catalog_ref, key) for t in todo]
     try:
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)

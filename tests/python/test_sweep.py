@@ -106,6 +106,25 @@ def test_sweep_in_processes_matches_in_process(spec_file, tmp_path):
     assert strip(_rows(tmp_path / "a.csv")) == strip(_rows(tmp_path / "b.csv"))
 
 
+def test_a_ray_worker_sets_up_again_for_another_sweeps_documents(monkeypatch):
+    """A Ray worker process outlives one sweep: a task carrying another sweep's documents (their
+    digest, `key`) sets the worker up again instead of answering with the last sweep's profiles,
+    catalog and kept Engines; the in-process path lets go of them when the sweep ends."""
+    from srift import sweep
+
+    seen = []
+    monkeypatch.setattr(sweep, "_worker_run", lambda t: seen.append((sorted(sweep._WORKER["profiles_raw"]),
+                                                                     id(sweep._WORKER["engines"]))) or t)
+    monkeypatch.setattr(sweep, "_WORKER", {})
+    sweep._ray_run({"row": 1}, {"a": {}}, None, "first")
+    sweep._ray_run({"row": 2}, {"a": {}}, None, "first")
+    sweep._ray_run({"row": 3}, {"b": {}}, None, "second")
+    assert [names for names, _ in seen] == [["a"], ["a"], ["b"]]
+    assert seen[0][1] == seen[1][1] != seen[2][1]  # the same sweep keeps its Engines, the next does not
+    assert list(sweep._execute([{"row": 4}], {"c": {}}, None, "local", 0, None)) == [{"row": 4}]
+    assert sweep._WORKER == {}
+
+
 def test_worker_rows_sharing_an_engine_match_rows_built_alone(tmp_path, resnet50_profile):
     """A worker keeps one Engine per model and config across its rows (srift.planning._Engines):
     every row is what a recommend call building its own Engine gives, measured GPUs and
