@@ -397,12 +397,13 @@ def selection_nested(w) -> None:
     (srift.learn.dominance applies after it), the absolute model clipped, as shipped."""
     from srift.learn.blend import BLEND_WEIGHTS, SHRINK_WEIGHTS, anchored_correction, held_out_absolute_terms, \
         observed_anchor_error
-    from srift.learn.train import _split_key
+    from srift.learn.train import _split_key, selection_score
 
     splits = ("chip", "model")
 
     def score(errors: dict[str, np.ndarray], keep: np.ndarray) -> float:
-        return float(np.mean([np.median(e[keep]) + 0.25 * np.quantile(e[keep], 0.9) for e in errors.values()]))
+        return selection_score({by: {"median_ape": float(np.median(e[keep])), "p90_ape": float(np.quantile(e[keep], 0.9))}
+                                for by, e in errors.items()})
 
     def nested(errors: dict, choices: list, group: dict[str, np.ndarray], ok: np.ndarray) -> dict:
         """choices' APE arrays by split -> {split: {"all_groups": ..., "nested": ..., "picks": ...}}"""
