@@ -27,20 +27,18 @@ const char* kScopeNames[kScalingScopes] = {"single_instance", "multi_instance", 
 bool BandFactors::known() const { return !is_nan(p10) && !is_nan(p90); }
 
 namespace {
-// Whether BandFactors::validate passes (both NaN, or p10 in (0, 1] and p90 finite and >= 1):
-// GroupBand::validate names a field only to report it.
+// Whether BandFactors::validate passes (both NaN, or p10 in (0, 1] and p90 finite and >= 1),
+// its one statement: GroupBand::validate asks first and names a field only to report it.
 bool factors_valid(const BandFactors& b) {
   return (is_nan(b.p10) && is_nan(b.p90)) || ((b.p10 > 0 && b.p10 <= 1) && (b.p90 >= 1 && std::isfinite(b.p90)));
 }
 }  // namespace
 
 void BandFactors::validate(const char* field) const {
-  if (is_nan(p10) && is_nan(p90)) return;
+  if (factors_valid(*this)) return;
   // the field's name is built only to report it: band_quantile_factor checks a band per plan
   if (!(p10 > 0 && p10 <= 1)) detail::fail(std::string(field) + ".p10", "in (0, 1] (or p10 and p90 both NaN)", p10);
-  if (!(p90 >= 1 && std::isfinite(p90))) {
-    detail::fail(std::string(field) + ".p90", "finite and >= 1 (or p10 and p90 both NaN)", p90);
-  }
+  detail::fail(std::string(field) + ".p90", "finite and >= 1 (or p10 and p90 both NaN)", p90);
 }
 
 void GroupBand::validate(const char* field) const {

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace srift::detail {
 
@@ -19,22 +20,14 @@ inline std::string fmt(double v) {
   throw std::invalid_argument(field + " must be " + rule + ", got " + fmt(value));
 }
 
-inline void require_finite_nonneg(const std::string& field, double v) {
-  if (!std::isfinite(v) || v < 0) fail(field, "finite and >= 0", v);
+// The field's std::string is built only to report a failure (ComputeModel::validate runs for
+// every offer of every search call, twice, with literal names).
+inline void require_finite_nonneg(std::string_view field, double v) {
+  if (!std::isfinite(v) || v < 0) fail(std::string(field), "finite and >= 0", v);
 }
 
-inline void require_positive(const std::string& field, double v) {
-  if (!std::isfinite(v) || v <= 0) fail(field, "finite and > 0", v);
-}
-
-// The same for a field named by a literal: its std::string is built only to report a failure
-// (ComputeModel::validate runs for every offer of every search call, twice).
-inline void require_finite_nonneg(const char* field, double v) {
-  if (!std::isfinite(v) || v < 0) fail(field, "finite and >= 0", v);
-}
-
-inline void require_positive(const char* field, double v) {
-  if (!std::isfinite(v) || v <= 0) fail(field, "finite and > 0", v);
+inline void require_positive(std::string_view field, double v) {
+  if (!std::isfinite(v) || v <= 0) fail(std::string(field), "finite and > 0", v);
 }
 
 // A feasible iteration whose time overflowed to +inf (or NaN): inputs near the largest double
