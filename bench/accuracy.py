@@ -369,6 +369,7 @@ def compute(w, kinds: list[str]) -> None:
                         out[f"{k}_dominance_guard"] = stats(ape(pred[m] + base[m], truth[m]))
                 print(json.dumps(out))
     blended_anchor(w)
+    newest_gpus_out(w)
     blend_leave_one_source_out(w)
     measured_other_batch(w)
     measured_two_batches(w)
@@ -526,6 +527,47 @@ def blended_anchor(w) -> None:
                               f"blend_{weight}_shrink_{shrink}": stats(ape(shipped[m] + base[m], truth[m])),
                               f"blend_{weight}_shrink_{shrink}_dominance_guard": stats(ape(guarded[m] + base[m],
                                                                                           truth[m]))}))
+
+
+def newest_gpus_out(w) -> None:
+    """srift.learn.lambda_v2 note "past the edge": the rows of the GPUs only Lambda's v2 tables
+    have (H200, GH200, B200), predicted by models trained on no row of any of them (split
+    "generation"), beside the same rows with only their own chip held out (split "chip"): what
+    srift predicts for a GPU generation newer than its data, and what it gains once one of the
+    generation is measured. No measurement (the absolute model, clipped by dominance) and
+    anchored on another chip's row of the same group (the shipped blend, clipped), by target
+    GPU; shipped training data (CPU rows in)."""
+    from srift.learn.blend import held_out_guarded_corrections, observed_anchor_error
+    from srift.learn.lambda_v2 import NEWEST_CHIPS
+
+    rows = compute_rows(cpu=True)
+    X, y, base, truth, meta = ratio_dataset(rows, w)
+    Xa, ya, base_a, truth_a, meta_a = shipped_absolute_dataset(w)
+    weight, shrink = shipped_blend()
+    observed = observed_anchor_error(meta, w)
+    ratio_est, absolute_est = shipped_factory("ratio"), shipped_factory("absolute")
+    target = np.array([b.chip for _, b in meta])
+    target_a = np.array([b.chip for _, b in meta_a])
+    anchor_h100 = np.array([a.chip == "H100" for a, _ in meta])
+    for split in ("generation", "chip"):
+        abs_pred, abs_mask, _ = loco_errors(Xa, ya, meta_a, absolute_est, split, absolute_guard(meta_a, w, split))
+        anchored = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, ratio_est, absolute_est, split,
+                                                [(weight, shrink)], observed)[(weight, shrink)]
+        for gpu in ("ALL", *sorted(NEWEST_CHIPS)):
+            sel = np.isin(target, list(NEWEST_CHIPS)) if gpu == "ALL" else target == gpu
+            sel_a = np.isin(target_a, list(NEWEST_CHIPS)) if gpu == "ALL" else target_a == gpu
+            ok, ok_a = sel & ~np.isnan(anchored), sel_a & abs_mask
+            h = ok & anchor_h100
+            print(json.dumps({"split": f"compute_newest_gpus_out/{split}/{gpu}",
+                              "no_measurement": {"v0_roofline": stats(ape(base_a[ok_a], truth_a[ok_a])),
+                                                 "learned": stats(ape(abs_pred[ok_a] + base_a[ok_a], truth_a[ok_a]))},
+                              "anchored": {"v0_roofline": stats(ape(base[ok], truth[ok])),
+                                           "learned": stats(ape(anchored[ok] + base[ok], truth[ok]))},
+                              "anchored_on_h100": {"v0_roofline": stats(ape(base[h], truth[h])),
+                                                   "learned": stats(ape(anchored[h] + base[h], truth[h])),
+                                                   "signed_median_pct": round(float(np.median(
+                                                       np.exp(anchored[h] + base[h] - truth[h]) - 1) * 100), 1)
+                                                   if h.any() else None}}))
 
 
 def blend_leave_one_source_out(w) -> None:

@@ -232,7 +232,7 @@ def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], work
     variants are no reference. NaN where the pair is not predicted (a CPU target, or too few
     rows to train)."""
     from srift.learn.dominance import guarded_log_ratio, reference_gpus
-    from srift.learn.train import _split_key
+    from srift.learn.train import _split_key, held_out_chips
 
     peaks = device_peaks()
     pair_key = [_split_key(m, by) for m in meta]
@@ -248,7 +248,7 @@ def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], work
             warnings.simplefilter("ignore")
             ratio = make_ratio().fit(X[train], y[train])
             absolute = make_absolute().fit(X_abs[train_abs], y_abs[train_abs])
-        refs = reference_gpus({g} if by == "chip" else ())
+        refs = reference_gpus(held_out_chips(g, by))
         for i in test:
             a, b = meta[i]
             wl, pa = workloads[a.workload], peaks[a.gpu]

@@ -19,6 +19,7 @@ from pathlib import Path
 from statistics import median
 
 from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS, GpuPeaks
+from srift.learn.lambda_v2 import v2_rows
 from srift.learn.workloads import DATA_MODELS
 
 __all__ = ["ComputeRow", "SiaRow", "data_dir", "lambda_gpu", "lambda_samples_per_s", "LAMBDA_TOKENS_PER_SAMPLE",
@@ -88,8 +89,9 @@ def lambda_samples_per_s(model: str, throughput: float) -> float:
 def lambda_repeats(d: Path | None = None) -> dict[tuple, list[float]]:
     """(GPU, model, precision, batch) -> the throughputs Lambda reports for it (1 GPU, in the zoo
     model's samples/s): the same benchmark run on several hosts or dates, whose spread is the
-    data's own noise."""
-    return _lambda_throughputs(d or data_dir())
+    data's own noise. The v1 table only: the v2 table's 26 H100 SXM5 hosts of one fleet would
+    make three residuals in four one GPU's (srift.learn.lambda_v2 note "v2 rows")."""
+    return _lambda_throughputs(d or data_dir(), v2=False)
 
 
 def lambda_gpu(config: str) -> str | None:
@@ -101,7 +103,7 @@ def lambda_gpu(config: str) -> str | None:
     return None if name is None else DATA_GPU_NAMES[name]
 
 
-def _lambda_throughputs(d: Path) -> dict[tuple, list[float]]:
+def _lambda_throughputs(d: Path, v2: bool = True) -> dict[tuple, list[float]]:
     acc: dict[tuple, list[float]] = defaultdict(list)
     with open(d / "lambda_pytorch_train.csv", newline="") as f:
         for r in csv.DictReader(f):
@@ -113,6 +115,11 @@ def _lambda_throughputs(d: Path) -> dict[tuple, list[float]]:
             prec = "amp" if r["precision"] == "fp16" else "tf32"
             key = (gpu, r["model"], prec, float(r["global_batch_size"]))
             acc[key].append(lambda_samples_per_s(r["model"], float(r["throughput"])))
+    # srift.learn.lambda_v2 note "v2 rows": the same benchmark on H100, H200, GH200 and B200
+    # hosts; its H100 cells repeat the v1 rows' (GPU, model, precision, batch)
+    for host, prec, model, batch, thr in (v2_rows(d, gpus=1) if v2 else []):
+        if ("lambda", model) in DATA_MODELS:
+            acc[(host.gpu, model, prec, batch)].append(lambda_samples_per_s(model, thr))
     return acc
 
 

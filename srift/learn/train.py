@@ -20,6 +20,7 @@ import numpy as np
 from srift.learn.datasets import ComputeRow, compute_rows, device_peaks
 from srift.learn.dominance import reference_specs
 from srift.learn.gpus import TRAINING_GPUS
+from srift.learn.lambda_v2 import NEWEST_CHIPS, NEWEST_GROUP
 from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
 from srift.learn.workloads import WorkloadInfo, load_workloads, model_family
 
@@ -142,17 +143,35 @@ def absolute_dataset(rows: list[ComputeRow], workloads: dict[str, WorkloadInfo])
     return np.asarray(X), np.asarray(y), np.asarray(base), np.asarray(truth), meta
 
 
+def generation_of(chip: str) -> str:
+    """The group a chip is held out in by the "generation" split: the GPUs only Lambda's v2 tables
+    have (srift.learn.lambda_v2 note "past the edge") leave together, every other chip alone."""
+    return NEWEST_GROUP if chip in NEWEST_CHIPS else chip
+
+
+def held_out_chips(group: str, by: str) -> set[str]:
+    """The chips a held-out group takes out of the dominance guard's references."""
+    if by == "chip":
+        return {group}
+    if by == "generation":
+        return set(NEWEST_CHIPS) if group == NEWEST_GROUP else {group}
+    return set()
+
+
 def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
     """(the groups a row touches, the group it is tested in) for a held-out split by "chip",
-    "model" or "source" (a whole lab: bench/accuracy.py compute_blend_leave_one_source_out).
-    "model" holds out the workload's whole family (srift.learn.workloads note "model families")."""
+    "generation" (the newest chips together, generation_of), "model" or "source" (a whole lab:
+    bench/accuracy.py compute_blend_leave_one_source_out). "model" holds out the workload's whole
+    family (srift.learn.workloads note "model families")."""
     a, b = meta_item
     if by == "chip":
         return ({b.chip} | ({a.chip} if a is not None else set())), b.chip
+    if by == "generation":
+        return ({generation_of(b.chip)} | ({generation_of(a.chip)} if a is not None else set())), generation_of(b.chip)
     if by == "source":
         return ({b.source} | ({a.source} if a is not None else set())), b.source
     if by != "model":
-        raise ValueError(f"by: expected 'chip', 'model' or 'source', got {by!r}")
+        raise ValueError(f"by: expected 'chip', 'generation', 'model' or 'source', got {by!r}")
     family = model_family(b.workload)
     return {family}, family
 
@@ -191,8 +210,8 @@ def absolute_guard(meta: list[tuple[Any, ComputeRow]], workloads: dict[str, Work
     peaks = device_peaks()
 
     def post(est: Any, idx: np.ndarray, group: str | set[str]) -> np.ndarray:
-        held_out = {group} if isinstance(group, str) else set(group)  # nested folds hold out several
-        refs = reference_gpus(held_out if by == "chip" else ())
+        groups = {group} if isinstance(group, str) else set(group)  # nested folds hold out several
+        refs = reference_gpus(set().union(*(held_out_chips(g, by) for g in groups)))
         out = []
         for i in idx:
             r = meta[i][1]

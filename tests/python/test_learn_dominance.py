@@ -45,7 +45,8 @@ def test_reference_gpus_drop_every_variant_of_a_held_out_chip() -> None:
 def test_bounds_of_a_gpu_between_others() -> None:
     below, above = dominance_bounds(G["A100-40GB"], list(G.values()), "amp")
     assert {"V100-16GB", "P100", "K80"} <= {g.key for g in below}
-    assert {g.key for g in above} == {"A100-80GB", "A100-80GB-PCIe", "H100-PCIe", "H100-80GB"}
+    assert {g.key for g in above} == {"A100-80GB", "A100-80GB-PCIe", "H100-PCIe", "H100-80GB", "H200-141GB",
+                                      "GH200-96GB", "B200"}
 
 
 def test_clip_to_bounds_exact_values() -> None:
