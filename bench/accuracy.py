@@ -209,7 +209,7 @@ def main() -> None:
 def single_host_lambda(w) -> None:
     from srift.learn import default_models
     from srift.learn.comm import V0_EFFICIENCY
-    from srift.learn.host_scaling import host_steps, lambda_host_cases
+    from srift.learn.host_scaling import host_steps, lambda_host_cases, lambda_v2_host_cases
     from srift.learn.pcie_link import pcie_log_efficiency
 
     models = default_models()
@@ -246,6 +246,18 @@ def single_host_lambda(w) -> None:
     m = ic != "pcie"
     print(json.dumps({"split": "multi_gpu_single_host_lambda/nvlink_or_nvswitch/ALL",
                       **{k: stats(np.abs(p[m] / truth[m] - 1) * 100) for k, p in preds.items()}}))
+    # Lambda's v2 NVSwitch hosts (H100, H200, B200: srift.learn.host_scaling lambda_v2_host_cases),
+    # each n-GPU cell from its own machine's 1-GPU run where there is one; nothing fitted on them
+    v2 = lambda_v2_host_cases()
+    truth = np.array([c.step_time for c in v2])
+    preds = {"linear_scaling": np.array([c.linear_step for c in v2]), "v0_simulator": host_steps(v2, w, v0_bw),
+             "engine": host_steps(v2, w, engine_bw)}
+    fam, gpus = np.array([c.family for c in v2]), np.array([c.gpus for c in v2])
+    for gpu in [*sorted(set(fam)), "ALL"]:
+        for n in [*sorted(set(gpus[fam == gpu] if gpu != "ALL" else gpus)), "ALL"]:
+            m = ((fam == gpu) if gpu != "ALL" else True) & ((gpus == n) if n != "ALL" else True)
+            print(json.dumps({"split": f"multi_gpu_single_host_lambda_v2/{gpu}/{n if n == 'ALL' else f'{n}_gpus'}",
+                              **{k: stats(np.abs(p[m] / truth[m] - 1) * 100) for k, p in preds.items()}}))
 
 
 def scaling_band_coverage(w) -> None:
@@ -291,7 +303,7 @@ def scaling_band_with_predicted_compute(w) -> None:
     the widest of the two or both in quadrature (srift.prediction)."""
     from srift.learn.comm import V0_EFFICIENCY
     from srift.learn.datasets import lambda_gpu
-    from srift.learn.host_scaling import host_steps, lambda_host_cases
+    from srift.learn.host_scaling import host_steps, lambda_host_cases, lambda_v2_host_cases
     from srift.learn.models import default_models
     from srift.learn.scaling_band import balanced_quantiles, bucket_of, scaling_residuals
 

@@ -45,7 +45,8 @@ from srift.learn.comm import LATENCY, _node_spec, _workload
 from srift.learn.datasets import _LAMBDA_UNITS_OK, data_dir, lambda_samples_per_s
 from srift.learn.workloads import DATA_MODELS, WorkloadInfo
 
-__all__ = ["HostCase", "host_link", "lambda_host_cases", "simulate_host_case", "host_steps", "MAX_SUPERLINEAR"]
+__all__ = ["HostCase", "host_link", "lambda_host_cases", "lambda_v2_host_cases", "simulate_host_case", "host_steps",
+           "MAX_SUPERLINEAR"]
 
 # A row this much faster per GPU than one GPU alone is a data error, not a measurement.
 MAX_SUPERLINEAR = 1.5
@@ -121,6 +122,48 @@ def lambda_host_cases(d: Path | None = None) -> list[HostCase]:
         interconnect, nominal = host_link(r["config"])
         cases.append(HostCase(r["config"], family, interconnect, nominal, gpus, r["model"],
                               DATA_MODELS[("lambda", r["model"])][0], r["precision"], local, step, per_sample))
+    return cases
+
+
+# Lambda's v2 hosts (srift.learn.lambda_v2): HGX H100 and H200 on NVLink 4 / NVSwitch (450 GB/s
+# per GPU and direction), HGX B200 on NVLink 5 (900).
+_V2_LINKS = {"H100-80GB": ("nvswitch", 450.0), "H200-141GB": ("nvswitch", 450.0), "B200": ("nvswitch", 900.0)}
+
+
+def lambda_v2_host_cases(d: Path | None = None) -> list[HostCase]:
+    """The v2 tables' n-GPU cells (n > 1) of NVSwitch hosts, each with the 1-GPU time it is
+    predicted from: the same machine's own 1-GPU run where the table has one (Lambda's
+    "LambdaOD_4x_Texas_2xH100_..." is two GPUs of the 4-GPU machine whose "..._1xH100_..." row is
+    one), else the median of every 1-GPU cell of that GPU at that batch. The superlinear rule
+    of note "host scaling" applies (B200's BERT-base reads 1.5-2.7x linear on 4 and 8 GPUs)."""
+    from srift.learn.lambda_v2 import v2_rows
+
+    d = d or data_dir()
+    cells = v2_rows(d, gpus=None)
+    own: dict[tuple, float] = {}
+    fleet: dict[tuple, list[float]] = defaultdict(list)
+    for host, prec, model, batch, thr in cells:
+        if host.gpus == 1:
+            own[(host.name, prec, model)] = batch / thr
+            fleet[(host.gpu, prec, model, batch)].append(batch / thr)
+    cases = []
+    for host, prec, model, batch, thr in cells:
+        if host.gpus == 1 or host.gpu not in _V2_LINKS or ("lambda", model) not in DATA_MODELS:
+            continue
+        sibling = re.sub(rf"_{host.gpus}x(H100|H200|B200)_", r"_1x\1_", host.name, count=1)
+        one_step = own.get((sibling, prec, model))
+        if one_step is None:
+            ref = fleet.get((host.gpu, prec, model, batch))
+            if not ref:
+                continue
+            one_step = median(ref)
+        step = batch * host.gpus / thr
+        if step * MAX_SUPERLINEAR < one_step:
+            continue
+        interconnect, nominal = _V2_LINKS[host.gpu]
+        cases.append(HostCase(host.name, host.gpu, interconnect, nominal, host.gpus, model,
+                              DATA_MODELS[("lambda", model)][0], "fp16" if prec == "amp" else "fp32", batch, step,
+                              one_step / batch))
     return cases
 
 

@@ -3,9 +3,10 @@
 ../shared/data/measured/lambda_v2_{fp16,fp32}_hosts.csv give one throughput per benchmarked host
 and model (the whole host's, in the model's unit), from lambdal/deeplearning-benchmark's
 pytorch-train-throughput-v2-*.csv: the same NVIDIA DeepLearningExamples scripts as
-lambda_pytorch_train.csv, on H100 SXM5 and PCIe, H200, GH200 and B200 hosts. Its H100 hosts,
-run at the v1 table's batches, repeat the v1 H100 rows within 1-2%, so the v2 rows join
-Lambda's rows as repeats and new GPUs of one lab (note "v2 rows").
+lambda_pytorch_train.csv, on H100 SXM5 and PCIe, H200, GH200 and B200 hosts. Its H100 hosts ran
+the v1 table's batches: the median of its 39 H100 SXM5 cells per model and precision is within 3%
+of the v1 rows' (the one PCIe host 1-9% faster than v1's two), so the v2 rows join Lambda's rows
+as repeats and as new GPUs of one lab (note "v2 rows").
 
 The tables carry no batch. Lambda's benchmark sets one per GPU type, model and precision, and
 records it in pytorch/csv_v1_v2/pytorch-train-bs-{fp16,fp32}.csv (global batch per host) and in

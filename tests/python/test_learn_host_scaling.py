@@ -1,6 +1,8 @@
 """Lambda's single-host multi-GPU rows (srift.learn.host_scaling note "host scaling")."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from measured_data import MEASURED
 
@@ -66,3 +68,26 @@ def test_lambda_cases_keep_what_note_host_scaling_says(monkeypatch) -> None:
     c = by[("8x RTX 6000 Ada", "bert_large_squad", "fp16")]
     assert (c.family, c.interconnect, c.nominal_gbytes_s, c.local_bsz) == ("RTX 6000 Ada", "pcie", 31.5, 64.0)
     assert {c.interconnect for c in cases} == {"pcie", "nvlink", "nvswitch"}
+
+
+def test_v2_hosts_are_predicted_from_their_own_machines_one_gpu_run(tmp_path) -> None:
+    from srift.learn.host_scaling import lambda_v2_host_cases
+
+    (tmp_path / "lambda_v2_fp16_hosts.csv").write_text(
+        ",ssd,resnet50\n"
+        "LambdaOD_4x_Texas_1xH100_80GB_SXM5_a_v2,800.0,2560.0\n"   # the 4-GPU machine, one GPU
+        "LambdaOD_4x_Texas_2xH100_80GB_SXM5_a_v2,1500.0,5000.0\n"  # two of its GPUs
+        "LambdaOD_Texas_1xH100_80GB_SXM5_b_v2,900.0,2800.0\n"      # another machine
+        "LambdaOD_Texas_8xH100_80GB_SXM5_c_v2,6400.0,1000.0\n"     # no 1-GPU run of its own
+        "LambdaOD_test_8xB200_192GB_d_v2,8000.0,0.0\n")             # no 1-GPU B200 at all
+    cases = {(re.search(r"_(\d+x[A-Z]\w*?)_", c.host)[1], c.model): c for c in lambda_v2_host_cases(tmp_path)}
+    two = cases[("2xH100", "ssd")]
+    assert (two.family, two.interconnect, two.nominal_gbytes_s, two.gpus, two.precision) == (
+        "H100-80GB", "nvswitch", 450.0, 2, "fp16")
+    assert two.local_bsz == 448 and two.step_time == pytest.approx(448 * 2 / 1500.0)
+    assert two.one_gpu_per_sample == pytest.approx(1 / 800.0)  # its own machine's, not the fleet's
+    eight = cases[("8xH100", "ssd")]
+    assert eight.one_gpu_per_sample == pytest.approx((1 / 800 + 1 / 900) / 2)  # the 1-GPU cells' median time
+    # 8 GPUs at 1,000 img/s against one at ~2,680 img/s is 0.37x linear per GPU: kept (slow is
+    # possible); a row 1.5x faster than linear per GPU would not be
+    assert ("8xH100", "resnet50") in cases and not any(k[0] == "8xB200" for k in cases)
