@@ -84,8 +84,9 @@ def _residual_pairs(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     if isinstance(blend, dict):
         pairs.append(("$.absolute_blend.residuals", blend.get("residuals")))
     for where, r in list(pairs):
-        if isinstance(r, dict) and isinstance(r.get("within_lab"), dict):
-            pairs.append((f"{where}.within_lab", r["within_lab"]))
+        for part in ("within_lab", "convolved"):
+            if isinstance(r, dict) and isinstance(r.get(part), dict):
+                pairs.append((f"{where}.{part}", r[part]))
     return pairs
 
 
