@@ -27,6 +27,12 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               anchor moved along its measured curve to the target's batch, the
                               blended, shrunk, clipped ratio there: srift::LearnedCompute note
                               "anchored batch shape"), beside the engine before that note
+  compute_newest_gpus_out/{generation,chip}/*  the rows of the GPUs only Lambda's v2 tables have
+                              (H200, GH200, B200) held out together ("generation": what srift
+                              predicts for a GPU newer than all its data) or one chip at a time,
+                              with no measurement and anchored (on any other chip, and on the
+                              H100 SXM5 alone), by target GPU (srift.learn.lambda_v2 note "past
+                              the edge")
   compute_pair_ratio_floor/*   what the data allows on Gavel's and Sia's pairs: each (model,
                               precision, anchor chip, target chip)'s measured ratio fitted in
                               hindsight on its own test rows (a constant, a line in log batch),
@@ -58,6 +64,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    wherever PCIe is (never fitted on these hosts), and the engine
                                    (the line within its PCIe generation only: srift.learn.host_scaling
                                    note "host scaling")
+  multi_gpu_single_host_lambda_v2  the same for Lambda's v2 NVSwitch hosts (H100, H200, B200),
+                                   each n-GPU cell given its own machine's 1-GPU run
+                                   (srift.learn.host_scaling lambda_v2_host_cases)
   gavel_multi_gpu                  Gavel's 2/4/8-GPU runs of ResNet-18/50 on K80/P100/V100, in
                                    one server or one GPU per server, given the 1-GPU step: the
                                    engine's PCIe line (never fitted on Gavel), v0, linear, and
@@ -303,7 +312,7 @@ def scaling_band_with_predicted_compute(w) -> None:
     the widest of the two or both in quadrature (srift.prediction)."""
     from srift.learn.comm import V0_EFFICIENCY
     from srift.learn.datasets import lambda_gpu
-    from srift.learn.host_scaling import host_steps, lambda_host_cases, lambda_v2_host_cases
+    from srift.learn.host_scaling import host_steps, lambda_host_cases
     from srift.learn.models import default_models
     from srift.learn.scaling_band import balanced_quantiles, bucket_of, scaling_residuals
 
@@ -560,7 +569,7 @@ def newest_gpus_out(w) -> None:
     ratio_est, absolute_est = shipped_factory("ratio"), shipped_factory("absolute")
     target = np.array([b.chip for _, b in meta])
     target_a = np.array([b.chip for _, b in meta_a])
-    anchor_h100 = np.array([a.chip == "H100" for a, _ in meta])
+    anchor_h100 = np.array([a.gpu == "H100-80GB" for a, _ in meta])  # the SXM5, not the PCIe card
     for split in ("generation", "chip"):
         abs_pred, abs_mask, _ = loco_errors(Xa, ya, meta_a, absolute_est, split, absolute_guard(meta_a, w, split))
         anchored = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, ratio_est, absolute_est, split,
@@ -1117,7 +1126,12 @@ def lab_band_coverage(w) -> None:
     for s in LAB_SOURCES:
         others = [v["log_shift"] for lab, v in refitted.items() if lab != s]
         within = (y - chip_pred)[chip_mask & np.isin(src, [lab for lab in LAB_SOURCES if lab != s])]
-        other_labs = convolved_band(within, others) if others and within.size >= 2 else None
+        other_labs = None
+        if others and within.size >= 2:
+            # as train_lab_band ships it: each side the wider of the convolution's and the chip-out one's
+            conv = convolved_band(within, others)
+            other_labs = {"p10": min(conv["p10"], float(np.quantile(within, 0.1))),
+                          "p90": max(conv["p90"], float(np.quantile(within, 0.9)))}
         for subset, sel in (("all_rows", mask & (src == s)), ("shared_cells", mask & on_shared_cells(meta, s))):
             if not sel.any():
                 continue

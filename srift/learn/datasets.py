@@ -2,7 +2,8 @@
 
 Compute rows (single GPU): one per (source, model, GPU, precision, batch) with the
 per-sample iteration time. Lambda gives throughput at one batch per GPU (fp32 runs in NGC
-containers, where TF32 is on: recorded as "tf32"); Gavel gives steps/s at several batches
+containers, where TF32 is on: recorded as "tf32"), in its v1 table and its v2 tables of H100,
+H200, GH200 and B200 hosts (srift.learn.lambda_v2); Gavel gives steps/s at several batches
 (fp32 on K80/P100/V100); Sia's 1-GPU placements give step_time at many batches (mixed
 precision, says the data README). Multi-GPU rows: Sia's placements with ranks > 1, and Gavel's
 2/4/8-GPU runs in one server or one GPU per server (gavel_scaling_rows). CPU rows (source "cpu"): the same models

@@ -24,6 +24,12 @@ The batch: the per-GPU batch is the 1-GPU batch except NCF on 2x RTX 3090/4090 (
 Noise: Lambda's 1-GPU and n-GPU rows are separate runs; the kept rows still range 0.68-1.6x
 linear on PCIe hosts and up to 2.4x on the others (BERT-large FP32 on 8x A100 SXM4), so a p90
 below ~15% is not to be expected from any link model.
+Lambda's v2 tables add NVSwitch hosts of the newest GPUs (lambda_v2_host_cases: 2-8 H100 SXM5 on
+one machine of a fleet, 8x H200, 2-8x B200), each n-GPU cell predicted from its own machine's
+1-GPU run where the table has one (the fleet's median 1-GPU cell where not: 21 of the 35 H200
+cells, on the ASUS, Lenovo and Supermicro hosts): 361 steps, v0 1.7 / 12, linear 1.8 / 12 (bench/accuracy.py
+multi_gpu_single_host_lambda_v2/*; BERT-base's 8-GPU cells read 1.15-1.49x linear per GPU, the
+8-GPU p90 of 36%).
 The interconnect is read from the host's name (_HOST_LINKS): a PCIe workstation with NVLink
 bridges between GPU pairs (possible on RTX 3090/A6000, A100/H100 PCIe) would be misfiled, and
 server GPUs with peer-to-peer over PCIe differ from Sia's GeForce/Quadro hosts in more than the

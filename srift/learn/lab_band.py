@@ -17,13 +17,17 @@ The labs are those timed the way srift's profiler times (a batch in memory: Lamb
 srift's own GPU sweeps, srift.learn.gpu_sweep, when a lent GPU has taken one; not Sia's
 host-bound harness, not the CPU rows measured here, whose only chip no lab shares).
 With the shipped data (srift train; bench/accuracy.py interval_coverage/compute_absolute_lab_band):
-    Gavel's V100 FP32 rows against the model without Gavel     x1.13 (9 rows)
+    Gavel's V100 FP32 rows against the model without Gavel     x1.08 (9 rows)
     Lambda's V100 FP32 rows against the model without Lambda   x0.72 (7 rows)
-and the band widens from the chip-out x0.84-x1.31 to x0.63-x1.36. Two labs are a thin sample
-of labs: the band is a floor on the stack uncertainty, not an estimate of its tails. Outside
+and the band widens from the chip-out x0.81-x1.30 to x0.62-x1.30. Each side is the wider of the
+convolution's quantile and the chip-out band's (train_lab_band): with one lab far below the
+model and the other near it, the convolution's upper side (x1.29) fell inside the chip-out
+band's, and a new lab is no better known than a known one. (Before Lambda's v2 rows, x1.13 and
+x0.72, and x0.84-x1.31 widened to x0.63-x1.36.) Two labs are a thin sample of labs: the band is
+a floor on the stack uncertainty, not an estimate of its tails. Outside
 the data, NVIDIA's DeepLearningExamples (bench/external_nvidia.py one_gpu_no_measurement) run
 its tuned AMP stack 30-60% faster than Lambda's level; the chip-out band held 50% of those
-rows, this band holds 86%.
+rows, this band holds 85% (86% before Lambda's v2 rows).
 A measured GPU carries its own lab's level and keeps its own band (note "measured band").
 """
 from __future__ import annotations

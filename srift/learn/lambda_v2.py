@@ -95,10 +95,11 @@ def parse_host(name: str) -> V2Host | None:
 # Note "v2 rows": v2's 1-GPU cells join Lambda's compute rows (srift.learn.datasets): a (GPU,
 # model, precision, batch) v1 also ran (the H100s) becomes one more repeat of that row, the
 # median of all; H200, GH200 and B200 are new rows of the same groups, so they anchor and are
-# anchored by every v1 GPU. Anchored on the H100 SXM5 row, models trained before these rows
-# predicted B200 23% and H200 10% too fast (median; bench/accuracy.py
-# compute_newest_gpus_out/generation): a newer GPU gains less of its datasheet's lead than the
-# older GPUs' trend says. Multi-GPU hosts stay out of training, as v1's do.
+# anchored by every v1 GPU. Anchored on the H100 SXM5 row, the models shipped before these rows
+# (35ae413) put B200 23% and H200 9% too fast (signed median of 8 rows each; held out together,
+# bench/accuracy.py compute_newest_gpus_out/generation): a newer GPU gains less of its
+# datasheet's lead than the older GPUs' trend says. Multi-GPU hosts stay out of training, as
+# v1's do.
 def v2_rows(d: Path, gpus: int | None = 1) -> list[tuple[V2Host, str, str, float, float]]:
     """(host, precision, Lambda model name, per-GPU batch, throughput of the host in the model's
     unit) for every v2 cell with a known GPU and batch and a positive throughput, on hosts of

@@ -79,8 +79,12 @@ def test_v2_h100_cells_repeat_the_v1_rows_and_new_gpus_join_lambdas_groups() -> 
     rows = [r for r in compute_rows(MEASURED) if r.source == "lambda"]
     for gpu in NEWEST_CHIPS:
         mine = [r for r in rows if r.gpu == gpu]
-        assert len(mine) == 8 and all(r.group == f"lambda/{m}/{r.precision}" for r in mine
-                                      for m in [r.group.split("/")[1]])
+        lambda_names = {"ssd300": "ssd", "bert_base": "bert_base_squad", "bert_large": "bert_large_squad",
+                        "resnet50": "resnet50"}
+        assert len(mine) == 8 and {(r.workload, r.precision) for r in mine} == {
+            (wl, p) for wl in lambda_names for p in ("amp", "tf32")}
+        # in the v1 rows' groups, so every v1 GPU anchors them and they anchor every v1 GPU
+        assert all(r.group == f"lambda/{lambda_names[r.workload]}/{r.precision}" for r in mine)
         # a B200 or H200 is faster than the H100 SXM5 on every model at its larger batch; GH200,
         # the H100's compute sharing its module's power with a Grace CPU, is within 15% of it
         for r in mine:
