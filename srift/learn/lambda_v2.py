@@ -16,6 +16,7 @@ commits it names. A host whose GPU or batch is not known here is left out, never
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +119,14 @@ def v2_rows(d: Path, gpus: int | None = 1) -> list[tuple[V2Host, str, str, float
                     continue
                 batches = PER_GPU_BATCH.get((host.gpu, precision), {})
                 for model, value in zip(header[1:], cells[1:]):
-                    thr = float(value) if value.strip() else 0.0
+                    try:
+                        thr = float(value) if value.strip() else 0.0
+                    except ValueError:
+                        raise ValueError(f"{fname}: host {cells[0]!r}, column {model!r}: expected a throughput, "
+                                         f"got {value!r}") from None
+                    if not math.isfinite(thr):
+                        raise ValueError(f"{fname}: host {cells[0]!r}, column {model!r}: expected a finite "
+                                         f"throughput, got {value!r}")
                     if thr > 0 and model in batches:
                         out.append((host, precision, model, float(batches[model]), thr))
     return out

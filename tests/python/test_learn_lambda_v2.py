@@ -114,3 +114,12 @@ def test_the_generation_split_holds_the_newest_gpus_out_together() -> None:
     assert held_out_chips("bert", "model") == set()
     with pytest.raises(ValueError, match="by: expected 'chip', 'generation', 'model' or 'source', got 'gpu'"):
         _split_key((None, row("B200")), "gpu")
+
+
+@pytest.mark.parametrize("cell, why", [("fast", "expected a throughput, got 'fast'"),
+                                       ("inf", "expected a finite throughput, got 'inf'")])
+def test_a_cell_that_is_no_throughput_names_its_host_and_column(tmp_path: Path, cell: str, why: str) -> None:
+    _table(tmp_path, "lambda_v2_fp32_hosts.csv", [f"LambdaOD_test_1xB200_192GB_x_v2,1043.0,{cell},1.0,2967.0"])
+    with pytest.raises(ValueError, match=f"lambda_v2_fp32_hosts.csv: host 'LambdaOD_test_1xB200_192GB_x_v2', "
+                                         f"column 'bert_base_squad': {why}"):
+        v2_rows(tmp_path)
