@@ -51,8 +51,8 @@ _ROWS = [
     ("RTX6000Ada", 91.1, 182.1, 364.2, 960.0, 48.0),
     ("H100-PCIe", 51.2, 378.0, 756.0, 2000.0, 80.0),
     ("H100-80GB", 67.0, 494.7, 989.4, 3350.0, 80.0),
-    # Lambda's v2 benchmark hosts (srift.learn.lambda_v2): the catalog's figures for the two EC2
-    # sells, and GH200's GPU, the H100 SXM's compute with 96 GB of HBM3 at 4.0 TB/s
+    # Lambda's v2 benchmark hosts (srift.learn.lambda_v2): H200 and B200 as the catalog has them
+    # (p5e/p5en, p6-b200), and GH200's GPU, the H100 SXM's compute with 96 GB of HBM3 at 4.0 TB/s
     ("H200-141GB", 67.0, 494.7, 989.4, 4800.0, 141.0),
     ("GH200-96GB", 67.0, 494.7, 989.4, 4000.0, 96.0),
     ("B200", 75.0, 1100.0, 2250.0, 8000.0, 179.0),
