@@ -33,6 +33,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               with no measurement and anchored (on any other chip, and on the
                               H100 SXM5 alone), by target GPU (srift.learn.lambda_v2 note "past
                               the edge")
+  compute_forward_in_time/*    each launch year's GPUs from models trained only on older GPUs
+                              (srift.learn.train note "forward"), anchored on an older GPU and
+                              with no measurement, by year
   compute_pair_ratio_floor/*   what the data allows on Gavel's and Sia's pairs: each (model,
                               precision, anchor chip, target chip)'s measured ratio fitted in
                               hindsight on its own test rows (a constant, a line in log batch),
@@ -391,6 +394,7 @@ def compute(w, kinds: list[str]) -> None:
                 print(json.dumps(out))
     blended_anchor(w)
     newest_gpus_out(w)
+    forward_in_time(w)
     blend_leave_one_source_out(w)
     measured_other_batch(w)
     measured_two_batches(w)
@@ -589,6 +593,43 @@ def newest_gpus_out(w) -> None:
                                                    "signed_median_pct": round(float(np.median(
                                                        np.exp(anchored[h] + base[h] - truth[h]) - 1) * 100), 1)
                                                    if h.any() else None}}))
+
+
+def forward_in_time(w) -> None:
+    """train.py note "forward": each launch year's GPUs predicted by models trained only on GPUs
+    announced before it (every later chip out of training and of the dominance references), with
+    no measurement and anchored on an older GPU's row, as shipped (the blend, shrunk, clipped);
+    by year and overall, beside the roofline. What srift would have said of each generation on
+    its arrival, from the data before it. Shipped training data (CPU rows in), GPU targets."""
+    from srift.learn.blend import held_out_guarded_corrections, observed_anchor_error
+    from srift.learn.gpus import CHIP_LAUNCH_YEAR
+
+    rows = compute_rows(cpu=True)
+    X, y, base, truth, meta = ratio_dataset(rows, w)
+    Xa, ya, base_a, truth_a, meta_a = shipped_absolute_dataset(w)
+    weight, shrink = shipped_blend()
+    anchored = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, shipped_factory("ratio"),
+                                            shipped_factory("absolute"), "forward", [(weight, shrink)],
+                                            observed_anchor_error(meta, w))[(weight, shrink)]
+    abs_pred, abs_mask, _ = loco_errors(Xa, ya, meta_a, shipped_factory("absolute"), "forward",
+                                        absolute_guard(meta_a, w, "forward"))
+    year = np.array([CHIP_LAUNCH_YEAR.get(b.chip, 0) for _, b in meta])
+    anchor_year = np.array([CHIP_LAUNCH_YEAR.get(a.chip, 0) for a, _ in meta])
+    year_a = np.array([CHIP_LAUNCH_YEAR.get(b.chip, 0) for _, b in meta_a])
+    older = ~np.isnan(anchored) & (anchor_year < year) & (year > 0)
+    for y_ in [*sorted(set(year[older])), "ALL"]:
+        m = older & ((year == y_) if y_ != "ALL" else True)
+        ma = abs_mask & (year_a > 0) & ((year_a == y_) if y_ != "ALL" else True)
+        signed = np.exp(anchored[m] + base[m] - truth[m]) - 1
+        older_chips = sorted(c for c, yr in CHIP_LAUNCH_YEAR.items() if y_ != "ALL" and yr < y_)
+        print(json.dumps({"split": f"compute_forward_in_time/{y_}",
+                          "chips": sorted({b.chip for (_, b), k in zip(meta, m) if k}),
+                          "trained_on_gpu_chips": len(older_chips) if y_ != "ALL" else None,
+                          "anchored_on_an_older_gpu": {"v0_roofline": stats(ape(base[m], truth[m])),
+                                                       "learned": stats(ape(anchored[m] + base[m], truth[m])),
+                                                       "signed_median_pct": round(float(np.median(signed)) * 100, 1)},
+                          "no_measurement": {"v0_roofline": stats(ape(base_a[ma], truth_a[ma])),
+                                             "learned": stats(ape(abs_pred[ma] + base_a[ma], truth_a[ma]))}}))
 
 
 def blend_leave_one_source_out(w) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GpuPeaks", "TRAINING_GPUS", "DATA_GPU_NAMES", "peaks_from_catalog"]
+__all__ = ["GpuPeaks", "TRAINING_GPUS", "DATA_GPU_NAMES", "CHIP_LAUNCH_YEAR", "peaks_from_catalog"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,14 @@ _ROWS = [
     ("B200", 75.0, 1100.0, 2250.0, 8000.0, 179.0),
 ]
 TRAINING_GPUS: dict[str, GpuPeaks] = {r[0]: GpuPeaks(*r) for r in _ROWS}
+
+# Year NVIDIA announced each chip of the training data (srift.learn.datasets.chip_of names), for
+# the split that trains only on GPUs older than the one it predicts (train.py note "forward").
+CHIP_LAUNCH_YEAR: dict[str, int] = {
+    "K80": 2014, "P100": 2016, "V100": 2017, "RTX2080Ti": 2018, "QuadroRTX": 2018, "A100": 2020,
+    "RTX3090": 2020, "RTXA6000": 2020, "A10": 2021, "RTX4090": 2022, "RTX6000Ada": 2022, "H100": 2022,
+    "H200-141GB": 2023, "GH200-96GB": 2023, "B200": 2024,
+}
 
 # Names used by the measured data -> keys above.
 DATA_GPU_NAMES: dict[str, str] = {

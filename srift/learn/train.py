@@ -19,7 +19,7 @@ import numpy as np
 
 from srift.learn.datasets import ComputeRow, compute_rows, device_peaks
 from srift.learn.dominance import reference_specs
-from srift.learn.gpus import TRAINING_GPUS
+from srift.learn.gpus import CHIP_LAUNCH_YEAR, TRAINING_GPUS
 from srift.learn.lambda_v2 import NEWEST_CHIPS, NEWEST_GROUP
 from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES, absolute_features, ratio_features
 from srift.learn.workloads import WorkloadInfo, load_workloads, model_family
@@ -149,18 +149,29 @@ def generation_of(chip: str) -> str:
     return NEWEST_GROUP if chip in NEWEST_CHIPS else chip
 
 
+# Note "forward": the split by launch year trains only on GPUs announced before the year it
+# predicts (gpus.CHIP_LAUNCH_YEAR; CPU rows, year 0, are always older), the way srift meets each
+# new GPU generation: every chip of that year and later is out of training and of the dominance
+# guard's references. Group names are the year as text.
+def _launch_year(chip: str) -> int:
+    return CHIP_LAUNCH_YEAR.get(chip, 0)
+
+
 def held_out_chips(group: str, by: str) -> set[str]:
     """The chips a held-out group takes out of the dominance guard's references."""
     if by == "chip":
         return {group}
     if by == "generation":
         return set(NEWEST_CHIPS) if group == NEWEST_GROUP else {group}
+    if by == "forward":
+        return {c for c, year in CHIP_LAUNCH_YEAR.items() if year >= int(group)}
     return set()
 
 
 def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
     """(the groups a row touches, the group it is tested in) for a held-out split by "chip",
-    "generation" (the newest chips together, generation_of), "model" or "source" (a whole lab:
+    "generation" (the newest chips together, generation_of), "forward" (a launch year and every
+    later one: note "forward"), "model" or "source" (a whole lab:
     bench/accuracy.py compute_blend_leave_one_source_out). "model" holds out the workload's whole
     family (srift.learn.workloads note "model families")."""
     a, b = meta_item
@@ -168,10 +179,13 @@ def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
         return ({b.chip} | ({a.chip} if a is not None else set())), b.chip
     if by == "generation":
         return ({generation_of(b.chip)} | ({generation_of(a.chip)} if a is not None else set())), generation_of(b.chip)
+    if by == "forward":
+        newest = max(_launch_year(b.chip), _launch_year(a.chip) if a is not None else 0)
+        return {str(y) for y in set(CHIP_LAUNCH_YEAR.values()) | {0} if y <= newest}, str(_launch_year(b.chip))
     if by == "source":
         return ({b.source} | ({a.source} if a is not None else set())), b.source
     if by != "model":
-        raise ValueError(f"by: expected 'chip', 'generation', 'model' or 'source', got {by!r}")
+        raise ValueError(f"by: expected 'chip', 'forward', 'generation', 'model' or 'source', got {by!r}")
     family = model_family(b.workload)
     return {family}, family
 

@@ -112,7 +112,7 @@ def test_the_generation_split_holds_the_newest_gpus_out_together() -> None:
     assert held_out_chips(NEWEST_GROUP, "generation") == set(NEWEST_CHIPS)
     assert held_out_chips("A10", "generation") == held_out_chips("A10", "chip") == {"A10"}
     assert held_out_chips("bert", "model") == set()
-    with pytest.raises(ValueError, match="by: expected 'chip', 'generation', 'model' or 'source', got 'gpu'"):
+    with pytest.raises(ValueError, match="by: expected 'chip', 'forward', 'generation', 'model' or 'source', got 'gpu'"):
         _split_key((None, row("B200")), "gpu")
 
 
@@ -123,3 +123,21 @@ def test_a_cell_that_is_no_throughput_names_its_host_and_column(tmp_path: Path, 
     with pytest.raises(ValueError, match=f"lambda_v2_fp32_hosts.csv: host 'LambdaOD_test_1xB200_192GB_x_v2', "
                                          f"column 'bert_base_squad': {why}"):
         v2_rows(tmp_path)
+
+
+def test_the_forward_split_trains_only_on_older_gpus() -> None:
+    """train.py note "forward": a pair leaves training whenever a year it touches is held out."""
+    from srift.learn.datasets import ComputeRow
+    from srift.learn.train import _split_key, held_out_chips
+
+    def row(gpu: str, source: str = "lambda") -> ComputeRow:
+        return ComputeRow(source, "bert_base", gpu, "amp", 64.0, 1e-3, True, "lambda/bert_base_squad/amp")
+
+    touched, group = _split_key((row("V100-16GB"), row("H100-80GB")), "forward")
+    assert group == "2022" and touched == {"0", "2014", "2016", "2017", "2018", "2020", "2021", "2022"}
+    # held out 2020, a V100 -> H100 pair is out of training (it touches 2022); an older pair is in
+    assert "2020" in touched and "2018" not in _split_key((row("K80"), row("V100-32GB")), "forward")[0]
+    assert _split_key((None, row("B200")), "forward")[1] == "2024"
+    assert _split_key((None, row("cpu-1t", "cpu")), "forward") == ({"0"}, "0")
+    assert held_out_chips("2023", "forward") == {"H200-141GB", "GH200-96GB", "B200"}
+    assert "K80" not in held_out_chips("2016", "forward") and "P100" in held_out_chips("2016", "forward")

@@ -534,7 +534,7 @@ def test_split_keys_hold_out_a_chip_a_model_or_a_whole_source() -> None:
     assert _split_key((anchor, target), "model") == ({"bert"}, "bert")
     assert _split_key((anchor, target), "source") == ({"gavel", "lambda"}, "lambda")
     assert _split_key((None, target), "source") == ({"lambda"}, "lambda")
-    with pytest.raises(ValueError, match="by: expected 'chip', 'generation', 'model' or 'source', got 'gpu'"):
+    with pytest.raises(ValueError, match="by: expected 'chip', 'forward', 'generation', 'model' or 'source', got 'gpu'"):
         _split_key((anchor, target), "gpu")
 
 
