@@ -554,6 +554,35 @@ def blended_anchor(w) -> None:
                                                                                           truth[m]))}))
 
 
+def _held_out_as_shipped(w, split: str, ratio: tuple, absolute: tuple):
+    """The shipped models' held-out predictions under `split` (train._split_key) on `ratio`
+    (ratio_dataset of the shipped training rows, CPU rows in) and `absolute`
+    (shipped_absolute_dataset): (the anchored correction as shipped: the blend, shrunk, clipped by
+    dominance, NaN where not predicted; the absolute model's clipped correction; its mask)."""
+    from srift.learn.blend import held_out_guarded_corrections, observed_anchor_error
+
+    X, y, _, _, meta = ratio
+    Xa, ya, _, _, meta_a = absolute
+    blend = shipped_blend()
+    anchored = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, shipped_factory("ratio"),
+                                            shipped_factory("absolute"), split, [blend],
+                                            observed_anchor_error(meta, w))[blend]
+    abs_pred, abs_mask, _ = loco_errors(Xa, ya, meta_a, shipped_factory("absolute"), split,
+                                        absolute_guard(meta_a, w, split))
+    return anchored, abs_pred, abs_mask
+
+
+def _learned_beside_v0(corr: np.ndarray, base: np.ndarray, truth: np.ndarray, m: np.ndarray,
+                       signed: bool = False) -> dict:
+    """APE stats of the learned log correction and of the roofline on rows `m`; with `signed`,
+    the learned prediction's signed median error (%)."""
+    out = {"v0_roofline": stats(ape(base[m], truth[m])), "learned": stats(ape(corr[m] + base[m], truth[m]))}
+    if signed:
+        out["signed_median_pct"] = (round(float(np.median(np.exp(corr[m] + base[m] - truth[m]) - 1) * 100), 1)
+                                    if m.any() else None)
+    return out
+
+
 def newest_gpus_out(w) -> None:
     """srift.learn.lambda_v2 note "past the edge": the rows of the GPUs only Lambda's v2 tables
     have (H200, GH200, B200), predicted by models trained on no row of any of them (split
@@ -562,37 +591,24 @@ def newest_gpus_out(w) -> None:
     generation is measured. No measurement (the absolute model, clipped by dominance) and
     anchored on another chip's row of the same group (the shipped blend, clipped), by target
     GPU; shipped training data (CPU rows in)."""
-    from srift.learn.blend import held_out_guarded_corrections, observed_anchor_error
     from srift.learn.lambda_v2 import NEWEST_CHIPS
 
-    rows = compute_rows(cpu=True)
-    X, y, base, truth, meta = ratio_dataset(rows, w)
-    Xa, ya, base_a, truth_a, meta_a = shipped_absolute_dataset(w)
-    weight, shrink = shipped_blend()
-    observed = observed_anchor_error(meta, w)
-    ratio_est, absolute_est = shipped_factory("ratio"), shipped_factory("absolute")
+    ratio, absolute = ratio_dataset(compute_rows(cpu=True), w), shipped_absolute_dataset(w)
+    (_, _, base, truth, meta), (_, _, base_a, truth_a, meta_a) = ratio, absolute
     target = np.array([b.chip for _, b in meta])
     target_a = np.array([b.chip for _, b in meta_a])
     anchor_h100 = np.array([a.gpu == "H100-80GB" for a, _ in meta])  # the SXM5, not the PCIe card
     for split in ("generation", "chip"):
-        abs_pred, abs_mask, _ = loco_errors(Xa, ya, meta_a, absolute_est, split, absolute_guard(meta_a, w, split))
-        anchored = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, ratio_est, absolute_est, split,
-                                                [(weight, shrink)], observed)[(weight, shrink)]
+        anchored, abs_pred, abs_mask = _held_out_as_shipped(w, split, ratio, absolute)
         for gpu in ("ALL", *sorted(NEWEST_CHIPS)):
             sel = np.isin(target, list(NEWEST_CHIPS)) if gpu == "ALL" else target == gpu
             sel_a = np.isin(target_a, list(NEWEST_CHIPS)) if gpu == "ALL" else target_a == gpu
             ok, ok_a = sel & ~np.isnan(anchored), sel_a & abs_mask
-            h = ok & anchor_h100
             print(json.dumps({"split": f"compute_newest_gpus_out/{split}/{gpu}",
-                              "no_measurement": {"v0_roofline": stats(ape(base_a[ok_a], truth_a[ok_a])),
-                                                 "learned": stats(ape(abs_pred[ok_a] + base_a[ok_a], truth_a[ok_a]))},
-                              "anchored": {"v0_roofline": stats(ape(base[ok], truth[ok])),
-                                           "learned": stats(ape(anchored[ok] + base[ok], truth[ok]))},
-                              "anchored_on_h100": {"v0_roofline": stats(ape(base[h], truth[h])),
-                                                   "learned": stats(ape(anchored[h] + base[h], truth[h])),
-                                                   "signed_median_pct": round(float(np.median(
-                                                       np.exp(anchored[h] + base[h] - truth[h]) - 1) * 100), 1)
-                                                   if h.any() else None}}))
+                              "no_measurement": _learned_beside_v0(abs_pred, base_a, truth_a, ok_a),
+                              "anchored": _learned_beside_v0(anchored, base, truth, ok),
+                              "anchored_on_h100": _learned_beside_v0(anchored, base, truth, ok & anchor_h100,
+                                                                     signed=True)}))
 
 
 def forward_in_time(w) -> None:
@@ -601,35 +617,25 @@ def forward_in_time(w) -> None:
     no measurement and anchored on an older GPU's row, as shipped (the blend, shrunk, clipped);
     by year and overall, beside the roofline. What srift would have said of each generation on
     its arrival, from the data before it. Shipped training data (CPU rows in), GPU targets."""
-    from srift.learn.blend import held_out_guarded_corrections, observed_anchor_error
     from srift.learn.gpus import CHIP_LAUNCH_YEAR
+    from srift.learn.train import launch_year
 
-    rows = compute_rows(cpu=True)
-    X, y, base, truth, meta = ratio_dataset(rows, w)
-    Xa, ya, base_a, truth_a, meta_a = shipped_absolute_dataset(w)
-    weight, shrink = shipped_blend()
-    anchored = held_out_guarded_corrections(meta, w, X, y, Xa, ya, meta_a, shipped_factory("ratio"),
-                                            shipped_factory("absolute"), "forward", [(weight, shrink)],
-                                            observed_anchor_error(meta, w))[(weight, shrink)]
-    abs_pred, abs_mask, _ = loco_errors(Xa, ya, meta_a, shipped_factory("absolute"), "forward",
-                                        absolute_guard(meta_a, w, "forward"))
-    year = np.array([CHIP_LAUNCH_YEAR.get(b.chip, 0) for _, b in meta])
-    anchor_year = np.array([CHIP_LAUNCH_YEAR.get(a.chip, 0) for a, _ in meta])
-    year_a = np.array([CHIP_LAUNCH_YEAR.get(b.chip, 0) for _, b in meta_a])
+    ratio, absolute = ratio_dataset(compute_rows(cpu=True), w), shipped_absolute_dataset(w)
+    (_, _, base, truth, meta), (_, _, base_a, truth_a, meta_a) = ratio, absolute
+    anchored, abs_pred, abs_mask = _held_out_as_shipped(w, "forward", ratio, absolute)
+    year = np.array([launch_year(b.chip) for _, b in meta])
+    anchor_year = np.array([launch_year(a.chip) for a, _ in meta])
+    year_a = np.array([launch_year(b.chip) for _, b in meta_a])
     older = ~np.isnan(anchored) & (anchor_year < year) & (year > 0)
     for y_ in [*sorted(set(year[older])), "ALL"]:
         m = older & ((year == y_) if y_ != "ALL" else True)
         ma = abs_mask & (year_a > 0) & ((year_a == y_) if y_ != "ALL" else True)
-        signed = np.exp(anchored[m] + base[m] - truth[m]) - 1
-        older_chips = sorted(c for c, yr in CHIP_LAUNCH_YEAR.items() if y_ != "ALL" and yr < y_)
         print(json.dumps({"split": f"compute_forward_in_time/{y_}",
                           "chips": sorted({b.chip for (_, b), k in zip(meta, m) if k}),
-                          "trained_on_gpu_chips": len(older_chips) if y_ != "ALL" else None,
-                          "anchored_on_an_older_gpu": {"v0_roofline": stats(ape(base[m], truth[m])),
-                                                       "learned": stats(ape(anchored[m] + base[m], truth[m])),
-                                                       "signed_median_pct": round(float(np.median(signed)) * 100, 1)},
-                          "no_measurement": {"v0_roofline": stats(ape(base_a[ma], truth_a[ma])),
-                                             "learned": stats(ape(abs_pred[ma] + base_a[ma], truth_a[ma]))}}))
+                          "trained_on_gpu_chips": (int(sum(yr < y_ for yr in CHIP_LAUNCH_YEAR.values()))
+                                                   if y_ != "ALL" else None),
+                          "anchored_on_an_older_gpu": _learned_beside_v0(anchored, base, truth, m, signed=True),
+                          "no_measurement": _learned_beside_v0(abs_pred, base_a, truth_a, ma)}))
 
 
 def blend_leave_one_source_out(w) -> None:

@@ -153,7 +153,8 @@ def generation_of(chip: str) -> str:
 # predicts (gpus.CHIP_LAUNCH_YEAR; CPU rows, year 0, are always older), the way srift meets each
 # new GPU generation: every chip of that year and later is out of training and of the dominance
 # guard's references. Group names are the year as text.
-def _launch_year(chip: str) -> int:
+def launch_year(chip: str) -> int:
+    """The chip's launch year (gpus.CHIP_LAUNCH_YEAR); 0 for a CPU or a chip not listed."""
     return CHIP_LAUNCH_YEAR.get(chip, 0)
 
 
@@ -180,8 +181,8 @@ def _split_key(meta_item: tuple, by: str) -> tuple[set[str], str]:
     if by == "generation":
         return ({generation_of(b.chip)} | ({generation_of(a.chip)} if a is not None else set())), generation_of(b.chip)
     if by == "forward":
-        newest = max(_launch_year(b.chip), _launch_year(a.chip) if a is not None else 0)
-        return {str(y) for y in set(CHIP_LAUNCH_YEAR.values()) | {0} if y <= newest}, str(_launch_year(b.chip))
+        newest = max(launch_year(b.chip), launch_year(a.chip) if a is not None else 0)
+        return {str(y) for y in set(CHIP_LAUNCH_YEAR.values()) | {0} if y <= newest}, str(launch_year(b.chip))
     if by == "source":
         return ({b.source} | ({a.source} if a is not None else set())), b.source
     if by != "model":
