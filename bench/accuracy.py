@@ -395,6 +395,7 @@ def compute(w, kinds: list[str]) -> None:
     blended_anchor(w)
     newest_gpus_out(w)
     forward_in_time(w)
+    data_edge_backtest(w)
     blend_leave_one_source_out(w)
     measured_other_batch(w)
     measured_two_batches(w)
@@ -636,6 +637,53 @@ def forward_in_time(w) -> None:
                                                    if y_ != "ALL" else None),
                           "anchored_on_an_older_gpu": _learned_beside_v0(anchored, base, truth, m, signed=True),
                           "no_measurement": _learned_beside_v0(abs_pred, base_a, truth_a, ma)}))
+
+
+def data_edge_backtest(w) -> None:
+    """srift.learn.data_edge note "data edge", backtested: each counted launch year after the
+    first, predicted as the forward split does (models trained only on older GPUs, as shipped)
+    and moved and banded by the rule fitted on the earlier counted years only (edge_quantiles,
+    edge_band: the code `srift train` ships the rule with), beside the same rows unmoved under
+    the in-range band shipped for a chip inside the data. Median / p90 APE and the share of
+    rows inside each p10-p90 band, anchored on an older GPU and with no measurement."""
+    from srift.learn.data_edge import counted_years, edge_band, edge_quantiles, forward_residuals
+    from srift.learn.gpus import CHIP_LAUNCH_YEAR
+    from srift.learn.models import MODELS_DIR
+
+    ratio, absolute = ratio_dataset(compute_rows(cpu=True), w), shipped_absolute_dataset(w)
+    anchored, alone = forward_residuals(w, ratio, absolute, shipped_factory("ratio"), shipped_factory("absolute"),
+                                        shipped_blend())
+    ratio_doc = json.loads((MODELS_DIR / "compute_ratio.json").read_text())
+    absolute_doc = json.loads((MODELS_DIR / "compute_absolute.json").read_text())
+    in_range = {"anchored": (ratio_doc["absolute_blend"]["residuals"]["p10"], ratio_doc["absolute_blend"]["residuals"]["p90"]),
+                "no_measurement": (absolute_doc["residuals"]["p10"], absolute_doc["residuals"]["p90"])}
+    totals: dict[str, dict[str, list]] = {}
+    for kind, by_year in (("anchored", anchored), ("no_measurement", alone)):
+        years = counted_years(CHIP_LAUNCH_YEAR, by_year)
+        for year in years[1:]:
+            fitted = edge_quantiles({y: by_year[y] for y in years if y < year})
+            lean, lo, hi = edge_band(in_range[kind], fitted)
+            r = by_year[year]  # log(measured / predicted)
+            t = totals.setdefault(kind, {"before": [], "after": [], "in_before": [], "in_after": []})
+            t["before"] += list(r)
+            t["after"] += list(r - lean)
+            t["in_before"] += list((r >= in_range[kind][0]) & (r <= in_range[kind][1]))
+            t["in_after"] += list((r - lean >= lo) & (r - lean <= hi))
+            print(json.dumps({"split": f"compute_data_edge_backtest/{kind}/{year}", "n": int(r.size),
+                              "rule_from_years": [y for y in years if y < year],
+                              "lean_factor": round(math.exp(lean), 4),
+                              "band": [round(math.exp(lo), 4), round(math.exp(hi), 4)],
+                              "as_the_models_say": stats(ape(np.zeros(r.size), r)),
+                              "moved_by_the_lean": stats(ape(np.full(r.size, lean), r)),
+                              "inside_in_range_band": round(float(np.mean((r >= in_range[kind][0])
+                                                                          & (r <= in_range[kind][1]))), 3),
+                              "inside_edge_band": round(float(np.mean((r - lean >= lo) & (r - lean <= hi))), 3)}))
+    for kind, t in totals.items():
+        print(json.dumps({"split": f"compute_data_edge_backtest/{kind}/ALL", "n": len(t["before"]),
+                          "as_the_models_say": stats(ape(np.zeros(len(t["before"])), np.array(t["before"]))),
+                          "moved_by_the_lean": stats(ape(np.zeros(len(t["after"])), np.array(t["after"]))),
+                          "inside_in_range_band": round(float(np.mean(t["in_before"])), 3),
+                          "inside_edge_band": round(float(np.mean(t["in_after"])), 3)}))
 
 
 def blend_leave_one_source_out(w) -> None:

@@ -22,6 +22,9 @@ void GpuSpec::validate() const {
   peak("tf32_flops", tf32_flops, true);
   peak("fp16_flops", fp16_flops, true);
   peak("memory_bandwidth", memory_bandwidth, false);
+  if (launch_year != 0 && (launch_year < 1990 || launch_year > 2100)) {
+    detail::fail(p + "launch_year", "0 (unknown) or in 1990-2100", launch_year);
+  }
 }
 
 void InstanceSpec::validate() const {

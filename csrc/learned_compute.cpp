@@ -492,6 +492,20 @@ void LearnedComputeConfig::validate() const {
       detail::fail(std::string(field) + "_p90", "finite and >= 1", band.second);
     }
   }
+  if (edge_year != 0 && (edge_year < 1990 || edge_year > 2100)) {
+    detail::fail("edge_year", "0 (none) or in 1990-2100", edge_year);
+  }
+  const std::pair<const char*, std::array<double, 3>> edges[] = {
+      {"edge_anchored", {edge_anchored_p10, edge_anchored_p50, edge_anchored_p90}},
+      {"edge_absolute", {edge_absolute_p10, edge_absolute_p50, edge_absolute_p90}}};
+  for (const auto& [field, q] : edges) {
+    const std::string f = field;
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (!std::isfinite(q[i])) detail::fail(f + (i == 0 ? "_p10" : i == 1 ? "_p50" : "_p90"), "finite", q[i]);
+    }
+    if (q[0] > q[1]) detail::fail(f + "_p10", "<= its p50 (" + detail::fmt(q[1]) + ")", q[0]);
+    if (q[1] > q[2]) detail::fail(f + "_p50", "<= its p90 (" + detail::fmt(q[2]) + ")", q[1]);
+  }
   for (std::size_t i = 0; i < ratio_references.size(); ++i) ratio_references[i].validate();
   for (std::size_t i = 0; i < absolute_references.size(); ++i) absolute_references[i].validate();
 }
@@ -537,6 +551,29 @@ std::vector<GpuSpec> guard_references(const Json& owner, const std::string& path
   return out;
 }
 
+// A document's data_edge (note "data edge"): {launch_year, p10, p50, p90}; launch_year 0 where
+// the document has none.
+struct DataEdge {
+  int launch_year = 0;
+  double p10 = 0, p50 = 0, p90 = 0;
+};
+
+DataEdge data_edge(const Json& doc, const std::string& path) {
+  DataEdge e;
+  const Json* edge = doc.find("data_edge");
+  if (edge == nullptr || edge->t == Json::T::null) return e;
+  const std::string p = path + ".data_edge";
+  const double year = detail::json::number(detail::json::field(*edge, p, "launch_year"), p + ".launch_year");
+  if (!(year >= 1990 && year <= 2100 && year == std::floor(year))) {
+    detail::json::bad(p + ".launch_year", "must be a whole year in 1990-2100, got " + detail::fmt(year));
+  }
+  e.launch_year = static_cast<int>(year);
+  e.p10 = detail::json::number(detail::json::field(*edge, p, "p10"), p + ".p10");
+  e.p50 = detail::json::number(detail::json::field(*edge, p, "p50"), p + ".p50");
+  e.p90 = detail::json::number(detail::json::field(*edge, p, "p90"), p + ".p90");
+  return e;
+}
+
 }  // namespace
 
 LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const std::string& absolute_json) {
@@ -570,9 +607,63 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
     std::tie(cfg.measured_per_e_fold_p10, cfg.measured_per_e_fold_p90) =
         residual_pair(detail::json::field(*band, m, "per_e_fold"), m + ".per_e_fold");
   }
+  const DataEdge ratio_edge = data_edge(ratio, "compute_ratio"), absolute_edge = data_edge(absolute, "compute_absolute");
+  if (ratio_edge.launch_year != absolute_edge.launch_year) {
+    detail::json::bad("compute_ratio.data_edge.launch_year",
+                      "must equal compute_absolute.data_edge.launch_year (" +
+                          std::to_string(absolute_edge.launch_year) + "; 0: no data_edge), got " +
+                          std::to_string(ratio_edge.launch_year));
+  }
+  cfg.edge_year = ratio_edge.launch_year;
+  std::tie(cfg.edge_anchored_p10, cfg.edge_anchored_p50, cfg.edge_anchored_p90) =
+      std::make_tuple(ratio_edge.p10, ratio_edge.p50, ratio_edge.p90);
+  std::tie(cfg.edge_absolute_p10, cfg.edge_absolute_p50, cfg.edge_absolute_p90) =
+      std::make_tuple(absolute_edge.p10, absolute_edge.p50, absolute_edge.p90);
   cfg.validate();
   return cfg;
 }
+
+namespace {
+
+bool past_edge(const LearnedComputeConfig& c, const GpuSpec& gpu) {
+  return c.edge_year > 0 && gpu.launch_year > c.edge_year;
+}
+
+// Note "data edge": `r` (of `target`, anchored on `anchor` or, null, with no measurement) moved
+// by a new generation's lean and banded, where either GPU is past the data's edge.
+void at_data_edge(const LearnedComputeConfig& c, LearnedComputeResult& r, const GpuSpec* anchor,
+                  const GpuSpec& target) {
+  const bool target_past = past_edge(c, target), anchor_past = anchor != nullptr && past_edge(c, *anchor);
+  if (!target_past && !anchor_past) return;
+  const double p10 = anchor != nullptr ? c.edge_anchored_p10 : c.edge_absolute_p10;
+  const double p50 = anchor != nullptr ? c.edge_anchored_p50 : c.edge_absolute_p50;
+  const double p90 = anchor != nullptr ? c.edge_anchored_p90 : c.edge_absolute_p90;
+  const double up_lo = p10 - p50, up_hi = p90 - p50;  // the forward residuals around their lean
+  double lo = std::log(r.p10_factor), hi = std::log(r.p90_factor), lean = 0;
+  if (target_past && !anchor_past) {
+    lean = p50;
+    lo = std::min(lo, up_lo);
+    hi = std::max(hi, up_hi);
+  } else if (anchor_past && !target_past) {  // the same ratio read the other way
+    lean = -p50;
+    lo = std::min(lo, -up_hi);
+    hi = std::max(hi, -up_lo);
+  } else {  // both past the edge: the leans cancel
+    lo = std::min({lo, up_lo, -up_hi});
+    hi = std::max({hi, up_hi, -up_lo});
+  }
+  const double factor = std::exp(lean);
+  ComputeModel& m = r.model;
+  for (double* term : {&m.forward_fixed_s, &m.forward_per_sample_s, &m.backward_fixed_s, &m.backward_per_sample_s,
+                       &m.optimizer_s}) {
+    *term *= factor;
+  }
+  r.p10_factor = std::exp(lo);
+  r.p90_factor = std::exp(hi);
+  r.past_data_edge = true;
+}
+
+}  // namespace
 
 LearnedCompute LearnedCompute::from_documents(const std::string& ratio_json, const std::string& absolute_json) {
   return LearnedCompute(LearnedModel::from_json(ratio_json), LearnedModel::from_json(absolute_json),
@@ -852,6 +943,9 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
   } else {
     r.p10_factor = std::exp(config_.anchored_p10);
     r.p90_factor = std::exp(config_.anchored_p90);
+    // Note "data edge"; before the order guard, which keeps its promise. (The TF32 path above
+    // is built from this path's predictions, so it is moved once, here.)
+    at_data_edge(config_, r, &anchor, target);
   }
   return r;
 }
@@ -890,7 +984,14 @@ LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& 
   }
   const ComputeModel target_roof = w.roofline(target, precision);
   const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_roof.per_sample_s());
-  LearnedComputeResult out = each.front();  // the band: one anchor's
+  // The band: one anchor's, one past the data's edge where there is one (note "data edge").
+  LearnedComputeResult out = each.front();
+  for (const LearnedComputeResult& r : each) {
+    if (r.past_data_edge) {
+      out = r;
+      break;
+    }
+  }
   out.model = split_like(target_roof, fixed, per_sample);
   return out;
 }
@@ -929,6 +1030,8 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
   r.model = split_like(prior, fixed, per_sample);
   r.p10_factor = std::exp(config_.absolute_p10);
   r.p90_factor = std::exp(config_.absolute_p90);
+  // Note "data edge" (the TF32 path above is built from this path's predictions: moved once).
+  at_data_edge(config_, r, nullptr, target);
   return r;
 }
 

@@ -85,6 +85,9 @@ def load_gpus(path: Path) -> dict[str, dict[str, Any]]:
             "fp16_tflops": _f(row["fp16_tflops"]),
             "bf16_tflops": _f(row["bf16_tflops"]),
             "memory_bandwidth_gbytes_s": _f(row["memory_bandwidth_gbytes_s"]),
+            # the year the chip was announced: a learned prediction for a GPU newer than every
+            # GPU the models learned from carries a new generation's lean (note "data edge")
+            "launch_year": _i(row.get("launch_year")),
             "source": row["source_url"],
             "note": row["note"] or None,
         }

@@ -18,6 +18,7 @@ void bind_hardware(py::module_& m) {
       .def_readwrite("tf32_flops", &GpuSpec::tf32_flops)
       .def_readwrite("fp16_flops", &GpuSpec::fp16_flops)
       .def_readwrite("memory_bandwidth", &GpuSpec::memory_bandwidth)
+      .def_readwrite("launch_year", &GpuSpec::launch_year)
       .def("validate", &GpuSpec::validate);
 
   py::class_<LinkSpec>(m, "LinkSpec", "A link class: bandwidth (bytes/s), latency (s per ring step).")

@@ -54,7 +54,14 @@ void bind_learned_compute(py::module_& m) {
       .def_readwrite("measured_p10", &LearnedComputeConfig::measured_p10)
       .def_readwrite("measured_p90", &LearnedComputeConfig::measured_p90)
       .def_readwrite("measured_per_e_fold_p10", &LearnedComputeConfig::measured_per_e_fold_p10)
-      .def_readwrite("measured_per_e_fold_p90", &LearnedComputeConfig::measured_per_e_fold_p90);
+      .def_readwrite("measured_per_e_fold_p90", &LearnedComputeConfig::measured_per_e_fold_p90)
+      .def_readwrite("edge_year", &LearnedComputeConfig::edge_year)
+      .def_readwrite("edge_anchored_p10", &LearnedComputeConfig::edge_anchored_p10)
+      .def_readwrite("edge_anchored_p50", &LearnedComputeConfig::edge_anchored_p50)
+      .def_readwrite("edge_anchored_p90", &LearnedComputeConfig::edge_anchored_p90)
+      .def_readwrite("edge_absolute_p10", &LearnedComputeConfig::edge_absolute_p10)
+      .def_readwrite("edge_absolute_p50", &LearnedComputeConfig::edge_absolute_p50)
+      .def_readwrite("edge_absolute_p90", &LearnedComputeConfig::edge_absolute_p90);
 
   py::class_<Anchor>(m, "Anchor", "Measurements of the workload on one GPU type.")
       .def(py::init<>())
@@ -69,7 +76,8 @@ void bind_learned_compute(py::module_& m) {
       .def_readonly("model", &LearnedComputeResult::model)
       .def_readonly("p10_factor", &LearnedComputeResult::p10_factor)
       .def_readonly("p90_factor", &LearnedComputeResult::p90_factor)
-      .def_readonly("roofline_ratio_only", &LearnedComputeResult::roofline_ratio_only);
+      .def_readonly("roofline_ratio_only", &LearnedComputeResult::roofline_ratio_only)
+      .def_readonly("past_data_edge", &LearnedComputeResult::past_data_edge);
 
   m.def("learned_compute_config", &learned_compute_config, py::arg("ratio_json"), py::arg("absolute_json"),
         "The combination the two compute documents record; ValueError names the JSON path.");

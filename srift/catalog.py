@@ -66,6 +66,7 @@ class GpuSpec:
     source: str
     aliases: tuple[str, ...] = ()
     note: str | None = None
+    launch_year: int | None = None  # announced; None: unknown (srift.learn.data_edge note "data edge")
 
     @classmethod
     def from_dict(cls, key: str, d: Mapping[str, Any]) -> GpuSpec:
@@ -75,6 +76,7 @@ class GpuSpec:
             fp16_tflops=d.get("fp16_tflops"), bf16_tflops=d.get("bf16_tflops"),
             memory_bandwidth_gbytes_s=float(d["memory_bandwidth_gbytes_s"]),
             source=d.get("source", ""), aliases=tuple(d.get("aliases") or ()), note=d.get("note"),
+            launch_year=d.get("launch_year"),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -101,6 +101,10 @@ def _str_or_none(v: Any) -> bool:
     return v is None or isinstance(v, str)
 
 
+def _year_or_none(v: Any) -> bool:
+    return v is None or (isinstance(v, int) and not isinstance(v, bool) and 1990 <= v <= 2100)
+
+
 def _str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
@@ -118,6 +122,7 @@ _GPU_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "memory_bandwidth_gbytes_s": (_pos, "a number > 0"),
     "source": (_str, "a non-empty string"),
     "note": (_str_or_none, "a string"),
+    "launch_year": (_year_or_none, "a whole year in 1990-2100 or null"),
 }
 _GPU_REQUIRED = ("name", "chip", "memory_gib", "fp32_tflops", "memory_bandwidth_gbytes_s")
 

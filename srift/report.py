@@ -459,6 +459,26 @@ def bottleneck_link(pred: Any, catalog: Any | None = None) -> str:
     return text + f" ({slow.interconnect} inside {slow.name}{probed})"
 
 
+def _past_edge_lines(pred: Any, catalog: Any | None) -> list[str]:
+    """A line per GPU type predicted past the data's edge (srift.learn.data_edge note "data
+    edge"): its launch year, the models' newest, and the lean its compute carries."""
+    past = sorted({(g.gpu, g.instance_type) for g in pred.groups if g.compute_source == "learned-past-edge"})
+    if not past:
+        return []
+    from srift.learn import default_models
+
+    edge_year, anchored, absolute = default_models().data_edge()
+    out = []
+    for gpu, instance_type in past:
+        year = getattr(catalog.gpu(gpu), "launch_year", None) if catalog is not None else None
+        out.append(f"past the data: {gpu} on {instance_type}" + (f" (announced {year})" if year else "")
+                   + f" is newer than every GPU the compute models learned from (to {edge_year}); held out year by "
+                   f"year, each new generation ran slower than the models said, so its compute carries that lean "
+                   f"(x{math.exp(absolute[1]):.2f} with no measurement, x{math.exp(anchored[1]):.2f} anchored on an "
+                   f"older GPU, the inverse anchored from it) and the band of those years' residuals")
+    return out
+
+
 def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
     """``prediction_text`` plus where the iteration's time goes, as shares, the link that
     bounds the allreduce and the tightest memory headroom."""
@@ -480,6 +500,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
         *([f"p10-p90 band from: {'; '.join(pred.band_from)}"
            + (" (compute and the widest link part add in quadrature)" if len(pred.band_from) > 1 else "")]
           if getattr(pred, "band_from", None) else []),
+        *_past_edge_lines(pred, catalog),
         f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
         f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; "
         + (f"local batch up to {tightest.max_local_batch} allowed (max_local_batch)"

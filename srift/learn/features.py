@@ -94,6 +94,7 @@ def gpu_spec(p: GpuPeaks):  # -> _core.GpuSpec
     s.tf32_flops = (p.tf32_tflops or 0.0) * 1e12
     s.fp16_flops = (p.fp16_tflops or 0.0) * 1e12
     s.memory_bandwidth = p.memory_gbytes_s * 1e9
+    s.launch_year = int(p.launch_year)
     return s
 
 

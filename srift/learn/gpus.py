@@ -21,6 +21,7 @@ class GpuPeaks:
     fp16_tflops: float | None  # tensor (or packed FP16) peak with FP32 accumulation
     memory_gbytes_s: float
     memory_gib: float
+    launch_year: int = 0  # announced; 0: unknown (srift.learn.data_edge note "data edge")
 
     def peak_tflops(self, precision: str) -> float:
         """Peak that matmuls/convs run against at `precision` (fp32 | tf32 | amp)."""
@@ -85,4 +86,5 @@ def peaks_from_catalog(catalog: object, key: str) -> GpuPeaks:
     g = catalog.gpu(key)  # type: ignore[attr-defined]
     half = getattr(g, "fp16_tflops", None) or getattr(g, "bf16_tflops", None)
     return GpuPeaks(key, float(g.fp32_tflops), getattr(g, "tf32_tflops", None) or None,
-                    float(half) if half else None, float(g.memory_bandwidth_gbytes_s), float(g.memory_gib))
+                    float(half) if half else None, float(g.memory_bandwidth_gbytes_s), float(g.memory_gib),
+                    int(getattr(g, "launch_year", None) or 0))

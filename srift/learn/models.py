@@ -144,9 +144,10 @@ class CostModels:
             r = self.learned_compute.predict_anchored_several(
                 stats, [_core.Anchor(gpu_spec(peaks_from_catalog(catalog, k)), meas) for k, meas in anchors],
                 target, prec, mb)
-            return r.model, r.p10_factor, r.p90_factor, "anchored-roofline" if r.roofline_ratio_only else "learned"
-        r = self.learned_compute.predict_absolute(stats, target, prec, mb)
-        return r.model, r.p10_factor, r.p90_factor, "learned"
+        else:
+            r = self.learned_compute.predict_absolute(stats, target, prec, mb)
+        return r.model, r.p10_factor, r.p90_factor, ("anchored-roofline" if r.roofline_ratio_only else
+                                                     "learned-past-edge" if r.past_data_edge else "learned")
 
     def measured_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str, roofline: Any,
                        measurements: list[Any], max_batch: float | None = None) -> Any:
@@ -186,8 +187,40 @@ class CostModels:
             cfg.absolute_references = [gpu_spec(g) for g in self._references]
             (cfg.measured_p10, cfg.measured_p90), (cfg.measured_per_e_fold_p10, cfg.measured_per_e_fold_p90) = \
                 self._measured_band
+            cfg.edge_year, anchored_edge, absolute_edge = self.data_edge()  # srift.learn.data_edge
+            cfg.edge_anchored_p10, cfg.edge_anchored_p50, cfg.edge_anchored_p90 = anchored_edge
+            cfg.edge_absolute_p10, cfg.edge_absolute_p50, cfg.edge_absolute_p90 = absolute_edge
             self._learned_compute = _core.LearnedCompute(self.ratio.core, self.absolute.core, cfg)
         return self._learned_compute
+
+    def data_edge(self) -> tuple[int, tuple[float, float, float], tuple[float, float, float]]:
+        """(launch year of the newest GPU chip the compute models learned from, (p10, p50, p90)
+        anchored, (p10, p50, p90) with no measurement): the forward split's log residuals of a
+        GPU newer than that (srift.learn.data_edge note "data edge"); year 0 and zeros where
+        the documents record none."""
+        edges = [doc.get("data_edge") for doc in (self.ratio.doc, self.absolute.doc)]
+        if all(e is None for e in edges):
+            return 0, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)
+        out = []
+        for name, e in zip(("compute_ratio", "compute_absolute"), edges):
+            if not isinstance(e, dict):
+                raise ValueError(f"{name}.data_edge: expected an object (both compute documents or neither), got {e!r}")
+            q = []
+            for k in ("p10", "p50", "p90"):
+                v = e.get(k)
+                if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                    raise ValueError(f"{name}.data_edge.{k}: expected a finite number, got {v!r}")
+                q.append(float(v))
+            if not q[0] <= q[1] <= q[2]:
+                raise ValueError(f"{name}.data_edge: expected p10 <= p50 <= p90, got {q}")
+            out.append((e.get("launch_year"), tuple(q)))
+        years = [y for y, _ in out]
+        if not (isinstance(years[0], int) and not isinstance(years[0], bool) and 1990 <= years[0] <= 2100):
+            raise ValueError(f"compute_ratio.data_edge.launch_year: expected a year in 1990-2100, got {years[0]!r}")
+        if years[1] != years[0]:
+            raise ValueError(f"compute_absolute.data_edge.launch_year: expected {years[0]} (compute_ratio's), "
+                             f"got {years[1]!r}")
+        return years[0], out[0][1], out[1][1]
 
     def measured_band(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """((p10, p90), (p10, p90 per e-fold of batch)) factors of a GPU type the profile

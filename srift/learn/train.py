@@ -154,8 +154,16 @@ def generation_of(chip: str) -> str:
 # new GPU generation: every chip of that year and later is out of training and of the dominance
 # guard's references. Group names are the year as text.
 def launch_year(chip: str) -> int:
-    """The chip's launch year (gpus.CHIP_LAUNCH_YEAR); 0 for a CPU or a chip not listed."""
-    return CHIP_LAUNCH_YEAR.get(chip, 0)
+    """The chip's launch year (gpus.CHIP_LAUNCH_YEAR); 0 for a CPU. A GPU chip of the training
+    data with no year raises ValueError: taken as year 0 it would sit in every fold's training
+    rows, older than everything (a review)."""
+    from srift.learn.datasets import chip_of
+
+    if chip in CHIP_LAUNCH_YEAR:
+        return CHIP_LAUNCH_YEAR[chip]
+    if chip in {chip_of(k) for k in TRAINING_GPUS}:
+        raise ValueError(f"chip: {chip!r} is a training GPU with no launch year; add it to gpus.CHIP_LAUNCH_YEAR")
+    return 0
 
 
 def held_out_chips(group: str, by: str) -> set[str]:
@@ -653,6 +661,15 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
     # the shipped absolute model's blend, scored when it was chosen (note "two uses")
     blend = blends[results["compute_absolute"]["training"]["selection"]["chosen"]]
     results["compute_ratio"]["absolute_blend"] = blend
+    # srift.learn.data_edge note "data edge": the lean and band of a GPU newer than the data
+    results["compute_ratio"]["data_edge"], results["compute_absolute"]["data_edge"] = train_data_edge(
+        chosen_by, (float(blend["weight"]), float(blend.get("shrink", 0.0))), workloads)
+    if verbose:
+        for name in ("compute_ratio", "compute_absolute"):
+            e = results[name]["data_edge"]
+            print(f"{name} past the data's edge (GPUs launched after {e['launch_year']}): lean x{math.exp(e['p50']):.3f}, "
+                  f"forward p10-p90 x{math.exp(e['p10']):.3f}-x{math.exp(e['p90']):.3f} "
+                  f"(years {', '.join(e['years'])}; {e['n']} rows)")
     if verbose:
         print("compute_ratio blend clipped by dominance: " + ", ".join(
             f"{c['weight']}, {c['shrink']} " + " | ".join(f"{c[k]['median_ape']:.1f}%/{c[k]['p90_ape']:.1f}%"
@@ -663,6 +680,29 @@ def train_compute(out_dir: Path | None = MODELS_DIR, verbose: bool = True) -> di
         for name, doc in results.items():
             (out_dir / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":"), allow_nan=False) + "\n")
     return results
+
+
+def train_data_edge(chosen_by: dict[str, tuple[str, tuple]], blend: tuple[float, float],
+                    workloads: dict[str, WorkloadInfo]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The `data_edge` entries of compute_ratio.json and compute_absolute.json (srift.learn.
+    data_edge note "data edge"): the chosen models' forward-split residuals, anchored as shipped
+    (`blend`: weight, shrink) and with no measurement, over the counted years, and the newest
+    training chip's launch year."""
+    from srift.learn.data_edge import counted_years, edge_record, forward_residuals, training_edge_year
+
+    (ratio_kind, ratio), (absolute_kind, absolute) = chosen_by["compute_ratio"], chosen_by["compute_absolute"]
+    anchored, alone = forward_residuals(workloads, ratio, absolute, candidates()[ratio_kind],
+                                        candidates()[absolute_kind], blend)
+    chips = {r.chip: launch_year(r.chip) for pair in (*ratio[4], *absolute[4]) for r in pair
+             if r is not None and launch_year(r.chip) > 0}
+    edge = max(training_edge_year(ratio[4]), training_edge_year(absolute[4]))
+
+    def counted(by_year: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        return {y: by_year[y] for y in counted_years(chips, by_year)}
+
+    return (edge_record(counted(anchored), edge, "anchored on an older GPU chip's row, as shipped (the blend, "
+                                                 "shrunk, clipped by dominance)"),
+            edge_record(counted(alone), edge, "no measurement (clipped by dominance)"))
 
 
 def train_lab_band(make: Callable[[], Any], data: tuple, workloads: dict[str, WorkloadInfo],

@@ -569,3 +569,124 @@ TEST(WorkloadStats, LayerSumsPastADoubleAreRefused) {
   // and the roofline of one such layer on a GPU of 1 FLOP/s
   EXPECT_THROW(srift::roofline_compute({big}, gpu("g", 1e-12, 0, 500), Precision::fp32, 0.0), std::invalid_argument);
 }
+
+TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
+  // Note "data edge": zero corrections (the roofline ratio), an in-range band and the forward
+  // split's quantiles; a GPU launched after edge_year is moved by exp(p50) and banded.
+  const srift::WorkloadStats w = two_layers();
+  GpuSpec old_gpu = gpu("old", 15.7, 125, 900), new_gpu = gpu("new", 31.2, 250, 1600), unknown = new_gpu;
+  old_gpu.launch_year = 2020;
+  new_gpu.launch_year = 2025;
+  unknown.name = "unknown";  // launch_year 0: taken as inside the data
+  srift::LearnedComputeConfig cfg;
+  cfg.anchored_p10 = -0.2;
+  cfg.anchored_p90 = 0.25;
+  cfg.absolute_p10 = -0.3;
+  cfg.absolute_p90 = 0.26;
+  cfg.edge_year = 2024;
+  cfg.edge_anchored_p10 = -0.05, cfg.edge_anchored_p50 = 0.15, cfg.edge_anchored_p90 = 0.5;  // spread -0.2, +0.35
+  cfg.edge_absolute_p10 = 0.0, cfg.edge_absolute_p50 = 0.1, cfg.edge_absolute_p90 = 0.2;     // spread -0.1, +0.1
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0), cfg);
+  srift::LearnedComputeConfig inside_cfg = cfg;
+  inside_cfg.edge_year = 0;  // no data_edge recorded: nothing is past it
+  const srift::LearnedCompute plain(constant_model(32, 0.0), constant_model(9, 0.0), inside_cfg);
+  auto total = [](const srift::ComputeModel& m, double b) { return m.compute_s(b) + m.optimizer_s; };
+  const std::vector<srift::Measurement> meas = {{32, 0.14}};
+
+  // no measurement: x exp(0.1), band the wider of (-0.3, 0.26) and (-0.1, 0.1)
+  const srift::LearnedComputeResult past = lc.predict_absolute(w, new_gpu, Precision::amp, 0);
+  const srift::LearnedComputeResult base = plain.predict_absolute(w, new_gpu, Precision::amp, 0);
+  EXPECT_TRUE(past.past_data_edge);
+  EXPECT_FALSE(base.past_data_edge);
+  for (double b : {1.0, 64.0, 1024.0}) EXPECT_NEAR(total(past.model, b), std::exp(0.1) * total(base.model, b), 1e-12 * total(past.model, b));
+  EXPECT_DOUBLE_EQ(past.p10_factor, std::exp(-0.3));
+  EXPECT_DOUBLE_EQ(past.p90_factor, std::exp(0.26));
+  // a GPU with no launch year, or one inside the data, is not moved
+  EXPECT_FALSE(lc.predict_absolute(w, unknown, Precision::amp, 0).past_data_edge);
+  EXPECT_FALSE(lc.predict_absolute(w, old_gpu, Precision::amp, 0).past_data_edge);
+
+  // anchored on an older GPU: x exp(0.15), band (min(-0.2, -0.2), max(0.25, 0.35))
+  const srift::LearnedComputeResult up = lc.predict_anchored(w, old_gpu, meas, new_gpu, Precision::amp);
+  const srift::LearnedComputeResult up0 = plain.predict_anchored(w, old_gpu, meas, new_gpu, Precision::amp);
+  EXPECT_TRUE(up.past_data_edge);
+  for (double b : {8.0, 32.0, 256.0}) EXPECT_NEAR(total(up.model, b), std::exp(0.15) * total(up0.model, b), 1e-9 * total(up.model, b));
+  EXPECT_DOUBLE_EQ(up.p10_factor, std::exp(-0.2));
+  EXPECT_DOUBLE_EQ(up.p90_factor, std::exp(0.35));
+  // anchored on the new GPU, predicting the older one: the ratio read the other way
+  const srift::LearnedComputeResult down = lc.predict_anchored(w, new_gpu, meas, old_gpu, Precision::amp);
+  const srift::LearnedComputeResult down0 = plain.predict_anchored(w, new_gpu, meas, old_gpu, Precision::amp);
+  EXPECT_TRUE(down.past_data_edge);
+  for (double b : {8.0, 32.0, 256.0}) {
+    EXPECT_NEAR(total(down.model, b), std::exp(-0.15) * total(down0.model, b), 1e-9 * total(down.model, b));
+  }
+  EXPECT_DOUBLE_EQ(down.p10_factor, std::exp(-0.35));
+  EXPECT_DOUBLE_EQ(down.p90_factor, std::exp(0.25));
+  // both past the edge: the leans cancel, the band is wide enough for either direction
+  GpuSpec newer = new_gpu;
+  newer.name = "newer";
+  newer.fp16_flops *= 1.5;
+  const srift::LearnedComputeResult both = lc.predict_anchored(w, new_gpu, meas, newer, Precision::amp);
+  const srift::LearnedComputeResult both0 = plain.predict_anchored(w, new_gpu, meas, newer, Precision::amp);
+  EXPECT_TRUE(both.past_data_edge);
+  EXPECT_NEAR(total(both.model, 32), total(both0.model, 32), 1e-12 * total(both.model, 32));
+  EXPECT_DOUBLE_EQ(both.p10_factor, std::exp(-0.35));
+  EXPECT_DOUBLE_EQ(both.p90_factor, std::exp(0.35));
+  // several anchors: the band of the one past the edge
+  const srift::LearnedComputeResult mixed =
+      lc.predict_anchored(w, {srift::Anchor{unknown, meas}, srift::Anchor{old_gpu, meas}}, new_gpu, Precision::amp, 0);
+  EXPECT_TRUE(mixed.past_data_edge);
+  EXPECT_DOUBLE_EQ(mixed.p90_factor, std::exp(0.35));
+
+  // refused: quantiles out of order, a year out of range, a GPU's year out of range
+  srift::LearnedComputeConfig bad = cfg;
+  bad.edge_anchored_p10 = 0.2;
+  try {
+    bad.validate();
+    FAIL() << "p10 above p50 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("edge_anchored_p10"), std::string::npos) << e.what();
+  }
+  bad = cfg;
+  bad.edge_year = 1850;
+  EXPECT_THROW(bad.validate(), std::invalid_argument);
+  GpuSpec future = new_gpu;
+  future.launch_year = 20250;
+  EXPECT_THROW(future.validate(), std::invalid_argument);
+}
+
+TEST(LearnedCompute, DataEdgeFromTheDocuments) {
+  auto doc = [](const std::string& extra, int n) {
+    std::string names, coefs;
+    for (int i = 0; i < n; ++i) {
+      names += (i ? ",\"f" : "\"f") + std::to_string(i) + "\"";
+      coefs += i ? ",0" : "0";
+    }
+    return R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
+           R"(],"model":{"type":"linear","coef":[)" + coefs + R"(],"intercept":0},"residuals":{"p10":-0.1,"p90":0.2})" +
+           extra + "}";
+  };
+  const std::string edge_r = R"(,"data_edge":{"launch_year":2024,"p10":-0.05,"p50":0.15,"p90":0.35})";
+  const std::string edge_a = R"(,"data_edge":{"launch_year":2024,"p10":-0.1,"p50":0.14,"p90":0.36})";
+  const srift::LearnedComputeConfig cfg = srift::learned_compute_config(doc(edge_r, 32), doc(edge_a, 9));
+  EXPECT_EQ(cfg.edge_year, 2024);
+  EXPECT_DOUBLE_EQ(cfg.edge_anchored_p50, 0.15);
+  EXPECT_DOUBLE_EQ(cfg.edge_absolute_p10, -0.1);
+  EXPECT_DOUBLE_EQ(cfg.edge_absolute_p90, 0.36);
+  EXPECT_EQ(srift::learned_compute_config(doc("", 32), doc("", 9)).edge_year, 0);  // none recorded
+  // one document only, or two different years: refused, naming the field
+  for (const auto& [r, a] : {std::make_pair(doc(edge_r, 32), doc("", 9)),
+                             std::make_pair(doc(edge_r, 32), doc(R"(,"data_edge":{"launch_year":2023,"p10":0,"p50":0,"p90":0})", 9))}) {
+    try {
+      srift::learned_compute_config(r, a);
+      FAIL() << "mismatched data_edge accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("data_edge.launch_year"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(srift::learned_compute_config(doc(R"(,"data_edge":{"launch_year":2024.5,"p10":0,"p50":0,"p90":0})", 32),
+                                             doc(edge_a, 9)),
+               std::invalid_argument);
+  EXPECT_THROW(srift::learned_compute_config(doc(R"(,"data_edge":{"launch_year":2024,"p10":0.3,"p50":0,"p90":0.4})", 32),
+                                             doc(edge_a, 9)),
+               std::invalid_argument);
+}

@@ -13,10 +13,14 @@ struct GpuSpec {
   double tf32_flops = 0;            ///< TF32 tensor-core peak, FLOP/s (0: no TF32)
   double fp16_flops = 0;            ///< FP16/BF16 tensor-core peak, FLOP/s (0: none)
   double memory_bandwidth = 0;      ///< DRAM/HBM bandwidth, bytes/s
+  /// Year the GPU chip was announced (0: unknown). A learned prediction for a GPU newer than
+  /// every GPU its models learned from moves by a new generation's lean (learned_compute.hpp
+  /// note "data edge").
+  int launch_year = 0;
 
   /// Throws std::invalid_argument naming the field when a value is not finite, memory_bytes
-  /// not > 0, fp32_flops or memory_bandwidth below 1 (per second), or tf32_flops or
-  /// fp16_flops neither 0 nor at least 1.
+  /// not > 0, fp32_flops or memory_bandwidth below 1 (per second), tf32_flops or fp16_flops
+  /// neither 0 nor at least 1, or launch_year neither 0 nor in 1990-2100.
   void validate() const;
 };
 

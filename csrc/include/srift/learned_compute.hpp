@@ -24,6 +24,18 @@
 // the type nearest by specs was worse still (Sia 42 / 488). The band stays a single anchor's
 // (x0.83-x1.27): it holds 86% of Lambda's several-anchor predictions and 45% of Gavel's.
 //
+// Note "data edge". A GPU launched after every GPU chip the models learned from (GpuSpec::
+// launch_year > the documents' data_edge.launch_year) is a generation they never saw, and on
+// each past generation the forward split (srift.learn.train note "forward") found the models
+// too fast: the new chip realises less of its datasheet lead than the older chips' trend says.
+// Its prediction is multiplied by the forward split's median lean exp(p50), and its band is
+// the wider of the in-range band and the forward residuals around that lean. Anchored from a
+// GPU past the edge to one inside it, the ratio is read the other way: the lean divides and
+// the band is mirrored; with both past the edge the leans cancel and the band is the wider of
+// both. A GPU with no launch year (0) is taken as inside the data. Pairs the ratio model does
+// not cover (note "no fp16 path") keep the roofline's ratio and band. srift.learn.data_edge
+// documents the split and the backtest.
+//
 // srift.learn.blend, srift.learn.dominance and srift.learn.models document the choices and
 // the held-out errors behind them; the Python training code computes the same features
 // (srift.learn.features), and a test holds both implementations equal.
@@ -120,6 +132,13 @@ struct LearnedComputeConfig {
   /// (srift.learn.measured_band note "measured band"). 1: the document records none.
   double measured_p10 = 1, measured_p90 = 1;
   double measured_per_e_fold_p10 = 1, measured_per_e_fold_p90 = 1;
+  /// Note "data edge": the launch year of the newest GPU chip the models learned from (0: the
+  /// documents record none, and no GPU is past the edge), and the forward split's log
+  /// residuals log(measured / predicted) of a GPU newer than its training chips, anchored on
+  /// an older one and with no measurement (p10 <= p50 <= p90).
+  int edge_year = 0;
+  double edge_anchored_p10 = 0, edge_anchored_p50 = 0, edge_anchored_p90 = 0;
+  double edge_absolute_p10 = 0, edge_absolute_p50 = 0, edge_absolute_p90 = 0;
 
   void validate() const;
 };
@@ -127,7 +146,8 @@ struct LearnedComputeConfig {
 /// The combination the shipped documents record (srift/data/models): compute_ratio.json's
 /// absolute_blend (weight, shrink, residuals, dominance_guard) and roofline_residuals,
 /// compute_absolute.json's residuals, dominance_guard and measured_band (noise and per_e_fold,
-/// each p10/p90 factors; optional); each dominance_guard lists its
+/// each p10/p90 factors; optional), and both documents' data_edge (launch_year, p10, p50, p90;
+/// optional, but both or neither, with one launch_year); each dominance_guard lists its
 /// reference GPUs and their specs (reference_specs: FLOP/s, bytes/s, bytes). A document
 /// without roofline_residuals uses its own residuals there. Throws std::invalid_argument
 /// naming the JSON path of a missing or bad field.
@@ -139,6 +159,9 @@ struct LearnedComputeResult {
   double p10_factor = 1;
   double p90_factor = 1;
   bool roofline_ratio_only = false;  ///< anchored on a pair the ratio model does not cover
+  /// Note "data edge": the target (or the anchor) is newer than every GPU the models learned
+  /// from, and the prediction carries a new generation's lean and band.
+  bool past_data_edge = false;
 };
 
 /// Measurements of the workload on one GPU type, to anchor predictions for others.
