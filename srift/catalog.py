@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from srift.files import read_input_text
+from srift.files import read_input_text, unique_keys
 
 if TYPE_CHECKING:  # pragma: no cover
     import boto3
@@ -307,7 +307,7 @@ class Catalog:
         except UnicodeDecodeError as exc:
             raise ValueError(f"catalog path {str(p)!r}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{p}: $: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
         except RecursionError:

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from srift.catalog import INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, SCHEMA_PATH, format_json_path
-from srift.files import decode_text, read_input_bytes, strip_bom
+from srift.files import decode_text, read_input_bytes, strip_bom, unique_keys
 
 if TYPE_CHECKING:  # pragma: no cover
     from srift.catalog import Catalog
@@ -199,8 +199,8 @@ def load_overrides(source: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[
             raise ValueError(f"{origin}: {_TOO_DEEP}") from None
     else:
         try:
-            data = json.loads(decode_text(raw))
-        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer of too many digits
+            data = json.loads(decode_text(raw), object_pairs_hook=unique_keys)
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits, a repeated key
             raise ValueError(f"{origin}: not valid JSON ({exc})") from exc
         except RecursionError:  # the parser recurses once per level of nesting
             raise ValueError(f"{origin}: {_TOO_DEEP}") from None

@@ -98,6 +98,14 @@ def _measurement(text: str) -> tuple[str, int, float]:
     return parts[0], _positive_int(parts[1]), _positive_float(parts[2])
 
 
+def _instance_measurement(text: str) -> tuple[str, int, float]:
+    """INSTANCE:LOCAL_BATCH:SECONDS: one DDP iteration on a whole instance."""
+    if len(text.split(":")) != 3:
+        raise argparse.ArgumentTypeError("measurement must be INSTANCE:LOCAL_BATCH:SECONDS (e.g. p3.16xlarge:32:0.16), "
+                                         f"got {text!r}")
+    return _measurement(text)
+
+
 def _gpu_measurement(text: str) -> tuple[str, int, float, int]:
     """GPU:LOCAL_BATCH:SECONDS, or GPU:LOCAL_BATCH:SECONDS:MICRO_STEPS for an optimizer step
     of that many gradient-accumulation micro-steps."""
@@ -140,7 +148,7 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                    help="a single-GPU iteration you timed, e.g. T4:32:0.21 (repeatable); with MICRO_STEPS, "
                         "one optimizer step of that many gradient-accumulation micro-steps of BATCH each, "
                         "e.g. T4:32:1.7:8")
-    g.add_argument("--measure-instance", type=_measurement, action="append", default=[],
+    g.add_argument("--measure-instance", type=_instance_measurement, action="append", default=[],
                    metavar="INSTANCE:BATCH:SECONDS",
                    help="a DDP iteration you timed on all GPUs of one instance, at a local batch per GPU, "
                         "e.g. p3.16xlarge:32:0.16 (repeatable): anchors that instance type, host and "

@@ -87,7 +87,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     from srift.learn.train import MODELS_DIR, train_all
 
-    train_all(Path(args.out) if args.out else MODELS_DIR, verbose=True, reprofile=args.reprofile)
+    if args.out is not None and not args.out.strip():
+        raise ValueError("--out: expected a directory for the model JSON files, got an empty path "
+                         "(leave --out out to write the package's own srift/data/models)")
+    out = Path(args.out) if args.out is not None else MODELS_DIR
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: expected a directory, got {args.out!r}, which is a file")
+    if not out.exists() and any(p.exists() and not p.is_dir() for p in out.parents):
+        raise ValueError(f"--out: {args.out!r} cannot be a directory: a parent is a file")
+    train_all(out, verbose=True, reprofile=args.reprofile)
     return 0
 
 

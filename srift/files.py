@@ -43,6 +43,18 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8-sig")
 
 
+def unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """json.loads' object_pairs_hook that refuses an object with a repeated key (ValueError
+    naming it): json.loads keeps the last silently, so a file that says a field twice would
+    mean its second value whatever the reader expected."""
+    out: dict[str, object] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
 def read_input_text(path: str | os.PathLike[str]) -> str:
     """read_input_bytes decoded as UTF-8, a leading byte-order mark dropped."""
     return decode_text(read_input_bytes(path))

@@ -90,7 +90,7 @@ def lambda_samples_per_s(model: str, throughput: float) -> float:
 def lambda_repeats(d: Path | None = None) -> dict[tuple, list[float]]:
     """(GPU, model, precision, batch) -> the throughputs Lambda reports for it (1 GPU, in the zoo
     model's samples/s): the same benchmark run on several hosts or dates, whose spread is the
-    data's own noise. The v1 table only: the v2 table's 26 H100 SXM5 hosts of one fleet would
+    data's own noise. The v1 table only: the v2 table's 39 H100 SXM5 hosts of one fleet would
     make three residuals in four one GPU's (srift.learn.lambda_v2 note "v2 rows")."""
     return _lambda_throughputs(d or data_dir(), v2=False)
 

@@ -30,7 +30,8 @@ bench/accuracy.py compute_absolute_leave_one_*_out_with_cpu_rows, *_dominance_gu
 The upper bound alone scores 11.7 / 36 leaving a chip out. Of 7,140 (zoo model, precision,
 batch, catalog GPU pair) cases where one GPU beats the other, 69 were predicted the wrong way
 round before and 15 after (each under 5%, at batch 8: the affine line bends the clipped times,
-and the H200 above a B200 is no reference). Clipping the absolute terms inside the anchored
+and the H200 above a B200 was no reference: counted before Lambda's v2 rows made
+the H200, GH200 and B200 references). Clipping the absolute terms inside the anchored
 blend (srift.learn.blend) moved it by +-0.3 either way: not applied.
 
 Anchored. With a measurement on GPU a, the anchored ratio of the target is clipped the same way
@@ -49,7 +50,8 @@ references overrule the measurement (the upper bound winning over the anchor) sc
 and 15.5 / 53, but left an A100-80GB predicted faster than a measured H100: not shipped.
 With each anchor's time set to its own no-measurement prediction, the catalog's wrong-way
 cases (zoo models x precisions x 5 anchors x 3 batches x GPU pairs, 32,130) fall from 87 (up
-to 1.20x) to 30 (within 3%: B200 and B300 behind the H200, which is no reference). Adding the
+to 1.20x) to 30 (within 3%: B200 and B300 behind the H200, then no reference; counted before Lambda's v2
+rows made the H200, GH200 and B200 references). Adding the
 catalog's GPUs to the references scored worse on the no-measurement split (11.7 / 35).
 """
 from __future__ import annotations

@@ -375,6 +375,9 @@ def test_overrides_json_file(cat: Catalog, tmp_path: Path) -> None:
          r"\$\.prices\[0\]\.instance = 'nope\.big'"),
         ({"schema": "srift.catalog-overrides/1", "quotas": {"p3.2xlarge": -1}}, r"quotas\['p3\.2xlarge'\] = -1"),
         ({"schema": "srift.catalog-overrides/1", "quotas": {"p3.2xlarge": 2.5}}, r"must be an integer >= 0"),
+        ({"schema": "srift.catalog-overrides/1", "gpus": {"T4": {"launch_year": "2018"}}},
+         r"\$\.gpus\.T4\.launch_year = '2018': must be a whole year in 1990-2100 or null"),
+        ({"schema": "srift.catalog-overrides/1", "gpus": {"T4": {"launch_year": 18}}}, r"launch_year = 18"),
     ],
 )
 def test_overrides_errors(cat: Catalog, overrides: dict, message: str) -> None:
@@ -482,3 +485,27 @@ def test_a_catalog_nested_too_deeply_is_a_value_error(tmp_path: Path) -> None:
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match="nested too deeply to be a catalog"):
         Catalog.load(path)
+
+
+def test_overrides_set_a_launch_year(cat: Catalog) -> None:
+    """A GPU's launch year places it inside or past the learned models' data (srift.learn.
+    data_edge note "data edge"); an override may set or clear it."""
+    assert cat.gpu("T4").launch_year == 2018
+    assert cat.with_overrides({"schema": "srift.catalog-overrides/1",
+                               "gpus": {"T4": {"launch_year": 2030}}}).gpu("T4").launch_year == 2030
+    assert cat.with_overrides({"schema": "srift.catalog-overrides/1",
+                               "gpus": {"T4": {"launch_year": None}}}).gpu("T4").launch_year is None
+
+
+def test_a_file_that_says_a_field_twice_is_refused(cat: Catalog, tmp_path: Path) -> None:
+    """json.loads keeps the last of a repeated key silently: an override that set the network
+    twice (1.2, then 0.01 GB/s) predicted an 18 s iteration (a review)."""
+    f = tmp_path / "dup.json"
+    f.write_text('{"schema": "srift.catalog-overrides/1", "instances": {"p3.2xlarge": '
+                 '{"measured_network_gbytes_s": 1.2, "measured_network_gbytes_s": 0.01}}}')
+    with pytest.raises(ValueError, match="'measured_network_gbytes_s' appears twice"):
+        cat.with_overrides(f)
+    g = tmp_path / "cat.json"
+    g.write_text('{"schema": "srift.catalog/1", "schema": "srift.catalog/1"}')
+    with pytest.raises(ValueError, match="'schema' appears twice"):
+        Catalog.load(g)

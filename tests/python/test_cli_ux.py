@@ -204,3 +204,25 @@ def test_confidence_needs_a_deadline(capsys, prof):
     assert main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "1000",
                  "--budget", "100", "--confidence", "0.9"]) == 2
     assert "--confidence is the probability of meeting --deadline" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("out, needle", [
+    ("", "--out: expected a directory for the model JSON files, got an empty path"),
+    ("FILE", "which is a file"),
+    ("FILE/sub", "a parent is a file"),
+])
+def test_train_out_must_be_a_directory(capsys, tmp_path, out, needle):
+    """`srift train --out ""` trained into the package's own models (a review): refused before
+    any training, naming the option."""
+    f = tmp_path / "FILE"
+    f.write_text("x")
+    arg = out.replace("FILE", str(f)) if out else out
+    assert main(["train", "--out", arg]) == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_measure_instance_format_names_an_instance(capsys):
+    with pytest.raises(SystemExit):
+        main(["predict", "--model", "resnet50", "--cluster", "1x g5.xlarge", "--global-batch", "8",
+              "--measure-instance", "p3.16xlarge:32"])
+    assert "INSTANCE:LOCAL_BATCH:SECONDS (e.g. p3.16xlarge:32:0.16)" in capsys.readouterr().err
