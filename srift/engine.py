@@ -455,9 +455,9 @@ class Engine:
         points = self._measurements_for(gpu_key)
         if points:
             # a name that resolves to several GPUs (V100: 16 and 32 GB) may have run on the larger
-            self._warn_if_over_memory(gpu_key, [m for m in self.profile.measurements
-                                                if m.gpus == 1 and self._resolve(m.device) == [gpu_key]],
-                                      depth=_depth)
+            mine = [m for m in self.profile.measurements if m.gpus == 1 and self._resolve(m.device) == [gpu_key]]
+            self._warn_if_over_memory(gpu_key, mine, depth=_depth)
+            self._warn_if_faster_than_peak(gpu_key, mine, depth=_depth)
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
             prior = _core.roofline_compute(kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes,
                                            self.gpu_spec(gpu_key), PRECISIONS[self.precision],
@@ -652,6 +652,28 @@ class Engine:
                 return min(p10, q10), max(p90, q90)
         return p10, p90
 
+    def _warn_if_faster_than_peak(self, gpu_key: str, measurements: list[Any], on: str | None = None,
+                                  depth: int = 0) -> None:
+        """A run the user timed faster than its GPU's fastest peak allows for the profile's
+        FLOPs (a review: T4:32:0.001 planned a T4 at 780 TFLOP/s and an H100 past its own
+        peak): most likely a time per sample, per micro-step or in milliseconds. srift keeps
+        the run (it cannot know which), so say so."""
+        gpu = self.catalog.gpu(gpu_key)
+        peak = max(float(v or 0.0) for v in (gpu.fp32_tflops, gpu.tf32_tflops, gpu.fp16_tflops, gpu.bf16_tflops)) * 1e12
+        flops = self.profile.total_forward_flops() + self.profile.total_backward_flops()
+        if not (peak > 0 and flops > 0):
+            return
+        for m in measurements:
+            work = flops * m.local_batch * max(int(getattr(m, "accumulation_steps", 1) or 1), 1)
+            if m.iteration_s < work / peak:
+                where = f"{on} ({gpu_key})" if on else gpu_key
+                warnings.warn(f"measurements on {where}: a run at local batch {m.local_batch:g} in {m.iteration_s:g} s "
+                              f"does {work / m.iteration_s / 1e12:.4g} TFLOP/s of the profile's FLOPs, more than the "
+                              f"{peak / 1e12:.4g} TFLOP/s peak of a {gpu_key}: check that the time is seconds per "
+                              "iteration (not per sample, per micro-step or milliseconds) and the batch is per GPU",
+                              UserWarning, stacklevel=4 + depth)
+                return
+
     def _warn_if_over_memory(self, gpu_key: str, measurements: list[Any], on: str | None = None, depth: int = 0) -> None:
         """A run the user timed at a local batch that srift's memory estimate says does not fit
         this GPU: plans will hold fewer samples per GPU than the run did. The run is the
@@ -680,9 +702,10 @@ class Engine:
             return self._compute_entry(it.gpu)
         cached = self._instance_compute.get(it.name)
         if cached is None:
-            self._warn_if_over_memory(it.gpu, [m for m in self.profile.measurements
-                                               if m.gpus > 1 and self.catalog.instance(m.device.strip()).name == it.name],
-                                      on=it.name)
+            whole = [m for m in self.profile.measurements
+                     if m.gpus > 1 and self.catalog.instance(m.device.strip()).name == it.name]
+            self._warn_if_over_memory(it.gpu, whole, on=it.name)
+            self._warn_if_faster_than_peak(it.gpu, whole, on=it.name)
             single, _, _, _ = self._compute_entry(it.gpu)
             anchored = _core.anchor_to_measurements(single, points)
             anchored.accumulate_s = single.accumulate_s

@@ -121,6 +121,26 @@ def test_a_measured_batch_the_memory_estimate_does_not_hold_is_named(fresh_profi
         srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=64)
 
 
+def test_a_run_faster_than_its_gpus_peak_is_flagged(fresh_profile):
+    """ResNet-50 at batch 32 in 1 ms on a T4 is ~780 TFLOP/s, ten times its 65 TFLOP/s tensor
+    peak: most likely milliseconds or per sample. srift keeps the run and says so (a review)."""
+    import warnings
+
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.001)
+    with pytest.warns(UserWarning, match=r"measurements on T4: a run at local batch 32 in 0.001 s does .* TFLOP/s "
+                                         r"of the profile's FLOPs, more than the 65 TFLOP/s peak of a T4"):
+        srift.predict(fresh_profile, "1x p5.48xlarge", global_batch=256)
+    fresh_profile.measurements = []
+    fresh_profile.add_measurement("g4dn.12xlarge", local_batch=32, iteration_s=0.001, gpus=4)
+    with pytest.warns(UserWarning, match=r"measurements on g4dn.12xlarge \(T4\): a run at local batch 32"):
+        srift.predict(fresh_profile, "1x g4dn.12xlarge", global_batch=128)
+    fresh_profile.measurements = []
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.21)  # a plausible run: nothing to say
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=64)
+
+
 def test_measurements_on_a_gpu_only_anchoring_others_are_checked_too(fresh_profile):
     # the runs on V100 anchor the T4's prediction though no plan asked runs on a V100: the
     # checks a planned GPU's runs get apply to them as well
