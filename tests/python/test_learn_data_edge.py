@@ -140,11 +140,12 @@ def test_a_gpu_past_the_edge_is_predicted_with_the_lean():
                for c in ("1x g7e.2xlarge", "1x p6-b300.48xlarge", "1x p6-b200.48xlarge", "1x p5.48xlarge")}
     assert sources == {"1x g7e.2xlarge": "learned-past-edge", "1x p6-b300.48xlarge": "learned-past-edge",
                        "1x p6-b200.48xlarge": "learned", "1x p5.48xlarge": "learned"}
-    # B300's specs equal B200's in the catalog: the two differ by the lean alone
+    # B300's peaks equal B200's in the catalog: the two differ by the lean (and, by 0.1%, by
+    # the batch grid its larger memory fits the line on)
     b300 = srift.predict(prof, "1x p6-b300.48xlarge", global_batch=64)
     b200 = srift.predict(prof, "1x p6-b200.48xlarge", global_batch=64)
     lean = math.exp(default_models().data_edge()[2][1])
-    assert b300.groups[0].compute_s == pytest.approx(lean * b200.groups[0].compute_s, rel=1e-6)
+    assert b300.groups[0].compute_s == pytest.approx(lean * b200.groups[0].compute_s, rel=5e-3)
     from srift.report import explain_prediction
 
     text = explain_prediction(srift.predict(prof, "1x g7e.2xlarge", global_batch=64), srift.catalog._default_catalog())
