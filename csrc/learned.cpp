@@ -146,6 +146,11 @@ struct LearnedModelReader {
       }
       if (inputs != 1) bad(mp + ".layers", "must end in one output, got " + std::to_string(inputs));
     } else if (type == "mean" && depth == 0) {
+      // A scaler in front of the mean was read and then never applied: each member scales its
+      // own inputs, so the document's own is refused rather than silently ignored.
+      if (sc != nullptr && sc->t != Json::T::null) {
+        bad(sp, "must be null for a mean model (each member has its own input_scaler)");
+      }
       m.type_ = LearnedModel::Type::mean;
       const Json& members = field(model, mp, "members");
       if (members.t != Json::T::array || members.arr.empty()) bad(mp + ".members", "must be a non-empty array");
@@ -174,15 +179,22 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
     bad("$.schema", "must be 'srift.learned-model/1', got '" + schema + "'");
   }
   LearnedModel m;
+  // As the schema (srift/schemas/learned_model.schema.json): a non-empty name and feature
+  // names, and residuals, where the document has them, an object with both quantiles (a lone
+  // p10 left p90 at 0, and a list was skipped).
   m.name_ = string(field(doc, "$", "name"), "$.name");
+  if (m.name_.empty()) bad("$.name", "must not be empty");
   const Json& feats = field(doc, "$", "features");
   if (feats.t != Json::T::array || feats.arr.empty()) bad("$.features", "must be a non-empty array of names");
   for (std::size_t i = 0; i < feats.arr.size(); ++i) {
-    m.features_.push_back(string(feats.arr[i], "$.features[" + std::to_string(i) + "]"));
+    const std::string at = "$.features[" + std::to_string(i) + "]";
+    m.features_.push_back(string(feats.arr[i], at));
+    if (m.features_.back().empty()) bad(at, "must not be empty");
   }
-  if (const Json* r = doc.find("residuals"); r != nullptr && r->t == Json::T::object) {
-    if (const Json* q = r->find("p10"); q != nullptr) m.p10_ = number(*q, "$.residuals.p10");
-    if (const Json* q = r->find("p90"); q != nullptr) m.p90_ = number(*q, "$.residuals.p90");
+  if (const Json* r = doc.find("residuals"); r != nullptr) {
+    if (r->t != Json::T::object) bad("$.residuals", "must be an object with p10 and p90");
+    m.p10_ = number(field(*r, "$.residuals", "p10"), "$.residuals.p10");
+    m.p90_ = number(field(*r, "$.residuals", "p90"), "$.residuals.p90");
     if (m.p10_ > m.p90_) {
       bad("$.residuals", "must have p10 <= p90, got p10 " + detail::fmt(m.p10_) + " and p90 " + detail::fmt(m.p90_));
     }

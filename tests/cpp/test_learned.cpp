@@ -299,6 +299,40 @@ TEST(LearnedModel, ResidualQuantilesMustBeInOrder) {
   EXPECT_THROW(config.validate(), std::invalid_argument);
 }
 
+TEST(LearnedModel, ResidualsNameAndFeaturesAreReadAsTheSchemaHasThem) {
+  // residuals with p10 alone gave p90 0, a list was skipped; an empty name was accepted
+  std::string what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":-0.5"));
+  EXPECT_NE(what.find("$.residuals.p90 is missing"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p90\":0.5"));
+  EXPECT_NE(what.find("$.residuals.p10 is missing"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "[1,2]"));
+  EXPECT_NE(what.find("$.residuals must be an object"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "null"));
+  EXPECT_NE(what.find("$.residuals must be an object"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "\"p10\":-0.1", "\"p10\":\"x\""));
+  EXPECT_NE(what.find("$.residuals.p10 must be a number"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"\""));
+  EXPECT_NE(what.find("$.name must not be empty"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "\"features\":[\"a\",\"b\"]", "\"features\":[\"a\",\"\"]"));
+  EXPECT_NE(what.find("$.features[1] must not be empty"), std::string::npos) << what;
+  // a document without residuals still reads, with 0 for both
+  const auto none = srift::LearnedModel::from_json(kMlp);
+  EXPECT_EQ(none.residual_p10(), 0.0);
+  EXPECT_EQ(none.residual_p90(), 0.0);
+}
+
+TEST(LearnedModel, AMeanModelRefusesAScalerOfItsOwn) {
+  // read, then never applied: the members scale their own inputs
+  const std::string doc = R"({"schema":"srift.learned-model/1","name":"avg","features":["a"],
+    "input_scaler":{"mean":[100],"scale":[2]},
+    "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
+  const std::string what = what_of(doc);
+  EXPECT_NE(what.find("$.input_scaler must be null for a mean model"), std::string::npos) << what;
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(doc, "{\"mean\":[100],\"scale\":[2]}", "null"))
+                       .predict({10.0}),
+                   10.0);
+}
+
 TEST(LearnedModel, APredictionThatIsNotFiniteIsAnErrorNamingTheModel) {
   const auto lin = srift::LearnedModel::from_json(kLinear);
   try {

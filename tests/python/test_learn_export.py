@@ -216,3 +216,48 @@ def test_trees_without_missing_left_send_nan_right() -> None:
     while t["feature"][node] >= 0:
         node = t["right"][node]
     assert core.predict(np.full((1, x.shape[1]), np.nan))[0] == pytest.approx(t["value"][node], rel=1e-12)
+
+
+def _mean_doc() -> dict:
+    return {"schema": "srift.learned-model/1", "name": "m", "features": ["a"],
+            "model": {"type": "mean", "members": [{"model": {"type": "linear", "coef": [1.0], "intercept": 0.0}}]}}
+
+
+def test_a_mean_model_refuses_a_scaler_of_its_own() -> None:
+    # The document's input_scaler was read, then never applied (each member scales its own inputs).
+    from srift import _core
+
+    doc = _mean_doc()
+    doc["input_scaler"] = {"mean": [100.0], "scale": [2.0]}
+    with pytest.raises(ValueError, match=r"\$\.input_scaler: .* is not of type 'null'"):
+        validate_model_dict(doc)
+    with pytest.raises(ValueError, match=r"\$\.input_scaler must be null for a mean model"):
+        _core.LearnedModel.from_json(json.dumps(doc))
+    doc["input_scaler"] = None
+    assert model_from_dict(doc).predict(np.array([10.0]))[0] == 10.0
+
+
+@pytest.mark.parametrize("residuals, where", [({"p10": -0.5}, r"\$\.residuals\.p90 is missing"),
+                                              ([1, 2], r"\$\.residuals must be an object"),
+                                              ({"p10": "x", "p90": 1}, r"\$\.residuals\.p10 must be a number")])
+def test_core_reads_residuals_as_the_schema_has_them(residuals: object, where: str) -> None:
+    # A lone p10 left p90 at 0 and a list was skipped, where the schema refuses both.
+    from srift import _core
+
+    doc = _mean_doc()
+    doc["residuals"] = residuals
+    with pytest.raises(ValueError, match=r"\$\.residuals"):
+        validate_model_dict(doc)
+    with pytest.raises(ValueError, match=where):
+        _core.LearnedModel.from_json(json.dumps(doc))
+
+
+def test_core_refuses_an_empty_name() -> None:
+    from srift import _core
+
+    doc = _mean_doc()
+    doc["name"] = ""
+    with pytest.raises(ValueError, match=r"\$\.name"):
+        validate_model_dict(doc)
+    with pytest.raises(ValueError, match=r"\$\.name must not be empty"):
+        _core.LearnedModel.from_json(json.dumps(doc))
