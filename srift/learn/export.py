@@ -117,7 +117,16 @@ def _model_params(est: Any) -> dict[str, Any]:
     from sklearn.neural_network import MLPRegressor
     from sklearn.tree import DecisionTreeRegressor
 
+    # A document holds one output: the trees' value[:, 0, 0] and the coefficients' first row
+    # were all that a multi-output estimator kept (its other outputs silently dropped).
+    outputs = getattr(est, "n_outputs_", None)
+    if outputs is not None and outputs != 1:
+        raise ValueError(f"cannot export {type(est).__name__} with n_outputs_ = {outputs}: a learned model "
+                         "predicts one output")
     if isinstance(est, (LinearRegression, Ridge, Lasso, ElasticNet, HuberRegressor)):
+        if np.ndim(est.coef_) == 2 and np.shape(est.coef_)[0] != 1:
+            raise ValueError(f"cannot export {type(est).__name__} with {np.shape(est.coef_)[0]} outputs (coef_ of "
+                             f"shape {np.shape(est.coef_)}): a learned model predicts one output")
         coef = np.ravel(est.coef_)
         return {"type": "linear", "coef": [float(c) for c in coef], "intercept": float(np.ravel([est.intercept_])[0])}
     if isinstance(est, GradientBoostingRegressor):

@@ -345,3 +345,40 @@ def test_core_refuses_an_empty_name() -> None:
         validate_model_dict(doc)
     with pytest.raises(ValueError, match=r"\$\.name must not be empty"):
         _core.LearnedModel.from_json(json.dumps(doc))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("kind", ["rf", "et", "dt", "mlp", "ridge", "linear", "lasso"])
+def test_multi_output_estimators_are_refused(kind: str) -> None:
+    # Review: the trees' value[:, 0, 0] kept the first output and dropped the others silently; a
+    # multi-output linear model failed in the core with a doubled "learned model: " prefix.
+    x, y = _data(10)
+    y2 = np.c_[y, -5 * y]
+    est = {"rf": lambda: RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0),
+           "et": lambda: ExtraTreesRegressor(n_estimators=3, max_depth=3, random_state=0),
+           "dt": lambda: DecisionTreeRegressor(max_depth=3, random_state=0),
+           "mlp": lambda: MLPRegressor(hidden_layer_sizes=(4,), max_iter=50, random_state=0),
+           "ridge": lambda: make_pipeline(StandardScaler(), Ridge()),
+           "linear": lambda: LinearRegression(),
+           "lasso": lambda: Lasso(alpha=0.01)}[kind]()
+    est.fit(x, y2)
+    with pytest.raises(ValueError, match=r"cannot export \w+ with (n_outputs_ = 2|2 outputs)"):
+        export_estimator(est, kind, [f"x{i}" for i in range(x.shape[1])])
+    # one output given as a column is one output
+    one = {"linear": LinearRegression, "dt": lambda: DecisionTreeRegressor(max_depth=3, random_state=0)}
+    if kind in one:
+        single = one[kind]().fit(x, y[:, None])
+        core = model_from_dict(export_estimator(single, kind, [f"x{i}" for i in range(x.shape[1])]))
+        np.testing.assert_allclose(core.predict(x), np.ravel(single.predict(x)), rtol=1e-9, atol=0)
+
+
+def test_core_errors_are_prefixed_once() -> None:
+    x, y = _data()
+    doc = export_estimator(Ridge().fit(x, y), "r", [f"x{i}" for i in range(x.shape[1])])
+    doc["model"]["coef"] = doc["model"]["coef"] * 2
+    with pytest.raises(ValueError) as info:
+        model_from_dict(doc)
+    assert str(info.value) == "learned model: $.model.coef must have 6 entries, got 12"
+    with pytest.raises(ValueError) as info:
+        model_from_dict(doc, "models/r.json")
+    assert str(info.value) == "models/r.json: $.model.coef must have 6 entries, got 12"
