@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -75,13 +76,16 @@ class Parser {
         ++i_;
         return v;
       }
+      // The keys read so far, hashed: a linear find() per key made an object of n keys cost
+      // n^2 / 2 comparisons (a 100,000-key "training" record took 15 s).
+      std::unordered_set<std::string> seen;
       while (true) {
         skip_ws();
         if (i_ >= s_.size() || s_[i_] != '"') error("expected a string key");
         std::string key = string_body();
         // Python's json keeps a repeated key's last value and this reader's find() the first:
         // one file would be two models, so a repeat is refused (srift's Python loader too).
-        if (v.find(key) != nullptr) error("duplicate key '" + key + "' in one object");
+        if (!seen.insert(key).second) error("duplicate key '" + key + "' in one object");
         skip_ws();
         if (i_ >= s_.size() || s_[i_] != ':') error("expected ':'");
         ++i_;

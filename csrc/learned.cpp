@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -28,6 +29,12 @@ FlatTree parse_tree(const Json& t, const std::string& path, int num_features) {
   tree.value = numbers(field(t, path, "value"), path + ".value");
   const std::size_t n = tree.feature.size();
   if (n == 0) bad(path + ".feature", "must not be empty");
+  // JSON holds no infinity: a split at +inf (scikit-learn's "missing or not" split, every
+  // number left, NaN by missing_left) is exported as the largest double and read back as +inf,
+  // so that an infinite input, which HistGradientBoosting takes, goes left as there.
+  for (double& th : tree.threshold) {
+    if (th == std::numeric_limits<double>::max()) th = HUGE_VAL;
+  }
   require_size(tree.threshold.size(), n, path + ".threshold");
   require_size(tree.left.size(), n, path + ".left");
   require_size(tree.right.size(), n, path + ".right");
@@ -103,6 +110,14 @@ struct LearnedModelReader {
       const Json& f32 = field(model, mp, "float32_inputs");
       if (f32.t != Json::T::boolean) bad(mp + ".float32_inputs", "must be true or false");
       m.float32_inputs_ = f32.b;
+      if (const Json* a = model.find("average"); a != nullptr) {
+        if (a->t != Json::T::boolean) bad(mp + ".average", "must be true or false");
+        m.average_ = a->b;
+      }
+      if (const Json* a = model.find("allow_nan"); a != nullptr) {
+        if (a->t != Json::T::boolean) bad(mp + ".allow_nan", "must be true or false");
+        m.allow_nan_ = a->b;
+      }
       const Json& trees = field(model, mp, "trees");
       if (trees.t != Json::T::array || trees.arr.empty()) bad(mp + ".trees", "must be a non-empty array");
       for (std::size_t i = 0; i < trees.arr.size(); ++i) {
@@ -146,6 +161,11 @@ struct LearnedModelReader {
       }
       if (inputs != 1) bad(mp + ".layers", "must end in one output, got " + std::to_string(inputs));
     } else if (type == "mean" && depth == 0) {
+      // A scaler in front of the mean was read and then never applied: each member scales its
+      // own inputs, so the document's own is refused rather than silently ignored.
+      if (sc != nullptr && sc->t != Json::T::null) {
+        bad(sp, "must be null for a mean model (each member has its own input_scaler)");
+      }
       m.type_ = LearnedModel::Type::mean;
       const Json& members = field(model, mp, "members");
       if (members.t != Json::T::array || members.arr.empty()) bad(mp + ".members", "must be a non-empty array");
@@ -174,15 +194,22 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
     bad("$.schema", "must be 'srift.learned-model/1', got '" + schema + "'");
   }
   LearnedModel m;
+  // As the schema (srift/schemas/learned_model.schema.json): a non-empty name and feature
+  // names, and residuals, where the document has them, an object with both quantiles (a lone
+  // p10 left p90 at 0, and a list was skipped).
   m.name_ = string(field(doc, "$", "name"), "$.name");
+  if (m.name_.empty()) bad("$.name", "must not be empty");
   const Json& feats = field(doc, "$", "features");
   if (feats.t != Json::T::array || feats.arr.empty()) bad("$.features", "must be a non-empty array of names");
   for (std::size_t i = 0; i < feats.arr.size(); ++i) {
-    m.features_.push_back(string(feats.arr[i], "$.features[" + std::to_string(i) + "]"));
+    const std::string at = "$.features[" + std::to_string(i) + "]";
+    m.features_.push_back(string(feats.arr[i], at));
+    if (m.features_.back().empty()) bad(at, "must not be empty");
   }
-  if (const Json* r = doc.find("residuals"); r != nullptr && r->t == Json::T::object) {
-    if (const Json* q = r->find("p10"); q != nullptr) m.p10_ = number(*q, "$.residuals.p10");
-    if (const Json* q = r->find("p90"); q != nullptr) m.p90_ = number(*q, "$.residuals.p90");
+  if (const Json* r = doc.find("residuals"); r != nullptr) {
+    if (r->t != Json::T::object) bad("$.residuals", "must be an object with p10 and p90");
+    m.p10_ = number(field(*r, "$.residuals", "p10"), "$.residuals.p10");
+    m.p90_ = number(field(*r, "$.residuals", "p90"), "$.residuals.p90");
     if (m.p10_ > m.p90_) {
       bad("$.residuals", "must have p10 <= p90, got p10 " + detail::fmt(m.p10_) + " and p90 " + detail::fmt(m.p90_));
     }
@@ -198,8 +225,37 @@ double LearnedModel::eval_linear(const double* x) const {
   return y;
 }
 
+// Note "tree inputs": scikit-learn checks all of X before any tree sees it. Its trees, forests
+// and gradient boosting (float32_inputs) convert X to float32 and refuse what is not finite
+// there: an infinity, or a number that rounds past the largest float (|x| >= 2^128 - 2^103,
+// round-to-nearest-even); HistGradientBoosting takes any double. NaN is refused where the
+// estimator's predict refuses it (GradientBoostingRegressor: the document's allow_nan false).
+void LearnedModel::check_tree_inputs(const double* x) const {
+  constexpr double kFloat32Overflow = 0x1.ffffffp+127;  // the least double that rounds to float +inf
+  for (std::size_t j = 0; j < features_.size(); ++j) {
+    const double v = x[j];
+    const char* why = nullptr;
+    if (std::isnan(v)) {
+      if (!allow_nan_) why = "this tree ensemble takes no NaN (as scikit-learn's predict refuses it)";
+    } else if (float32_inputs_ && !(std::fabs(v) < kFloat32Overflow)) {
+      why = "its trees compare float32 inputs, which cannot hold it (as scikit-learn's predict refuses it)";
+    }
+    if (why != nullptr) {
+      throw std::invalid_argument("learned model '" + name_ + "': feature " + features_[j] + " (index " +
+                                  std::to_string(j) + ") is " + detail::fmt(v) + ": " + why);
+    }
+  }
+}
+
+// Summed in scikit-learn's order, so that the two agree to the last bit: gradient boosting
+// adds each stage to the running prediction (GradientBoostingRegressor's predict_stages:
+// out += learning_rate * tree; HistGradientBoosting: out += tree, from its baseline), and a
+// forest adds its trees from 0 and then divides by their number (ForestRegressor.predict).
+// base + scale * (sum of the trees) differed from both in the last bits: 1e-7 relative where
+// the prediction is a small difference of large stages.
 double LearnedModel::eval_trees(const double* x) const {
-  double sum = 0;
+  check_tree_inputs(x);
+  double sum = average_ ? 0.0 : base_;
   for (const FlatTree& t : trees_) {
     int node = 0;
     while (t.feature[node] >= 0) {
@@ -213,9 +269,14 @@ double LearnedModel::eval_trees(const double* x) const {
       }
       node = left ? t.left[node] : t.right[node];
     }
-    sum += t.value[node];
+    if (average_) {
+      sum += t.value[node];
+    } else {
+      sum += scale_ * t.value[node];
+    }
   }
-  return base_ + scale_ * sum;
+  if (average_) return base_ + scale_ * (sum / static_cast<double>(trees_.size()));
+  return sum;
 }
 
 double LearnedModel::eval_mlp(const double* x) const {

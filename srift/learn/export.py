@@ -41,8 +41,8 @@ def _tree_arrays(tree: Any, value_scale: float = 1.0) -> dict[str, list]:
 
 def _finite_threshold(x: float) -> float:
     """A split threshold as JSON can hold it. A tree trained with NaN splits "missing or not" at
-    +inf (every number left, NaN by missing_left); the largest double sends every number
-    scikit-learn accepts (finite, within float32 where the inputs are rounded to it) the same way."""
+    +inf (every number left, NaN by missing_left): exported as the largest double, which the core
+    reads back as +inf (so that an infinite input, which HistGradientBoosting takes, goes left)."""
     x = float(x)
     if x == math.inf:
         return sys.float_info.max
@@ -59,7 +59,7 @@ def _hist_tree_arrays(predictor: Any) -> dict[str, list]:
     leaf = nodes["is_leaf"].astype(bool)
     return {
         "feature": [int(f) if not lf else -1 for f, lf in zip(nodes["feature_idx"], leaf)],
-        "threshold": [float(x) if not lf else 0.0 for x, lf in zip(nodes["num_threshold"], leaf)],
+        "threshold": [_finite_threshold(x) if not lf else 0.0 for x, lf in zip(nodes["num_threshold"], leaf)],
         "left": [int(x) if not lf else -1 for x, lf in zip(nodes["left"], leaf)],
         "right": [int(x) if not lf else -1 for x, lf in zip(nodes["right"], leaf)],
         "value": [float(v) for v in nodes["value"]],
@@ -95,6 +95,21 @@ def _require_constant_init(est: Any) -> None:
                      "as one constant")
 
 
+def _accepts_nan(est: Any) -> bool:
+    """Whether the fitted estimator's predict takes NaN: scikit-learn's own check of X, tried on
+    one row of NaN (its trees and forests do, by their estimator tags; GradientBoostingRegressor
+    does not)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            est.predict(np.full((1, est.n_features_in_), np.nan))
+        except ValueError:
+            return False
+    return True
+
+
 def _model_params(est: Any) -> dict[str, Any]:
     from sklearn.ensemble import (ExtraTreesRegressor, GradientBoostingRegressor,
                                   HistGradientBoostingRegressor, RandomForestRegressor)
@@ -102,7 +117,16 @@ def _model_params(est: Any) -> dict[str, Any]:
     from sklearn.neural_network import MLPRegressor
     from sklearn.tree import DecisionTreeRegressor
 
+    # A document holds one output: the trees' value[:, 0, 0] and the coefficients' first row
+    # were all that a multi-output estimator kept (its other outputs silently dropped).
+    outputs = getattr(est, "n_outputs_", None)
+    if outputs is not None and outputs != 1:
+        raise ValueError(f"cannot export {type(est).__name__} with n_outputs_ = {outputs}: a learned model "
+                         "predicts one output")
     if isinstance(est, (LinearRegression, Ridge, Lasso, ElasticNet, HuberRegressor)):
+        if np.ndim(est.coef_) == 2 and np.shape(est.coef_)[0] != 1:
+            raise ValueError(f"cannot export {type(est).__name__} with {np.shape(est.coef_)[0]} outputs (coef_ of "
+                             f"shape {np.shape(est.coef_)}): a learned model predicts one output")
         coef = np.ravel(est.coef_)
         return {"type": "linear", "coef": [float(c) for c in coef], "intercept": float(np.ravel([est.intercept_])[0])}
     if isinstance(est, GradientBoostingRegressor):
@@ -111,22 +135,26 @@ def _model_params(est: Any) -> dict[str, Any]:
         _require_constant_init(est)
         base = float(np.ravel(est._raw_predict_init(np.zeros((1, est.n_features_in_))))[0])
         trees = [_tree_arrays(stage[0]) for stage in est.estimators_]
+        # predict_stages: out = init, then out += learning_rate * tree, stage by stage
         return {"type": "tree_ensemble", "base": base, "scale": float(est.learning_rate),
-                "float32_inputs": True, "trees": trees}
+                "float32_inputs": True, "average": False, "allow_nan": _accepts_nan(est), "trees": trees}
     if isinstance(est, (RandomForestRegressor, ExtraTreesRegressor)):
         trees = [_tree_arrays(t) for t in est.estimators_]
-        return {"type": "tree_ensemble", "base": 0.0, "scale": 1.0 / len(trees), "float32_inputs": True,
-                "trees": trees}
+        # ForestRegressor.predict: the trees summed from 0, then divided by their number
+        return {"type": "tree_ensemble", "base": 0.0, "scale": 1.0, "float32_inputs": True, "average": True,
+                "allow_nan": _accepts_nan(est), "trees": trees}
     if isinstance(est, DecisionTreeRegressor):
-        return {"type": "tree_ensemble", "base": 0.0, "scale": 1.0, "float32_inputs": True,
-                "trees": [_tree_arrays(est)]}
+        return {"type": "tree_ensemble", "base": 0.0, "scale": 1.0, "float32_inputs": True, "average": False,
+                "allow_nan": _accepts_nan(est), "trees": [_tree_arrays(est)]}
     if isinstance(est, HistGradientBoostingRegressor):
         if getattr(est, "is_categorical_", None) is not None and np.any(est.is_categorical_):
             raise ValueError("HistGradientBoostingRegressor with categorical features cannot be exported")
         _require_identity_link(est)
         trees = [_hist_tree_arrays(it[0]) for it in est._predictors]
+        # _raw_predict: out = baseline, then out += tree (the learning rate is in the leaves);
+        # X is float64, and NaN and infinities are taken
         return {"type": "tree_ensemble", "base": float(np.ravel(est._baseline_prediction)[0]), "scale": 1.0,
-                "float32_inputs": False, "trees": trees}
+                "float32_inputs": False, "average": False, "allow_nan": _accepts_nan(est), "trees": trees}
     if isinstance(est, MLPRegressor):
         if est.out_activation_ != "identity":
             raise ValueError(f"MLPRegressor output activation {est.out_activation_!r} is not exportable")

@@ -179,7 +179,14 @@ def model_from_dict(doc: dict[str, Any], origin: str = "learned model"):  # -> _
     try:
         return _core.LearnedModel.from_json(json.dumps(doc, allow_nan=False))
     except ValueError as exc:
-        raise ValueError(f"{origin}: {exc}") from None
+        # the core's message starts "learned model: " (its own origin): once, not twice
+        what = str(exc)
+        if what.startswith(_CORE_PREFIX):
+            what = what[len(_CORE_PREFIX):]
+        raise ValueError(f"{origin}: {what}") from None
+
+
+_CORE_PREFIX = "learned model: "
 
 
 def read_json(path: str | Path, strict: bool = False) -> Any:

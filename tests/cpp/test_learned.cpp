@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <clocale>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -266,6 +268,20 @@ TEST(LearnedModel, RepeatedKeysAreRefused) {
   EXPECT_NE(what_of(doc).find("duplicate key 'intercept'"), std::string::npos) << what_of(doc);
 }
 
+TEST(LearnedModel, AnObjectOfManyKeysReadsInLinearTime) {
+  // The repeat check compared each key with every earlier one: 100,000 keys in a "training"
+  // record took 15 s, 200,000 a minute. Hashed, well under a second; a repeat is still found.
+  std::string training = "{";
+  for (int i = 0; i < 200000; ++i) training += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
+  const std::string many = replaced(kLinear, "\"residuals\"", "\"training\":" + training + "},\"residuals\"");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(srift::LearnedModel::from_json(many).name(), "lin");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 5.0);
+  const std::string repeated = replaced(many, "\"k199999\":0", "\"k199999\":0,\"k7\":1");
+  EXPECT_NE(what_of(repeated).find("duplicate key 'k7'"), std::string::npos) << what_of(repeated).substr(0, 200);
+}
+
 TEST(LearnedModel, MissingLeftIsZeroOrOne) {
   // stored as uint8: 256 read as 0 (NaN right), -7 as 249
   for (const char* bad : {"[256,0,0]", "[-7,0,0]", "[2,0,0]"}) {
@@ -282,6 +298,119 @@ TEST(LearnedModel, ResidualQuantilesMustBeInOrder) {
   config.absolute_p10 = 0.4;
   config.absolute_p90 = -0.4;
   EXPECT_THROW(config.validate(), std::invalid_argument);
+}
+
+namespace {
+// A tree ensemble over features x0, x1 of one-leaf trees with these values, and `extra` fields.
+std::string leaves(const std::string& head, std::initializer_list<const char*> values) {
+  std::string doc = R"({"schema":"srift.learned-model/1","name":"t","features":["x0","x1"],"model":{"type":"tree_ensemble",)" +
+                    head + R"(,"trees":[)";
+  bool first = true;
+  for (const char* v : values) {
+    doc += std::string(first ? "" : ",") + R"({"feature":[-1],"threshold":[0],"left":[-1],"right":[-1],"value":[)" + v +
+           "]}";
+    first = false;
+  }
+  return doc + "]}}";
+}
+}  // namespace
+
+TEST(LearnedModel, TreesAreSummedInScikitLearnsOrder) {
+  // Gradient boosting adds stage by stage (out = base; out += scale * tree): 1 + 1e16 - 1e16 is
+  // 0 there, where base + scale * (1e16 - 1e16) gave 1.
+  const auto boosted =
+      srift::LearnedModel::from_json(leaves(R"("base":1,"scale":1,"float32_inputs":true)", {"1e16", "-1e16"}));
+  EXPECT_EQ(boosted.predict({0.0, 0.0}), (1.0 + 1e16) - 1e16);
+  EXPECT_EQ(boosted.predict({0.0, 0.0}), 0.0);
+  // A forest sums from 0 and divides by the number of trees: 5 / 3, not 5 * (1 / 3).
+  const auto forest = srift::LearnedModel::from_json(
+      leaves(R"("base":0,"scale":1,"average":true,"float32_inputs":true)", {"1", "2", "2"}));
+  volatile double three = 3.0;
+  EXPECT_EQ(forest.predict({0.0, 0.0}), 5.0 / three);
+  EXPECT_NE(5.0 / three, 5.0 * (1.0 / three));
+  EXPECT_NE(what_of(leaves(R"("base":0,"scale":1,"average":1,"float32_inputs":true)", {"1"})).find(
+                "$.model.average must be true or false"),
+            std::string::npos);
+}
+
+TEST(LearnedModel, TreesRefuseInputsTheirEstimatorRefuses) {
+  // Note "tree inputs": float32 inputs hold no infinity nor any value that rounds past the
+  // largest float; a NaN is refused where the document says allow_nan false.
+  const auto f32 = srift::LearnedModel::from_json(kTrees);
+  const double least_overflow = 0x1.ffffffp+127;  // 2^128 - 2^103: rounds (to even) to float +inf
+  for (double bad : {HUGE_VAL, -HUGE_VAL, 1e39, least_overflow, -least_overflow}) {
+    try {
+      f32.predict({0.0, bad});
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("feature x1 (index 1) is "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("float32"), std::string::npos) << e.what();
+    }
+  }
+  // the largest float, and every double below the rounding point, are taken (as numpy rounds them)
+  EXPECT_DOUBLE_EQ(f32.predict({0.0, std::nextafter(least_overflow, 0.0)}), 0.25 + 0.1 * (1 + 20));
+  EXPECT_DOUBLE_EQ(f32.predict({-3.4028234663852886e38, 0.0}), 0.25 + 0.1 * (1 + 20));
+  // NaN: routed unless allow_nan is false (GradientBoostingRegressor)
+  EXPECT_DOUBLE_EQ(f32.predict({0.0, std::nan("")}), 0.25 + 0.1 * (1 + 10));
+  const auto no_nan = srift::LearnedModel::from_json(
+      replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nan\":false"));
+  EXPECT_DOUBLE_EQ(no_nan.predict({0.0, 0.0}), 0.25 + 0.1 * (1 + 20));
+  try {
+    no_nan.predict({std::nan(""), 0.0});
+    FAIL() << "NaN accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("learned model 't': feature x0 (index 0) is nan"), std::string::npos)
+        << e.what();
+  }
+  // float64 inputs (HistGradientBoosting) take any double, infinities included
+  const auto f64 = srift::LearnedModel::from_json(
+      replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
+  EXPECT_DOUBLE_EQ(f64.predict({1e300, -HUGE_VAL}), 0.25 + 0.1 * (2 + 10));
+}
+
+TEST(LearnedModel, TheLargestDoubleThresholdIsPlusInfinity) {
+  // scikit-learn's "NaN or not" split sits at +inf (every number left, an infinite one
+  // included); JSON holds the largest double in its place.
+  const std::string doc = replaced(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
+                                   "\"threshold\":[-1,0,0]", "\"threshold\":[1.7976931348623157e308,0,0]");
+  const auto m = srift::LearnedModel::from_json(doc);
+  EXPECT_DOUBLE_EQ(m.predict({0.0, HUGE_VAL}), 0.25 + 0.1 * (1 + 10));
+  EXPECT_DOUBLE_EQ(m.predict({0.0, 1.7976931348623157e308}), 0.25 + 0.1 * (1 + 10));
+  EXPECT_DOUBLE_EQ(m.predict({0.0, std::nan("")}), 0.25 + 0.1 * (1 + 10));  // missing_left 1
+}
+
+TEST(LearnedModel, ResidualsNameAndFeaturesAreReadAsTheSchemaHasThem) {
+  // residuals with p10 alone gave p90 0, a list was skipped; an empty name was accepted
+  std::string what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":-0.5"));
+  EXPECT_NE(what.find("$.residuals.p90 is missing"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p90\":0.5"));
+  EXPECT_NE(what.find("$.residuals.p10 is missing"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "[1,2]"));
+  EXPECT_NE(what.find("$.residuals must be an object"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "null"));
+  EXPECT_NE(what.find("$.residuals must be an object"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "\"p10\":-0.1", "\"p10\":\"x\""));
+  EXPECT_NE(what.find("$.residuals.p10 must be a number"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"\""));
+  EXPECT_NE(what.find("$.name must not be empty"), std::string::npos) << what;
+  what = what_of(replaced(kLinear, "\"features\":[\"a\",\"b\"]", "\"features\":[\"a\",\"\"]"));
+  EXPECT_NE(what.find("$.features[1] must not be empty"), std::string::npos) << what;
+  // a document without residuals still reads, with 0 for both
+  const auto none = srift::LearnedModel::from_json(kMlp);
+  EXPECT_EQ(none.residual_p10(), 0.0);
+  EXPECT_EQ(none.residual_p90(), 0.0);
+}
+
+TEST(LearnedModel, AMeanModelRefusesAScalerOfItsOwn) {
+  // read, then never applied: the members scale their own inputs
+  const std::string doc = R"({"schema":"srift.learned-model/1","name":"avg","features":["a"],
+    "input_scaler":{"mean":[100],"scale":[2]},
+    "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
+  const std::string what = what_of(doc);
+  EXPECT_NE(what.find("$.input_scaler must be null for a mean model"), std::string::npos) << what;
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(doc, "{\"mean\":[100],\"scale\":[2]}", "null"))
+                       .predict({10.0}),
+                   10.0);
 }
 
 TEST(LearnedModel, APredictionThatIsNotFiniteIsAnErrorNamingTheModel) {

@@ -6,13 +6,17 @@
 // array against the others, and evaluates
 //   - linear models (ridge etc.): y = intercept + sum_j coef[j] * x'[j],
 //   - tree ensembles as flat arrays (sklearn GradientBoostingRegressor, RandomForest,
-//     HistGradientBoostingRegressor): y = base + scale * sum_t tree_t(x),
+//     HistGradientBoostingRegressor): y = base, then y += scale * tree_t(x) for each tree in
+//     order (gradient boosting), or, marked "average", y = base + scale * (sum_t tree_t(x)) / T
+//     (forests), each in scikit-learn's order of operations,
 //   - small MLPs (sklearn MLPRegressor): dense layers with relu/tanh/logistic/identity,
 // where x' = (x - mean) / scale when the file has an input scaler. The output is the raw
 // regression value (srift's targets are logs of time ratios; the caller exponentiates).
 // sklearn's DecisionTree/GBR predict casts X to float32 before comparing with the (float64)
 // thresholds; a tree ensemble marked "float32_inputs" does the same so that the two agree
-// to rounding (tests/cpp/test_learned.cpp, tests/python/test_learn_export.py).
+// exactly (tests/cpp/test_learned.cpp, tests/python/test_learn_export.py), and, as sklearn,
+// refuses an input float32 cannot hold (infinite, or past its largest value), and a NaN where
+// the document says "allow_nan": false (csrc/learned.cpp note "tree inputs").
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -66,9 +70,10 @@ class LearnedModel {
   double residual_p10() const { return p10_; }
   double residual_p90() const { return p90_; }
 
-  /// One prediction from `n` features. Throws std::invalid_argument when n is wrong, and
-  /// when the prediction is not finite (a NaN input to a linear or MLP model, or parameters
-  /// that overflow), naming the model, so that no caller turns it into a time or a band.
+  /// One prediction from `n` features. Throws std::invalid_argument when n is wrong, when a
+  /// tree ensemble is given an input its estimator refuses (note "tree inputs"), and when the
+  /// prediction is not finite (a NaN input to a linear or MLP model, or parameters that
+  /// overflow), naming the model, so that no caller turns it into a time or a band.
   double predict(const double* x, std::size_t n) const;
   double predict(const std::vector<double>& x) const { return predict(x.data(), x.size()); }
   /// Row-major `rows x cols` inputs into `out` (rows values, caller-owned).
@@ -78,6 +83,7 @@ class LearnedModel {
   double eval(const double* x, std::size_t n) const;  // predict() without the finiteness check
   double eval_linear(const double* x) const;
   double eval_trees(const double* x) const;
+  void check_tree_inputs(const double* x) const;  // throws std::invalid_argument
   double eval_mlp(const double* x) const;
 
   Type type_ = Type::linear;
@@ -94,6 +100,8 @@ class LearnedModel {
   double base_ = 0;
   double scale_ = 1;
   bool float32_inputs_ = false;
+  bool average_ = false;    ///< forests: the mean of the trees, not stage-by-stage sums
+  bool allow_nan_ = true;   ///< false: a NaN input is refused (absent from the document: routed)
   // mlp
   std::vector<DenseLayer> layers_;
   int widest_ = 0;
