@@ -29,6 +29,19 @@ srift::LearnedModel constant_model(int n, double c, int feature = -1, double coe
                                         R"(],"intercept":)" + std::to_string(c) + "}}");
 }
 
+// A compute document of a zero linear model of n features, residuals p10 -0.1 and p90 0.2,
+// with `extra` members appended (each starting with a comma).
+std::string zero_model_doc(const std::string& extra, int n) {
+  std::string names, coefs;
+  for (int i = 0; i < n; ++i) {
+    names += (i ? ",\"f" : "\"f") + std::to_string(i) + "\"";
+    coefs += i ? ",0" : "0";
+  }
+  return R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
+         R"(],"model":{"type":"linear","coef":[)" + coefs + R"(],"intercept":0},"residuals":{"p10":-0.1,"p90":0.2})" +
+         extra + "}";
+}
+
 GpuSpec gpu(const char* name, double fp32_tflops, double fp16_tflops, double gbytes_s) {
   return GpuSpec{name, 16.0 * (1ull << 30), fp32_tflops * 1e12, 0.0, fp16_tflops * 1e12, gbytes_s * 1e9};
 }
@@ -282,16 +295,7 @@ TEST(LearnedCompute, RejectsModelsAndConfigsThatDoNotFit) {
 }
 
 TEST(LearnedCompute, ConfigFromTheDocuments) {
-  auto doc = [](const std::string& extra, int n) {
-    std::string names, coefs;
-    for (int i = 0; i < n; ++i) {
-      names += (i ? ",\"f" : "\"f") + std::to_string(i) + "\"";
-      coefs += i ? ",0" : "0";
-    }
-    return R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
-           R"(],"model":{"type":"linear","coef":[)" + coefs + R"(],"intercept":0},"residuals":{"p10":-0.1,"p90":0.2})" +
-           extra + "}";
-  };
+  const auto doc = zero_model_doc;
   const std::string guard =
       R"("dominance_guard":{"references":["T4"],"reference_specs":{"T4":{"fp32_flops":8.1e12,"tf32_flops":0,)"
       R"("fp16_flops":65e12,"memory_bandwidth":320e9,"memory_bytes":17179869184}}})";
@@ -655,16 +659,7 @@ TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
 }
 
 TEST(LearnedCompute, DataEdgeFromTheDocuments) {
-  auto doc = [](const std::string& extra, int n) {
-    std::string names, coefs;
-    for (int i = 0; i < n; ++i) {
-      names += (i ? ",\"f" : "\"f") + std::to_string(i) + "\"";
-      coefs += i ? ",0" : "0";
-    }
-    return R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
-           R"(],"model":{"type":"linear","coef":[)" + coefs + R"(],"intercept":0},"residuals":{"p10":-0.1,"p90":0.2})" +
-           extra + "}";
-  };
+  const auto doc = zero_model_doc;
   const std::string edge_r = R"(,"data_edge":{"launch_year":2024,"p10":-0.05,"p50":0.15,"p90":0.35})";
   const std::string edge_a = R"(,"data_edge":{"launch_year":2024,"p10":-0.1,"p50":0.14,"p90":0.36})";
   const srift::LearnedComputeConfig cfg = srift::learned_compute_config(doc(edge_r, 32), doc(edge_a, 9));
