@@ -46,20 +46,20 @@ class _Loaded:
         return float(r["p10"]), float(r["p90"])
 
 
-def _pcie_domain_bytes_s(doc: dict[str, Any]) -> float:
+def _pcie_domain_bytes_s(doc: dict[str, Any], origin: str = "link_pcie_efficiency") -> float:
     """The fastest nominal per-GPU link (bytes/s) the learned PCIe line covers: its record's
     training.domain, max_nominal_gbytes_s x factor (srift.learn.pcie_link note "pcie class")."""
     from srift.learn.pcie_link import DOMAIN_FACTOR
 
-    domain = doc["training"].get("domain")
+    domain = (doc.get("training") or {}).get("domain")
     if not isinstance(domain, dict):
-        raise ValueError(f"link_pcie_efficiency: training.domain must be an object, got {domain!r}")
+        raise ValueError(f"{origin}: $.training.domain must be an object, got {domain!r}")
     top, factor = domain.get("max_nominal_gbytes_s"), domain.get("factor")
     for field, v in (("max_nominal_gbytes_s", top), ("factor", factor)):
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or not v > 0:
-            raise ValueError(f"link_pcie_efficiency: training.domain.{field} must be a number > 0, got {v!r}")
+            raise ValueError(f"{origin}: $.training.domain.{field} must be a number > 0, got {v!r}")
     if not math.isclose(factor, DOMAIN_FACTOR, rel_tol=1e-12):
-        raise ValueError(f"link_pcie_efficiency: training.domain.factor is {factor!r}, but this srift applies "
+        raise ValueError(f"{origin}: $.training.domain.factor is {factor!r}, but this srift applies "
                          f"{DOMAIN_FACTOR!r}: retrain with `srift train`")
     return float(top) * 1e9 * float(factor)
 
@@ -76,10 +76,37 @@ def _expected_features() -> dict[str, list[str]]:
             "link_tcp_latency": list(LINK_FEATURES), "link_pcie_efficiency": list(PCIE_FEATURES)}
 
 
+def _feature_range(doc: dict[str, Any], origin: str) -> tuple[list[float], list[float]]:
+    """(min, max) of each feature over the training data, from $.training.feature_range, where
+    the features are clamped before the model sees them: ValueError naming the JSON path when
+    it is missing, of another length than the features, or inverted (min > max)."""
+    where = "$.training.feature_range"
+    rng = (doc.get("training") or {}).get("feature_range")
+    if not isinstance(rng, dict):
+        raise ValueError(f"{origin}: {where} must be an object with min and max, got {rng!r}")
+    n = len(doc["features"])
+    out = []
+    for key in ("min", "max"):
+        v = rng.get(key)
+        if (not isinstance(v, list) or len(v) != n
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)):
+            raise ValueError(f"{origin}: {where}.{key} must be a list of {n} finite numbers (one a feature), got {v!r}")
+        out.append([float(x) for x in v])
+    for i, (lo, hi) in enumerate(zip(*out)):
+        if lo > hi:
+            raise ValueError(f"{origin}: {where}: min[{i}] {lo!r} is above max[{i}] {hi!r} "
+                             f"(feature {doc['features'][i]!r})")
+    return out[0], out[1]
+
+
 def _load_checked(path: Path, expected: list[str]) -> _Loaded:
     """The model at `path`, whose `features` must be `expected` (the features srift computes
-    and feeds it, by position): ValueError naming the file and the first difference."""
+    and feeds it, by position), and which carries its held-out residuals (p10, p90): ValueError
+    naming the file and the first difference, or the missing field."""
     loaded = _Loaded(*load_model(path))
+    if "residuals" not in loaded.doc:  # its shape is the schema's, checked by load_model
+        raise ValueError(f"{path}: $.residuals is missing: srift reads each cost model's held-out p10 and p90 from it; "
+                         "retrain with `srift train`")
     got = list(loaded.doc["features"])
     if got != expected:
         i = next((k for k, (a, b) in enumerate(zip(got, expected)) if a != b), min(len(got), len(expected)))
@@ -104,7 +131,8 @@ class CostModels:
         self.tcp_efficiency = _load_checked(d / "link_tcp_efficiency.json", expected["link_tcp_efficiency"])
         self.tcp_latency = _load_checked(d / "link_tcp_latency.json", expected["link_tcp_latency"])
         self.pcie_efficiency = _load_checked(d / "link_pcie_efficiency.json", expected["link_pcie_efficiency"])
-        self._pcie_domain = _pcie_domain_bytes_s(self.pcie_efficiency.doc)
+        self._pcie_domain = _pcie_domain_bytes_s(self.pcie_efficiency.doc, str(d / "link_pcie_efficiency.json"))
+        self._tcp_range = _feature_range(self.tcp_efficiency.doc, str(d / "link_tcp_efficiency.json"))
         self._scaling_band = validate_scaling_band(self.overhead.doc.get("scaling_band"))
         self._scaling_table: Any = None
         self._references = _guard_references(self.absolute.doc, "compute_absolute")
@@ -244,8 +272,7 @@ class CostModels:
         if not nominal_bytes_s > 0:
             raise ValueError(f"nominal_bytes_s: expected a bandwidth > 0 bytes/s, got {nominal_bytes_s!r}")
         x = link_features(nominal_bytes_s, ranks_per_node)
-        rng = self.tcp_efficiency.doc["training"]["feature_range"]
-        x = [min(max(v, lo), hi) for v, lo, hi in zip(x, rng["min"], rng["max"])]
+        x = [min(max(v, lo), hi) for v, lo, hi in zip(x, *self._tcp_range, strict=True)]
         eff = min(self.tcp_efficiency.predict(x), 0.0)
         return nominal_bytes_s * math.exp(eff), math.exp(self.tcp_latency.predict(x))
 
@@ -436,14 +463,17 @@ def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:
     unknown = [k for k in keys if k not in TRAINING_GPUS]
     if unknown:
         raise ValueError(f"{where}: dominance_guard.references names GPUs this srift does not know: {unknown!r}")
-    specs = guard.get("reference_specs")
-    if specs is not None:
-        # What a C++ embedder reads (srift::learned_compute_config) must be what this srift applies.
-        from srift.learn.dominance import reference_specs
+    # What a C++ embedder reads (srift::learned_compute_config, which requires them) must be what
+    # this srift applies.
+    from srift.learn.dominance import reference_specs
 
-        if specs != reference_specs(keys):
-            raise ValueError(f"{where}: dominance_guard.reference_specs differ from this srift's GPU table: "
-                             "retrain with `srift train`")
+    specs = guard.get("reference_specs")
+    if specs is None:
+        raise ValueError(f"{where}: dominance_guard.reference_specs is missing (the core requires each reference's "
+                         "specs): retrain with `srift train`")
+    if specs != reference_specs(keys):
+        raise ValueError(f"{where}: dominance_guard.reference_specs differ from this srift's GPU table: "
+                         "retrain with `srift train`")
     return [TRAINING_GPUS[k] for k in keys]
 
 

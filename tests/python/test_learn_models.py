@@ -717,3 +717,90 @@ def test_one_training_run_stamps_every_file_alike(tmp_path: Path, monkeypatch: p
     assert seen[0]["commit"] == "commit0" and seen[0]["dirty"] is True and seen[0]["trained_at"]
     assert train.run_stamp()["commit"] == "commit1"  # outside a run: read afresh
     assert train._RUN_STAMP is None
+
+
+def _edited_models(tmp_path: Path, name: str, edit) -> Path:
+    d = _copy_models(tmp_path)
+    doc = json.loads((d / f"{name}.json").read_text())
+    edit(doc)
+    (d / f"{name}.json").write_text(json.dumps(doc))
+    return d
+
+
+@pytest.mark.parametrize("name", ["compute_ratio", "compute_absolute", "iteration_overhead", "link_pcie_efficiency",
+                                  "link_tcp_efficiency", "link_tcp_latency"])
+def test_cost_models_refuse_a_document_without_residuals(tmp_path: Path, name: str) -> None:
+    # Review: schema-valid without them, the document loaded and a later p10/p90 read was a KeyError.
+    from srift.learn.models import CostModels
+
+    d = _edited_models(tmp_path, name, lambda doc: doc.pop("residuals"))
+    with pytest.raises(ValueError, match=rf"{name}\.json: \$\.residuals is missing"):
+        CostModels(d)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda doc: doc.pop("training"), r"\$\.training\.domain must be an object, got None"),
+    (lambda doc: doc["training"].pop("domain"), r"\$\.training\.domain must be an object, got None"),
+    (lambda doc: doc["training"]["domain"].update(factor=-1), r"\$\.training\.domain\.factor must be a number > 0"),
+], ids=["no-training", "no-domain", "negative-factor"])
+def test_cost_models_refuse_a_pcie_link_without_its_domain(tmp_path: Path, edit, message: str) -> None:
+    from srift.learn.models import CostModels
+
+    d = _edited_models(tmp_path, "link_pcie_efficiency", edit)
+    with pytest.raises(ValueError, match=rf"link_pcie_efficiency\.json: {message}"):
+        CostModels(d)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda doc: doc.pop("training"), r"\$\.training\.feature_range must be an object with min and max, got None"),
+    (lambda doc: doc["training"].pop("feature_range"), r"\$\.training\.feature_range must be an object"),
+    (lambda doc: doc["training"]["feature_range"].update(min=[0.0]),
+     r"\$\.training\.feature_range\.min must be a list of 2 finite numbers"),
+    (lambda doc: doc["training"]["feature_range"].pop("max"),
+     r"\$\.training\.feature_range\.max must be a list of 2 finite numbers"),
+    (lambda doc: doc["training"]["feature_range"].update(min=[-1.0, 99.0]),
+     r"\$\.training\.feature_range: min\[1\] 99\.0 is above max\[1\] 0\.69.* \(feature 'log_ranks_per_node'\)"),
+], ids=["no-training", "no-range", "short", "no-max", "inverted"])
+def test_cost_models_check_the_tcp_links_feature_range(tmp_path: Path, edit, message: str) -> None:
+    # Review: a missing range was a KeyError at the first tcp_link call, a short one was cut by
+    # zip, and an inverted one (min > max) clamped every input to the max.
+    from srift.learn.models import CostModels
+
+    d = _edited_models(tmp_path, "link_tcp_efficiency", edit)
+    with pytest.raises(ValueError, match=rf"link_tcp_efficiency\.json: {message}"):
+        CostModels(d)
+
+
+def test_tcp_link_clamps_to_the_checked_feature_range() -> None:
+    from srift.learn.links import link_features
+    from srift.learn.models import default_models
+
+    m = default_models()
+    rng = m.tcp_efficiency.doc["training"]["feature_range"]
+    far = link_features(1e15, 1)  # far past the measured NIC rates
+    assert far[0] > rng["max"][0]
+    edge = [min(max(v, lo), hi) for v, lo, hi in zip(far, rng["min"], rng["max"])]
+    bw, _ = m.tcp_link(1e15, 1)
+    assert bw == pytest.approx(1e15 * math.exp(min(m.tcp_efficiency.predict(edge), 0.0)), rel=1e-15)
+
+
+@pytest.mark.parametrize("name, where", [("compute_absolute", ("dominance_guard",)),
+                                         ("compute_ratio", ("absolute_blend", "dominance_guard"))])
+def test_a_dominance_guard_without_reference_specs_is_refused(tmp_path: Path, name: str, where: tuple) -> None:
+    # Review: the core (srift::learned_compute_config) requires them; Python loaded the document.
+    from srift.learn.models import CostModels, _guard_references
+
+    def edit(doc):
+        g = doc
+        for k in where:
+            g = g[k]
+        g.pop("reference_specs")
+
+    d = _edited_models(tmp_path, name, edit)
+    path = re.escape(".".join(("$",) + where))
+    with pytest.raises(ValueError, match=rf"{name}\.json: {path}: .*'reference_specs' is a required property"):
+        load_model(d / f"{name}.json")
+    with pytest.raises(ValueError, match=rf"{name}\.json: {path}: .*'reference_specs' is a required property"):
+        CostModels(d)
+    with pytest.raises(ValueError, match="compute_absolute: dominance_guard.reference_specs is missing"):
+        _guard_references({"dominance_guard": {"references": ["A100-40GB"]}}, "compute_absolute")
