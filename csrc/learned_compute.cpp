@@ -629,8 +629,19 @@ bool past_edge(const LearnedComputeConfig& c, const GpuSpec& gpu) {
   return c.edge_year > 0 && gpu.launch_year > c.edge_year;
 }
 
-// Note "data edge": `r` (of `target`, anchored on `anchor` or, null, with no measurement) moved
-// by a new generation's lean and banded, where either GPU is past the data's edge.
+// Note "data edge": the log lean of `gpu`'s time, anchored (or with no measurement), where it is
+// past the data's edge; 0 inside it. It moves a prediction before the dominance clip, so a GPU
+// past the edge stays no slower than the references it beats on every spec: moved after the
+// clip, the lean put a B300 up to 15% behind an H200 (ResNet-18 at batch 8) and an RTX PRO 6000
+// 5% behind an A100, where the measured data has no dominating GPU more than 2% behind.
+double edge_lean(const LearnedComputeConfig& c, const GpuSpec& gpu, bool anchored) {
+  if (!past_edge(c, gpu)) return 0.0;
+  return anchored ? c.edge_anchored_p50 : c.edge_absolute_p50;
+}
+
+// Note "data edge": the band of `r` (of `target`, anchored on `anchor` or, null, with no
+// measurement), where either GPU is past the data's edge; the lean itself was applied before
+// the clip (edge_lean).
 void at_data_edge(const LearnedComputeConfig& c, LearnedComputeResult& r, const GpuSpec* anchor,
                   const GpuSpec& target) {
   const bool target_past = past_edge(c, target), anchor_past = anchor != nullptr && past_edge(c, *anchor);
@@ -639,24 +650,16 @@ void at_data_edge(const LearnedComputeConfig& c, LearnedComputeResult& r, const 
   const double p50 = anchor != nullptr ? c.edge_anchored_p50 : c.edge_absolute_p50;
   const double p90 = anchor != nullptr ? c.edge_anchored_p90 : c.edge_absolute_p90;
   const double up_lo = p10 - p50, up_hi = p90 - p50;  // the forward residuals around their lean
-  double lo = std::log(r.p10_factor), hi = std::log(r.p90_factor), lean = 0;
+  double lo = std::log(r.p10_factor), hi = std::log(r.p90_factor);
   if (target_past && !anchor_past) {
-    lean = p50;
     lo = std::min(lo, up_lo);
     hi = std::max(hi, up_hi);
   } else if (anchor_past && !target_past) {  // the same ratio read the other way
-    lean = -p50;
     lo = std::min(lo, -up_hi);
     hi = std::max(hi, -up_lo);
   } else {  // both past the edge: the leans cancel
     lo = std::min({lo, up_lo, -up_hi});
     hi = std::max({hi, up_hi, -up_lo});
-  }
-  const double factor = std::exp(lean);
-  ComputeModel& m = r.model;
-  for (double* term : {&m.forward_fixed_s, &m.forward_per_sample_s, &m.backward_fixed_s, &m.backward_per_sample_s,
-                       &m.optimizer_s}) {
-    *term *= factor;
   }
   r.p10_factor = std::exp(lo);
   r.p90_factor = std::exp(hi);
@@ -744,14 +747,20 @@ double LearnedCompute::guarded_log_ratio_memo(const WorkloadStats& w, const GpuS
                                          double batch, Precision precision, double observed_anchor,
                                          Memo& memo) const {
   const AnchorTerms at = anchor_terms(anchor, batch, precision, memo);
-  const double own = anchored_log_ratio_from(w, at, anchor, target, batch, precision, observed_anchor, memo);
+  // Note "data edge": each GPU's lean, read from the anchor's, before the clip.
+  const double anchor_lean = edge_lean(config_, anchor, true);
+  auto moved_ratio = [&](const GpuSpec& g) {
+    return anchored_log_ratio_from(w, at, anchor, g, batch, precision, observed_anchor, memo) +
+           (edge_lean(config_, g, true) - anchor_lean);
+  };
+  const double own = moved_ratio(target);
   if (config_.ratio_references.empty()) return own;
   // The anchor is a reference (log ratio 0: the measurement is exact), so is any reference
   // with its specs; every other reference's prediction is first clipped against the anchor.
   const Specs anchor_specs = specs_of(anchor, precision);
   auto reference_ratio = [&](const GpuSpec& g) {
     if (specs_of(g, precision) == anchor_specs) return 0.0;
-    const double r = anchored_log_ratio_from(w, at, anchor, g, batch, precision, observed_anchor, memo);
+    const double r = moved_ratio(g);
     if (dominates(g, anchor, precision)) return std::min(r, 0.0);
     return dominates(anchor, g, precision) ? std::max(r, 0.0) : r;
   };
@@ -790,7 +799,8 @@ std::vector<double> LearnedCompute::absolute_corrections_memo(const GpuSpec& tar
     std::vector<double> out(batches.size());
     for (std::size_t i = 0; i < batches.size(); ++i) {
       out[i] = std::log(per_sample_of(t.roofline, batches[i])) +
-               Memo::predict(memo.absolute, absolute_, absolute_features_of(t, g, batches[i], precision));
+               Memo::predict(memo.absolute, absolute_, absolute_features_of(t, g, batches[i], precision)) +
+               edge_lean(config_, g, false);  // note "data edge": before the clip
     }
     return out;
   };
@@ -912,6 +922,19 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
       t[i] = all_tf32 * total(target_default, grid[i]) / total(target_tf32, grid[i]);
       if (clamp) t[i] = std::max(all_tf32, std::min(t[i], total(strict, grid[i])));
     }
+    if (clamp) {
+      // Note "across the fp32 paths": a GPU without TF32 is predicted by the TF32 route alone,
+      // this one through the strict bound too, so the dominance clip inside each route does not
+      // order the two. A reference without TF32 that this GPU beats on every spec bounds it from
+      // above, as that reference's own prediction (the upper bound wins, as in the clip).
+      // Anchored on an H100 at FP32, an A100 came out up to 1.34x slower than a V100 (GPT-2 at
+      // batch 8), 212 of 179,172 dominating pairs over the zoo's models.
+      for (const GpuSpec& g : config_.ratio_references) {
+        if (g.tf32_flops > 0 || !dominates(target, g, precision)) continue;
+        const ComputeModel other = predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+        for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
+      }
+    }
     const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_default.per_sample_s());
     r.model = split_like(target_default, fixed, per_sample);
     return r;
@@ -943,8 +966,8 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
   } else {
     r.p10_factor = std::exp(config_.anchored_p10);
     r.p90_factor = std::exp(config_.anchored_p90);
-    // Note "data edge"; before the order guard, which keeps its promise. (The TF32 path above
-    // is built from this path's predictions, so it is moved once, here.)
+    // Note "data edge": the band (the lean is in the guarded ratio). (The TF32 path above is
+    // built from this path's predictions, so it is banded once, here.)
     at_data_edge(config_, r, &anchor, target);
   }
   return r;
@@ -1030,7 +1053,8 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
   r.model = split_like(prior, fixed, per_sample);
   r.p10_factor = std::exp(config_.absolute_p10);
   r.p90_factor = std::exp(config_.absolute_p90);
-  // Note "data edge" (the TF32 path above is built from this path's predictions: moved once).
+  // Note "data edge": the band (the lean is in the corrections; the TF32 path above is built
+  // from this path's predictions: banded once).
   at_data_edge(config_, r, nullptr, target);
   return r;
 }

@@ -143,41 +143,56 @@ def guarded_log_times(log_times: Callable[[GpuPeaks], np.ndarray], target: GpuPe
     return out
 
 
+def _no_lean(g: GpuPeaks) -> float:
+    return 0.0
+
+
 def guarded_correction(predict: Callable[[np.ndarray], np.ndarray], workload: WorkloadInfo, target: GpuPeaks,
-                       batches: Sequence[float], precision: str, references: Sequence[GpuPeaks]) -> np.ndarray:
+                       batches: Sequence[float], precision: str, references: Sequence[GpuPeaks],
+                       lean: Callable[[GpuPeaks], float] = _no_lean) -> np.ndarray:
     """The absolute model's log correction of the target's roofline (log(t / roofline),
     per-sample time) at each of `batches`, with the predicted time clipped by the references
-    (note "dominance"). predict: feature rows -> log corrections (the absolute model)."""
+    (note "dominance"). predict: feature rows -> log corrections (the absolute model).
+    lean(gpu): the log lean of a GPU past the data's edge (srift.learn.data_edge; 0 inside it),
+    added to each GPU's time before the clip, as srift::LearnedCompute adds it."""
     b = [float(x) for x in batches]
 
     def log_times(g: GpuPeaks) -> np.ndarray:
         roof = np.log([roofline_per_sample(workload, g, precision, x) for x in b])
-        return roof + np.asarray(predict(np.asarray([absolute_features(workload, g, x, precision) for x in b])))
+        return (roof + np.asarray(predict(np.asarray([absolute_features(workload, g, x, precision) for x in b])))
+                + float(lean(g)))
 
     own_roof = np.log([roofline_per_sample(workload, target, precision, x) for x in b])
     return guarded_log_times(log_times, target, references, precision) - own_roof
 
 
 def guarded_log_ratio(log_ratio: Callable[[GpuPeaks], float], anchor: GpuPeaks, target: GpuPeaks,
-                      references: Sequence[GpuPeaks], precision: str) -> float:
+                      references: Sequence[GpuPeaks], precision: str,
+                      lean: Callable[[GpuPeaks], float] = _no_lean) -> float:
     """log(t_target / t_anchor) from a measurement on `anchor`, clipped by the anchored
     predictions of the references the target dominates and that dominate it (note "dominance",
     anchored). The measurement is exact: the anchor is a reference (log ratio 0), so is any
     reference with its specs, and every other reference's prediction is first clipped against
     it, so that a target the anchor dominates is never predicted faster than the measurement,
     nor one that dominates the anchor slower (dominance is transitive). log_ratio(gpu) -> the
-    anchored model's log ratio."""
+    anchored model's log ratio. lean(gpu): the log lean of a GPU past the data's edge
+    (srift.learn.data_edge; 0 inside it); each GPU's ratio moves by its lean less the anchor's
+    before the clip, as srift::LearnedCompute moves it."""
     anchor_specs = _specs(anchor, precision)
+    anchor_lean = float(lean(anchor))
+
+    def moved(g: GpuPeaks) -> float:
+        return float(log_ratio(g)) + float(lean(g)) - anchor_lean
 
     def ratio(g: GpuPeaks) -> float:
         if _specs(g, precision) == anchor_specs:
             return 0.0
-        r = float(log_ratio(g))
+        r = moved(g)
         if dominates(g, anchor, precision):
             return min(r, 0.0)
         return max(r, 0.0) if dominates(anchor, g, precision) else r
 
     def log_times(g: GpuPeaks) -> np.ndarray:  # log(t / t_anchor): a time up to the anchor's constant
-        return np.array([float(log_ratio(g)) if g is target else ratio(g)])
+        return np.array([moved(g) if g is target else ratio(g)])
 
     return float(guarded_log_times(log_times, target, [*references, anchor], precision)[0])

@@ -658,6 +658,48 @@ TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
   EXPECT_THROW(future.validate(), std::invalid_argument);
 }
 
+TEST(LearnedCompute, TheLeanMovesAGpuPastTheEdgeBeforeTheDominanceClip) {
+  // Note "data edge": a GPU past the edge beats `ref` on every spec by a few percent; a lean of
+  // e^0.5 would put it far behind, and the clip holds it at ref's prediction instead.
+  const srift::WorkloadStats w = two_layers();
+  GpuSpec old_gpu = gpu("old", 15.7, 125, 900), new_gpu = gpu("new", 31.2, 250, 1600);
+  const GpuSpec ref = gpu("ref", 30.0, 240, 1550);  // no launch year: inside the data
+  old_gpu.launch_year = 2020;
+  new_gpu.launch_year = 2025;
+  ASSERT_TRUE(srift::dominates(new_gpu, ref, Precision::amp));
+  srift::LearnedComputeConfig cfg;
+  cfg.edge_year = 2024;
+  cfg.edge_anchored_p10 = 0.3, cfg.edge_anchored_p50 = 0.5, cfg.edge_anchored_p90 = 0.7;
+  cfg.edge_absolute_p10 = 0.3, cfg.edge_absolute_p50 = 0.5, cfg.edge_absolute_p90 = 0.7;
+  cfg.ratio_references = {ref};
+  cfg.absolute_references = {ref};
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0), cfg);
+  const double nan = std::nan("");
+  // anchored: the lean is in the ratio, and the clip takes ref's ratio (zero models: roofline's)
+  const double to_ref = lc.anchored_log_ratio(w, old_gpu, ref, 32, Precision::amp, nan);
+  EXPECT_NEAR(lc.anchored_log_ratio(w, old_gpu, new_gpu, 32, Precision::amp, nan) + 0.5 - to_ref, 0.5, 0.1);
+  EXPECT_DOUBLE_EQ(lc.guarded_log_ratio(w, old_gpu, new_gpu, 32, Precision::amp, nan), to_ref);
+  // no clip binding (a reference it does not beat): the whole lean
+  srift::LearnedComputeConfig unclipped = cfg;
+  unclipped.ratio_references = {gpu("other", 40.0, 100, 500)};
+  const srift::LearnedCompute free_lc(constant_model(32, 0.0), constant_model(9, 0.0), unclipped);
+  EXPECT_DOUBLE_EQ(free_lc.guarded_log_ratio(w, old_gpu, new_gpu, 32, Precision::amp, nan),
+                   free_lc.anchored_log_ratio(w, old_gpu, new_gpu, 32, Precision::amp, nan) + 0.5);
+  // anchored from the new GPU, ref is predicted without the anchor's lean read back onto it
+  // twice: the mirrored lean, then the clip against the measurement (ref is beaten: no faster)
+  EXPECT_DOUBLE_EQ(lc.guarded_log_ratio(w, new_gpu, ref, 32, Precision::amp, nan), 0.0);
+  // no measurement: the corrected time of the new GPU is ref's
+  const std::vector<double> batches = {1, 64};
+  const std::vector<double> c = lc.absolute_corrections(w, new_gpu, batches, Precision::amp);
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_NEAR(std::log(srift::roofline_per_sample_s(w, new_gpu, Precision::amp, batches[i])) + c[i],
+                std::log(srift::roofline_per_sample_s(w, ref, Precision::amp, batches[i])), 1e-12);
+  }
+  const srift::LearnedComputeResult r = lc.predict_absolute(w, new_gpu, Precision::amp, 0);
+  EXPECT_TRUE(r.past_data_edge);  // and banded as past the edge
+  EXPECT_DOUBLE_EQ(r.p90_factor, std::exp(0.2));
+}
+
 TEST(LearnedCompute, DataEdgeFromTheDocuments) {
   const auto doc = zero_model_doc;
   const std::string edge_r = R"(,"data_edge":{"launch_year":2024,"p10":-0.05,"p50":0.15,"p90":0.35})";

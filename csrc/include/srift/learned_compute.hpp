@@ -28,10 +28,11 @@
 // launch_year > the documents' data_edge.launch_year) is a generation they never saw, and on
 // each past generation the forward split (srift.learn.train note "forward") found the models
 // too fast: the new chip realises less of its datasheet lead than the older chips' trend says.
-// Its prediction is multiplied by the forward split's median lean exp(p50), and its band is
-// the wider of the in-range band and the forward residuals around that lean. Anchored from a
-// GPU past the edge to one inside it, the ratio is read the other way: the lean divides and
-// the band is mirrored; with both past the edge the leans cancel and the band is the wider of
+// Its time is multiplied by the forward split's median lean exp(p50) before the dominance
+// clip (so it stays no slower than a reference it beats on every spec), and its band is the
+// wider of the in-range band and the forward residuals around that lean. Anchored from a GPU
+// past the edge to one inside it, the ratio is read the other way: the lean divides and the
+// band is mirrored; with both past the edge the leans cancel and the band is the wider of
 // both. A GPU with no launch year (0) is taken as inside the data. Pairs the ratio model does
 // not cover (note "no fp16 path") keep the roofline's ratio and band. srift.learn.data_edge
 // documents the split and the backtest.
@@ -188,11 +189,12 @@ class LearnedCompute {
   /// observed_anchor of +-inf.
   double anchored_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target, double batch,
                             Precision precision, double observed_anchor) const;
-  /// The same, clipped by the ratio references (note "learned compute").
+  /// The same, moved by the data edge's lean where either GPU is past it (note "data edge") and
+  /// clipped by the ratio references (note "learned compute").
   double guarded_log_ratio(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target, double batch,
                            Precision precision, double observed_anchor) const;
-  /// The absolute model's log corrections of `target`'s roofline at `batches`, clipped by the
-  /// absolute references.
+  /// The absolute model's log corrections of `target`'s roofline at `batches`, with the data
+  /// edge's lean where `target` is past it, clipped by the absolute references.
   std::vector<double> absolute_corrections(const WorkloadStats& w, const GpuSpec& target,
                                            const std::vector<double>& batches, Precision precision) const;
 
@@ -202,6 +204,9 @@ class LearnedCompute {
   /// (measured_model) times the guarded ratio at that batch; fitted as a line and split as the
   /// target's roofline; a target that dominates the anchor (dominates()) is then no slower than
   /// the anchor's measured curve at every measured batch, one the anchor dominates no faster.
+  /// At PyTorch's FP32 on a target with TF32, a ratio reference without TF32 that the target
+  /// dominates also bounds it from above, as predict_anchored predicts that reference
+  /// (learned_compute.cpp note "across the fp32 paths").
   /// Throws std::invalid_argument on no measurements or a bad batch.
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                         const std::vector<Measurement>& measurements, const GpuSpec& target,
