@@ -644,40 +644,49 @@ def data_edge_backtest(w) -> None:
     first, predicted as the forward split does (models trained only on older GPUs, as shipped)
     and moved and banded by the rule fitted on the earlier counted years only (edge_quantiles,
     edge_band: the code `srift train` ships the rule with), beside the same rows unmoved under
-    the in-range band shipped for a chip inside the data. Median / p90 APE and the share of
-    rows inside each p10-p90 band, anchored on an older GPU and with no measurement."""
+    the in-range band shipped for a chip inside the data. The lean moves the year's chips before
+    the dominance clip, as the core moves a GPU past the edge (a second forward pass); the band
+    is centred on the moved prediction. Median / p90 APE and the share of rows inside each
+    p10-p90 band, anchored on an older GPU and with no measurement."""
     from srift.learn.data_edge import counted_years, edge_band, edge_quantiles, forward_residuals
     from srift.learn.gpus import CHIP_LAUNCH_YEAR
     from srift.learn.models import MODELS_DIR
 
     ratio, absolute = ratio_dataset(compute_rows(cpu=True), w), shipped_absolute_dataset(w)
-    anchored, alone = forward_residuals(w, ratio, absolute, shipped_factory("ratio"), shipped_factory("absolute"),
-                                        shipped_blend())
+    args = (w, ratio, absolute, shipped_factory("ratio"), shipped_factory("absolute"), shipped_blend())
+    unmoved = dict(zip(("anchored", "no_measurement"), forward_residuals(*args)))
     ratio_doc = json.loads((MODELS_DIR / "compute_ratio.json").read_text())
     absolute_doc = json.loads((MODELS_DIR / "compute_absolute.json").read_text())
     in_range = {"anchored": (ratio_doc["absolute_blend"]["residuals"]["p10"], ratio_doc["absolute_blend"]["residuals"]["p90"]),
                 "no_measurement": (absolute_doc["residuals"]["p10"], absolute_doc["residuals"]["p90"])}
-    totals: dict[str, dict[str, list]] = {}
-    for kind, by_year in (("anchored", anchored), ("no_measurement", alone)):
+    rules: dict[str, dict[int, tuple[float, float, float]]] = {}
+    for kind, by_year in unmoved.items():
         years = counted_years(CHIP_LAUNCH_YEAR, by_year)
-        for year in years[1:]:
-            fitted = edge_quantiles({y: by_year[y] for y in years if y < year})
-            lean, lo, hi = edge_band(in_range[kind], fitted)
-            r = by_year[year]  # log(measured / predicted)
+        rules[kind] = {year: edge_band(in_range[kind], edge_quantiles({y: by_year[y] for y in years if y < year}))
+                       for year in years[1:]}
+    moved = dict(zip(("anchored", "no_measurement"),
+                     forward_residuals(*args, leans=({y: r[0] for y, r in rules["anchored"].items()},
+                                                     {y: r[0] for y, r in rules["no_measurement"].items()}))))
+    totals: dict[str, dict[str, list]] = {}
+    for kind, rule in rules.items():
+        for year, (lean, lo, hi) in rule.items():
+            r, r_moved = unmoved[kind][year], moved[kind][year]  # log(measured / predicted)
             t = totals.setdefault(kind, {"before": [], "after": [], "in_before": [], "in_after": []})
             t["before"] += list(r)
-            t["after"] += list(r - lean)
+            t["after"] += list(r_moved)
             t["in_before"] += list((r >= in_range[kind][0]) & (r <= in_range[kind][1]))
-            t["in_after"] += list((r - lean >= lo) & (r - lean <= hi))
+            t["in_after"] += list((r_moved >= lo) & (r_moved <= hi))
             print(json.dumps({"split": f"compute_data_edge_backtest/{kind}/{year}", "n": int(r.size),
-                              "rule_from_years": [y for y in years if y < year],
+                              "rule_from_years": sorted(y for y in unmoved[kind] if y < year
+                                                        and y in counted_years(CHIP_LAUNCH_YEAR, unmoved[kind])),
                               "lean_factor": round(math.exp(lean), 4),
                               "band": [round(math.exp(lo), 4), round(math.exp(hi), 4)],
                               "as_the_models_say": stats(ape(np.zeros(r.size), r)),
-                              "moved_by_the_lean": stats(ape(np.full(r.size, lean), r)),
+                              "lean_after_the_clip": stats(ape(np.full(r.size, lean), r)),
+                              "moved_by_the_lean": stats(ape(np.zeros(r_moved.size), r_moved)),
                               "inside_in_range_band": round(float(np.mean((r >= in_range[kind][0])
                                                                           & (r <= in_range[kind][1]))), 3),
-                              "inside_edge_band": round(float(np.mean((r - lean >= lo) & (r - lean <= hi))), 3)}))
+                              "inside_edge_band": round(float(np.mean((r_moved >= lo) & (r_moved <= hi))), 3)}))
     for kind, t in totals.items():
         print(json.dumps({"split": f"compute_data_edge_backtest/{kind}/ALL", "n": len(t["before"]),
                           "as_the_models_say": stats(ape(np.zeros(len(t["before"])), np.array(t["before"]))),

@@ -91,7 +91,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from srift.learn.datasets import ComputeRow, device_peaks
+from srift.learn.datasets import ComputeRow, chip_of, device_peaks
 from srift.learn.features import absolute_features, ratio_features, roofline_per_sample
 from srift.learn.gpus import GpuPeaks
 from srift.learn.workloads import WorkloadInfo
@@ -228,13 +228,16 @@ def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], work
                                  meta_abs: list[tuple[Any, ComputeRow]], make_ratio: Callable[[], Any],
                                  make_absolute: Callable[[], Any], by: str,
                                  blends: list[tuple[float, float]],
-                                 observed: np.ndarray) -> dict[tuple[float, float], np.ndarray]:
+                                 observed: np.ndarray,
+                                 lean_by_group: dict[str, float] | None = None) -> dict[tuple[float, float], np.ndarray]:
     """For each (weight, shrink) in `blends`, the shipped anchored correction of every pair with
     a GPU target (log ratio minus the roofline ratio, as the ratio dataset's y), clipped by the
     anchored predictions of the reference GPUs (srift.learn.dominance note "dominance"), both
     models fitted once per held-out group (the pair's target's GPU chip, or its model), whose
     variants are no reference. NaN where the pair is not predicted (a CPU target, or too few
-    rows to train)."""
+    rows to train). lean_by_group: by "forward" only, a held-out year's log lean (srift.learn.
+    data_edge), given to that year's chips (and later ones) before the clip, as the core gives
+    it to a GPU past the data's edge."""
     from srift.learn.dominance import guarded_log_ratio, reference_gpus
     from srift.learn.train import _split_key, held_out_chips
 
@@ -253,6 +256,7 @@ def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], work
             ratio = make_ratio().fit(X[train], y[train])
             absolute = make_absolute().fit(X_abs[train_abs], y_abs[train_abs])
         refs = reference_gpus(held_out_chips(g, by))
+        lean = _held_out_lean(g, by, lean_by_group)
         for i in test:
             a, b = meta[i]
             wl, pa = workloads[a.workload], peaks[a.gpu]
@@ -267,5 +271,19 @@ def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], work
             for (weight, shrink), col in out.items():
                 col[i] = guarded_log_ratio(lambda gpu: combined_log_ratio(terms_of(gpu), float(observed[i]), weight,
                                                                           shrink),
-                                           pa, peaks[b.gpu], refs, a.precision) - X[i, 0]
+                                           pa, peaks[b.gpu], refs, a.precision, lean) - X[i, 0]
     return out
+
+
+def _held_out_lean(group: str, by: str, lean_by_group: dict[str, float] | None) -> Callable[[GpuPeaks], float]:
+    """gpu -> its log lean in a forward fold: the fold's lean for the chips it holds out (those
+    past the fold's data edge), 0 for the rest."""
+    from srift.learn.dominance import no_lean
+    from srift.learn.train import held_out_chips
+
+    if not lean_by_group or group not in lean_by_group:
+        return no_lean
+    if by != "forward":
+        raise ValueError(f"lean_by_group: a lean is a forward split's, got split by {by!r}")
+    past, lean = held_out_chips(group, by), float(lean_by_group[group])
+    return lambda gpu: lean if chip_of(gpu.key) in past else 0.0

@@ -66,7 +66,7 @@ from srift.learn.gpus import TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["dominates", "reference_gpus", "dominance_bounds", "clip_to_bounds", "guarded_log_times",
-           "guarded_correction", "guarded_log_ratio", "reference_specs"]
+           "guarded_correction", "guarded_log_ratio", "reference_specs", "no_lean"]
 
 _PRECISIONS = ("fp32", "tf32", "amp")
 
@@ -143,13 +143,14 @@ def guarded_log_times(log_times: Callable[[GpuPeaks], np.ndarray], target: GpuPe
     return out
 
 
-def _no_lean(g: GpuPeaks) -> float:
+def no_lean(g: GpuPeaks) -> float:
+    """The lean of a GPU inside the data (srift.learn.data_edge): none."""
     return 0.0
 
 
 def guarded_correction(predict: Callable[[np.ndarray], np.ndarray], workload: WorkloadInfo, target: GpuPeaks,
                        batches: Sequence[float], precision: str, references: Sequence[GpuPeaks],
-                       lean: Callable[[GpuPeaks], float] = _no_lean) -> np.ndarray:
+                       lean: Callable[[GpuPeaks], float] = no_lean) -> np.ndarray:
     """The absolute model's log correction of the target's roofline (log(t / roofline),
     per-sample time) at each of `batches`, with the predicted time clipped by the references
     (note "dominance"). predict: feature rows -> log corrections (the absolute model).
@@ -168,7 +169,7 @@ def guarded_correction(predict: Callable[[np.ndarray], np.ndarray], workload: Wo
 
 def guarded_log_ratio(log_ratio: Callable[[GpuPeaks], float], anchor: GpuPeaks, target: GpuPeaks,
                       references: Sequence[GpuPeaks], precision: str,
-                      lean: Callable[[GpuPeaks], float] = _no_lean) -> float:
+                      lean: Callable[[GpuPeaks], float] = no_lean) -> float:
     """log(t_target / t_anchor) from a measurement on `anchor`, clipped by the anchored
     predictions of the references the target dominates and that dominate it (note "dominance",
     anchored). The measurement is exact: the anchor is a reference (log ratio 0), so is any
