@@ -929,8 +929,12 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
       // above, as that reference's own prediction (the upper bound wins, as in the clip).
       // Anchored on an H100 at FP32, an A100 came out up to 1.34x slower than a V100 (GPT-2 at
       // batch 8), 212 of 179,172 dominating pairs over the zoo's models.
+      std::vector<std::array<double, 3>> seen;  // references differing only in memory predict alike
       for (const GpuSpec& g : config_.ratio_references) {
         if (g.tf32_flops > 0 || !dominates(target, g, precision)) continue;
+        const std::array<double, 3> peaks{g.fp32_flops, g.fp16_flops, g.memory_bandwidth};
+        if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
+        seen.push_back(peaks);
         const ComputeModel other = predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
         for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
       }
