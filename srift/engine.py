@@ -210,6 +210,7 @@ class Engine:
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
         self._group_bands: dict[tuple[str, bool], _core.GroupBand] = {}
+        self._select_measurements()
         self._instance_points = self._instance_measurements()
         self._check_gpu_measurements()
         self._layers = self._layer_columns()
@@ -318,10 +319,44 @@ class Engine:
         return spec
 
     # ---- compute ----------------------------------------------------------------------------
+    def _select_measurements(self) -> None:
+        """Note "measurement precision". The measurements a prediction at self.precision may
+        read: those timed at it (Profile.measurement_precision: a measurement's own precision,
+        else the profile's), and the profile's own timings when the profile ran at it. A run at
+        another precision is no evidence of this one's time (on tensor-core GPUs AMP is often
+        2-3x FP32, and srift has no model from one to the other that a measurement should
+        pass through), so it anchors nothing: the prediction is made as without it, and one
+        warning names every run left out, so a profile may hold runs at several precisions and
+        each prediction uses its own. Kept: (index in profile.measurements, measurement)."""
+        p = self.profile
+        self._usable: list[tuple[int, Any]] = []
+        skipped: list[str] = []
+        for j, m in enumerate(p.measurements):
+            at = p.measurement_precision(m)
+            if at == self.precision:
+                self._usable.append((j, m))
+                continue
+            how = at if m.precision is not None else f"{at}: recorded without a precision, read as the profile's"
+            what = f"{m.device} whole instance" if m.gpus > 1 else m.device
+            skipped.append(f"measurements[{j}] ({what}, local batch {m.local_batch}, {m.iteration_s:g} s, {how})")
+        self._timings_usable = p.timings is not None and p.precision == self.precision
+        if p.timings is not None and p.device_gpu and not self._timings_usable:
+            skipped.append(f"the profile's own timings on {p.device_gpu} ({p.precision}, as profiled)")
+        if skipped:
+            shown = "; ".join(skipped[:6]) + (f"; and {len(skipped) - 6} more" if len(skipped) > 6 else "")
+            warnings.warn(f"{len(skipped)} measurement{'s' if len(skipped) > 1 else ''} timed at another precision "
+                          f"than the {self.precision} predicted {'are' if len(skipped) > 1 else 'is'} not used: "
+                          f"{shown}. srift anchors only on runs at the precision it predicts; time the run at "
+                          f"{self.precision} (--measure GPU:BATCH:SECONDS@{self.precision}, "
+                          f"add_measurement(..., precision={self.precision!r})) or predict at the run's precision "
+                          "(--precision)", UserWarning, stacklevel=4)
+
     def _instance_measurements(self) -> dict[str, list[_core.Measurement]]:
-        """Whole-instance DDP measurements (gpus > 1) by catalog instance type; ValueError
-        when one names no instance type or a GPU count the instance does not have."""
+        """Whole-instance DDP measurements (gpus > 1) at the predicted precision by catalog
+        instance type; ValueError when one (at any precision) names no instance type or a GPU
+        count the instance does not have."""
         out: dict[str, list[_core.Measurement]] = {}
+        usable = {j for j, _ in self._usable}
         for j, m in enumerate(self.profile.measurements):
             if m.gpus <= 1:
                 continue
@@ -333,7 +368,8 @@ class Engine:
             if int(it.gpu_count) != m.gpus:
                 raise ValueError(f"measurements[{j}].gpus: {it.name} has {it.gpu_count} GPUs and srift plans whole "
                                  f"instances, so a whole-instance measurement uses all of them; got gpus={m.gpus}")
-            out.setdefault(it.name, []).append(_core_point(m))
+            if j in usable:
+                out.setdefault(it.name, []).append(_core_point(m))
         return out
 
     def _check_gpu_measurements(self) -> None:
@@ -355,11 +391,11 @@ class Engine:
 
     def _measurements_for(self, gpu_key: str, optimizer_s: float | None = None) -> list[_core.Measurement]:
         points: list[_core.Measurement] = []
-        for m in self.profile.measurements:
+        for _, m in self._usable:
             if m.gpus == 1 and gpu_key in self._resolve(m.device):
                 points.append(self._plain_point(m, gpu_key, optimizer_s))
         t = self.profile.timings
-        if t is not None and self.profile.device_gpu == gpu_key:
+        if t is not None and self._timings_usable and self.profile.device_gpu == gpu_key:
             for i, b in enumerate(t.batch_sizes):
                 points.append(_core.Measurement(float(b), float(t.iteration_s[i]),
                                                 float(t.forward_s[i]), float(t.backward_s[i])))
@@ -416,17 +452,18 @@ class Engine:
         return max(0.0, math.floor(free / w.activation_bytes_per_sample))
 
     def _anchors(self) -> list[tuple[str, list[_core.Measurement]]]:
-        """Every GPU type the profile measured alone (one GPU), with its measurements, to anchor
-        learned ratios (several: their predictions are averaged, srift::LearnedCompute note
-        "several anchors"); else the profiled device's own timings; else none."""
+        """Every GPU type the profile measured alone (one GPU) at the predicted precision, with
+        its measurements, to anchor learned ratios (several: their predictions are averaged,
+        srift::LearnedCompute note "several anchors"); else the profiled device's own timings
+        when it was profiled at that precision; else none (note "measurement precision")."""
         out: dict[str, list[_core.Measurement]] = {}
-        for m in self.profile.measurements:
+        for _, m in self._usable:
             if m.gpus > 1:
                 continue
             keys = [k for k in self._resolve(m.device) if k in self.catalog.gpu_keys()]
             if keys and keys[0] not in out:
                 out[keys[0]] = self._measurements_for(keys[0])
-        if not out and self.profile.device_gpu and self.profile.timings is not None:
+        if not out and self.profile.device_gpu and self._timings_usable:
             out[self.profile.device_gpu] = self._measurements_for(self.profile.device_gpu)
         anchors = [(k, v) for k, v in sorted(out.items()) if v]
         for key, _ in anchors:
@@ -455,7 +492,7 @@ class Engine:
         points = self._measurements_for(gpu_key)
         if points:
             # a name that resolves to several GPUs (V100: 16 and 32 GB) may have run on the larger
-            mine = [m for m in self.profile.measurements if m.gpus == 1 and self._resolve(m.device) == [gpu_key]]
+            mine = [m for _, m in self._usable if m.gpus == 1 and self._resolve(m.device) == [gpu_key]]
             self._warn_if_over_memory(gpu_key, mine, depth=_depth)
             self._warn_if_faster_than_peak(gpu_key, mine, depth=_depth)
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
@@ -474,7 +511,7 @@ class Engine:
                 return _core.anchor_to_measurements(prior, points)
 
             model = fit(points)
-            if any(m.accumulation_steps > 1 for m in self.profile.measurements):
+            if any(m.accumulation_steps > 1 for _, m in self._usable):
                 # note "accumulated measurement": the fit may cap the optimizer step below the
                 # roofline's; read the accumulated runs again with the model's own until it holds
                 for _ in range(8):
@@ -702,7 +739,7 @@ class Engine:
             return self._compute_entry(it.gpu)
         cached = self._instance_compute.get(it.name)
         if cached is None:
-            whole = [m for m in self.profile.measurements
+            whole = [m for _, m in self._usable
                      if m.gpus > 1 and self.catalog.instance(m.device.strip()).name == it.name]
             self._warn_if_over_memory(it.gpu, whole, on=it.name)
             self._warn_if_faster_than_peak(it.gpu, whole, on=it.name)
