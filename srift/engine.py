@@ -170,7 +170,9 @@ def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement], model: _core
 # disagree more than runs of one configuration do: of 6,494 pairs of Lambda's hosts running
 # one benchmark on one GPU configuration (lambda_v2_fp32/fp16_hosts.csv) 0.8% differ by more,
 # and of Sia's 1,520 pairs of repeated multi-node steps (sia_profiles_non_ec2.csv) 0.7%
-# (the median pair differs by 0.4% and 2.0%); the engine names them and the value it uses.
+# (the median pair differs by 0.4% and 2.0%); of Gavel's two 1-GPU rows per job 3% outside its
+# host-bound Recommendation model, all 15 of those (1.5-11.8x). The engine names them and the
+# value it uses (docs/accuracy.md, "Repeated runs that disagree").
 REPEAT_SPREAD_SHARE = 0.20
 
 
