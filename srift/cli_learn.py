@@ -266,9 +266,11 @@ def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 
     interconnect (`measured_intra_*`). Without, it would time gloo between processes on this one
     host, which is loopback and not the instance's NIC: ValueError unless ``loopback`` (tests
     and emulated hosts), which stores it as the network link, marked `measured_network_over:
-    "loopback"`. The link between instances is probed across them: probe_network_distributed. ``catalog`` (default: the bundled one) names
-    the type, e.g. a private one from overrides. A rank that fails (or waits on the others longer
-    than ``collective_timeout_s``) raises srift.validate.launcher.LaunchError naming it."""
+    "loopback"` (one faster than the NIC with a warning, ``allow_above_nominal`` unused). The
+    link between instances is probed across them: probe_network_distributed. ``catalog``
+    (default: the bundled one) names the type, e.g. a private one from overrides. A rank that
+    fails (or waits on the others longer than ``collective_timeout_s``) raises
+    srift.validate.launcher.LaunchError naming it."""
     import os
 
     import torch

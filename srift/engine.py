@@ -233,9 +233,10 @@ def _warn_if_repeats_disagree(where: str, repeats: list[_Repeat], depth: int = 0
         used = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
         config = f"local batch {batch}" + (f", {steps} micro-steps" if steps > 1 else "")
         shown = ", ".join(f"{r.seconds:.4g} s ({r.label})" for r in group)
-        warnings.warn(f"measurements on {where} at {config} disagree: {shown}; the slowest is "
-                      f"{max(times) / min(times) - 1:.0%} over the fastest, where 99% of the repeated runs in Lambda's and "
-                      f"Sia's data differ by at most {REPEAT_SPREAD_SHARE:.0%}. srift uses "
+        spread = max(times) / min(times) - 1
+        warnings.warn(f"measurements on {where} at {config} disagree: {shown}; the slowest is {spread:.0%} over the "
+                      f"fastest, where 99% of the repeated runs in Lambda's and Sia's data differ by at most "
+                      f"{REPEAT_SPREAD_SHARE:.0%}. srift uses "
                       f"their {'mean' if n == 2 else 'median'}, {used:.4g} s; check the runs (a warm-up timed, a "
                       "busy host, another GPU, batch or precision) and drop the wrong one",
                       UserWarning, stacklevel=4 + depth)

@@ -268,7 +268,8 @@ def test_a_measured_run_at_another_precision_than_predicted_is_refused(capsys, t
     assert "--precision fp32" in err
     assert main([*base, "--measure-instance", "g4dn.12xlarge:32:0.3@amp"]) == 2
     assert "at amp cannot anchor a prediction at fp32 (the profile's precision, fp32)" in capsys.readouterr().err
-    for extra in (["--measure", "T4:32:0.21@amp", "--precision", "amp"], ["--measure", "T4:32:0.21", "--precision", "amp"],
+    for extra in (["--measure", "T4:32:0.21@amp", "--precision", "amp"],
+                  ["--measure", "T4:32:0.21", "--precision", "amp"],
                   ["--measure", "T4:32:0.21@fp32"], ["--measure", "T4:32:0.21"]):
         assert main([*base, *extra]) == 0
         out = capsys.readouterr()
