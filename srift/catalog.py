@@ -87,7 +87,9 @@ class GpuSpec:
 
 MEASURED_LINK_FIELDS = ("measured_network_gbytes_s", "measured_network_latency_us",
                         "measured_intra_gbytes_s", "measured_intra_latency_us",
-                        "measured_comm_compute_s_per_gbyte")
+                        "measured_comm_compute_s_per_gbyte", "measured_network_over")
+# What a measured network link crossed (InstanceType.measured_network_over)
+NETWORK_PROBED_OVER = ("nic", "loopback")
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,10 @@ class InstanceType:
     measured_network_latency_us: float | None = None
     measured_intra_gbytes_s: float | None = None
     measured_intra_latency_us: float | None = None
+    # What the measured_network_* figures crossed: "nic" (the instances' NICs: `srift
+    # probe-network --distributed` across hosts), "loopback" (processes on one host: `--loopback`,
+    # not the NIC, said in predictions and --explain); None: not said (hand-written, older files).
+    measured_network_over: str | None = None
     # Compute a rank loses per GB of allreduce traffic that flows while it computes (s/GB):
     # collectives competing with compute for the same cores (`srift validate` measures it on
     # emulated CPU hosts). None/0: collectives cost compute nothing.

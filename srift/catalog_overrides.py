@@ -7,6 +7,7 @@ File format (JSON or TOML), schema "srift.catalog-overrides/1"::
     [instances."p3.16xlarge"]          # partial entry: patches an existing type
     measured_network_gbytes_s = 2.3    # achieved allreduce bandwidth (srift probe-network)
     measured_network_latency_us = 45
+    measured_network_over = "nic"      # or "loopback": what the probe crossed (optional)
 
     [instances."p9.private"]           # new name: every required field
     gpu = "H100-80GB"
@@ -49,7 +50,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from srift.catalog import INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, SCHEMA_PATH, format_json_path
+from srift.catalog import (INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, NETWORK_PROBED_OVER, SCHEMA_PATH,
+                           format_json_path)
 from srift.files import decode_text, read_input_bytes, strip_bom, unique_keys
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -139,6 +141,9 @@ _INSTANCE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "network_gbps": (_pos, "a number > 0 (Gbit/s)"),
     "measured_network_gbytes_s": (_pos_or_none, "a number > 0 (GB/s, achieved allreduce bus bandwidth) or null"),
     "measured_network_latency_us": (_nonneg_or_none, "a number >= 0 (microseconds per ring step) or null"),
+    "measured_network_over": (lambda v: v is None or v in NETWORK_PROBED_OVER,
+                              "what the measured network link crossed: " + " or ".join(map(repr, NETWORK_PROBED_OVER))
+                              + " (srift probe-network writes it) or null"),
     "measured_intra_gbytes_s": (_pos_or_none, "a number > 0 (GB/s, achieved allreduce bus bandwidth) or null"),
     "measured_intra_latency_us": (_nonneg_or_none, "a number >= 0 (microseconds per ring step) or null"),
     "measured_comm_compute_s_per_gbyte": (_nonneg_or_none, "a number >= 0 (seconds of compute lost per GB of "
@@ -326,6 +331,9 @@ def apply_overrides(catalog: Catalog, source: Mapping[str, Any] | str | os.PathL
     for name, entry in (data.get("instances") or {}).items():
         if name in out["instances"]:
             inst = out["instances"][name]
+            if "measured_network_gbytes_s" in entry and "measured_network_over" not in entry:
+                # a new figure without its provenance: an earlier file's "loopback" does not describe it
+                inst.pop("measured_network_over", None)
             inst.update(entry)
             inst["sources"] = [*inst.get("sources", []), label]
             if "regions" in entry:

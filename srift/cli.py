@@ -91,6 +91,21 @@ def _iterations(text: str) -> float:
     return value
 
 
+MEASURE_PRECISIONS = ("fp32", "tf32", "amp")
+
+
+def _split_precision(text: str, form: str, example: str) -> tuple[str, str | None]:
+    """TEXT@PRECISION -> (TEXT, precision); TEXT -> (TEXT, None): the run's arithmetic, as
+    --precision names it (srift.engine note "measurement precision")."""
+    head, at, precision = text.rpartition("@")
+    if not at:
+        return text, None
+    if precision.strip().lower() not in MEASURE_PRECISIONS:
+        raise argparse.ArgumentTypeError(f"measurement precision must be one of {', '.join(MEASURE_PRECISIONS)} "
+                                         f"after '@' ({form}@PRECISION, e.g. {example}@amp), got {text!r}")
+    return head, precision.strip().lower()
+
+
 def _measurement(text: str) -> tuple[str, int, float]:
     parts = text.split(":")
     if len(parts) != 3:
@@ -98,24 +113,27 @@ def _measurement(text: str) -> tuple[str, int, float]:
     return parts[0], _positive_int(parts[1]), _positive_float(parts[2])
 
 
-def _instance_measurement(text: str) -> tuple[str, int, float]:
-    """INSTANCE:LOCAL_BATCH:SECONDS: one DDP iteration on a whole instance."""
-    if len(text.split(":")) != 3:
-        raise argparse.ArgumentTypeError("measurement must be INSTANCE:LOCAL_BATCH:SECONDS (e.g. p3.16xlarge:32:0.16), "
-                                         f"got {text!r}")
-    return _measurement(text)
+def _instance_measurement(text: str) -> tuple[str, int, float, str | None]:
+    """INSTANCE:LOCAL_BATCH:SECONDS[@PRECISION]: one DDP iteration on a whole instance."""
+    body, precision = _split_precision(text, "INSTANCE:LOCAL_BATCH:SECONDS", "p3.16xlarge:32:0.16")
+    if len(body.split(":")) != 3:
+        raise argparse.ArgumentTypeError("measurement must be INSTANCE:LOCAL_BATCH:SECONDS[@PRECISION] (e.g. "
+                                         f"p3.16xlarge:32:0.16 or p3.16xlarge:32:0.16@amp), got {text!r}")
+    return (*_measurement(body), precision)
 
 
-def _gpu_measurement(text: str) -> tuple[str, int, float, int]:
+def _gpu_measurement(text: str) -> tuple[str, int, float, int, str | None]:
     """GPU:LOCAL_BATCH:SECONDS, or GPU:LOCAL_BATCH:SECONDS:MICRO_STEPS for an optimizer step
-    of that many gradient-accumulation micro-steps."""
-    if text.count(":") == 2:
-        return (*_measurement(text), 1)
-    if text.count(":") == 3:
-        head, _, steps = text.rpartition(":")
-        return (*_measurement(head), _positive_int(steps))
-    raise argparse.ArgumentTypeError("measurement must be GPU:LOCAL_BATCH:SECONDS or GPU:LOCAL_BATCH:SECONDS:"
-                                     f"MICRO_STEPS (e.g. T4:32:0.21 or T4:32:1.7:8), got {text!r}")
+    of that many gradient-accumulation micro-steps; either with @PRECISION (fp32, tf32, amp)
+    for the arithmetic the run used."""
+    body, precision = _split_precision(text, "GPU:LOCAL_BATCH:SECONDS[:MICRO_STEPS]", "T4:32:0.21")
+    if body.count(":") == 2:
+        return (*_measurement(body), 1, precision)
+    if body.count(":") == 3:
+        head, _, steps = body.rpartition(":")
+        return (*_measurement(head), _positive_int(steps), precision)
+    raise argparse.ArgumentTypeError("measurement must be GPU:LOCAL_BATCH:SECONDS[:MICRO_STEPS][@PRECISION] (e.g. "
+                                     f"T4:32:0.21, T4:32:1.7:8 or T4:32:0.21@amp), got {text!r}")
 
 
 # ---- shared options -------------------------------------------------------------------------
@@ -144,15 +162,16 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                         "is written for (default: what fits GPU memory); with --accumulate it sets "
                         "the micro-steps")
     g.add_argument("--measure", type=_gpu_measurement, action="append", default=[],
-                   metavar="GPU:BATCH:SECONDS[:MICRO_STEPS]",
+                   metavar="GPU:BATCH:SECONDS[:MICRO_STEPS][@PRECISION]",
                    help="a single-GPU iteration you timed, e.g. T4:32:0.21 (repeatable); with MICRO_STEPS, "
                         "one optimizer step of that many gradient-accumulation micro-steps of BATCH each, "
-                        "e.g. T4:32:1.7:8")
+                        "e.g. T4:32:1.7:8; @fp32, @tf32 or @amp: the precision the run used (default: the "
+                        "one predicted, --precision or the profile's; another than that is an error)")
     g.add_argument("--measure-instance", type=_instance_measurement, action="append", default=[],
-                   metavar="INSTANCE:BATCH:SECONDS",
+                   metavar="INSTANCE:BATCH:SECONDS[@PRECISION]",
                    help="a DDP iteration you timed on all GPUs of one instance, at a local batch per GPU, "
                         "e.g. p3.16xlarge:32:0.16 (repeatable): anchors that instance type, host and "
-                        "intra-instance allreduce included")
+                        "intra-instance allreduce included; @PRECISION as for --measure")
     _add_ddp(g)
     g.add_argument("--catalog", dest="catalog_path", metavar="FILE", help="a catalog JSON (default: bundled)")
     g.add_argument("--catalog-overrides", metavar="FILE", action="append",
@@ -266,14 +285,33 @@ def _profile(args: argparse.Namespace) -> Any:
     if not (args.measure or args.measure_instance):
         return prof
     catalog = _catalog(args)  # once for both flags (overrides are a file read)
-    for device, batch, secs, steps in args.measure:
+    predicted = args.precision or prof.precision
+    for device, batch, secs, steps, precision in args.measure:
+        _check_measure_precision("--measure", device, batch, secs, precision, predicted, args.precision)
         if not catalog.resolve_gpu(device):
             catalog.gpu(device)  # a GPU the catalog does not know would be ignored: raise, with suggestions
-        prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli", accumulation_steps=steps)
-    for name, batch, secs in args.measure_instance:
+        prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli", accumulation_steps=steps,
+                             precision=precision or predicted)
+    for name, batch, secs, precision in args.measure_instance:
+        _check_measure_precision("--measure-instance", name, batch, secs, precision, predicted, args.precision)
         it = catalog.instance(name)
-        prof.add_measurement(it.name, local_batch=batch, iteration_s=secs, source="cli", gpus=int(it.gpu_count))
+        prof.add_measurement(it.name, local_batch=batch, iteration_s=secs, source="cli", gpus=int(it.gpu_count),
+                             precision=precision or predicted)
     return prof
+
+
+def _check_measure_precision(flag: str, device: str, batch: int, secs: float, precision: str | None,
+                             predicted: str, asked: str | None) -> None:
+    """A run given on the command line at another precision than the one the command predicts
+    is refused (srift.engine note "measurement precision"): the prediction could not use it, so
+    the flag would do nothing. A run without @PRECISION is taken at the predicted precision."""
+    if precision is None or precision == predicted:
+        return
+    why = f"--precision {asked}" if asked else f"the profile's precision, {predicted}"
+    raise UserError(f"{flag} {device}:{batch}:{secs:g}@{precision}: a run timed at {precision} cannot anchor a "
+                    f"prediction at {predicted} ({why}): srift anchors only on runs at the precision it predicts",
+                    hint=f"predict at the run's precision (--precision {precision}), or give a run timed at "
+                         f"{predicted} (@{predicted})")
 
 
 def _ddp_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -400,7 +438,8 @@ def _cmd_profile(args: argparse.Namespace) -> int:
             rows = [(b, report.seconds(f), report.seconds(bw), report.seconds(it))
                     for b, f, bw, it in zip(t.batch_sizes, t.forward_s, t.backward_s, t.iteration_s)]
             lines += ["", report.table(rows, ["local batch", "forward", "backward", "iteration"], right=[0, 1, 2, 3]),
-                      f"optimizer step {report.seconds(t.optimizer_s)} (medians of {t.repeats} after {t.warmup} warm-up)"]
+                      f"optimizer step {report.seconds(t.optimizer_s)} (medians of {t.repeats} after {t.warmup} "
+                      f"warm-up, at {prof.precision}: predictions at another precision do not use these times)"]
         if args.output:
             lines.append(f"saved to {args.output}")
         return "\n".join(lines)

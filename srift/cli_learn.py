@@ -5,6 +5,7 @@ import argparse
 import math
 import statistics
 import sys
+import warnings
 from datetime import datetime, timezone
 from typing import Any
 
@@ -40,7 +41,12 @@ def register(subparsers: Any) -> None:
                         f"{DEFAULT_COLLECTIVE_TIMEOUT_S:.0f}): bounds the wait for a dead peer")
     p.add_argument("--loopback", action="store_true",
                    help="without NCCL on the ranks' GPUs, store gloo's allreduce between processes on this one "
-                        "host as the instance's network link (tests and emulated hosts: it is not the NIC)")
+                        "host as the instance's network link (tests and emulated hosts: it is not the NIC), "
+                        "marked measured_network_over: loopback, which predictions and --explain then say")
+    p.add_argument("--allow-above-nominal", action="store_true",
+                   help=f"store a link across instances faster than the catalog's NIC by more than "
+                        f"{NIC_MARGIN:g}x (refused without it: no allreduce beats its NIC's line rate, so "
+                        "such a probe did not measure the NIC, or the catalog's NIC figure is wrong)")
     p.add_argument("--distributed", action="store_true",
                    help="run under torchrun across two or more instances of the type, one process per GPU "
                         "(torchrun --nnodes N --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT "
@@ -121,6 +127,7 @@ def default_probe_ranks() -> int:
     return n if n >= 2 else 2
 
 
+NETWORK_PROBED_OVER = ("nic", "loopback")  # srift.catalog.NETWORK_PROBED_OVER, without importing the catalog
 MIN_BANDWIDTH_BYTES = 1 << 20  # the bandwidth is fitted on messages this large or larger
 SMALL_MESSAGE_BYTES = 64 << 10  # the per-step latency, on messages this small or smaller
 MAX_PROBE_BYTES = 1 << 34  # the largest message, and the largest smallest one
@@ -167,12 +174,21 @@ def _probe_sizes(instance_type: str, min_bytes: int, max_bytes: int, repeats: in
 
 
 def _probe_document(instance_type: str, link: str, backend: str, ranks: int, nodes: int, sizes: list[int],
-                    times: list[float], catalog: Any = None) -> dict[str, Any]:
+                    times: list[float], catalog: Any = None, *, over: str | None = None,
+                    allow_above_nominal: bool = False) -> dict[str, Any]:
     """A catalog-overrides document storing the sweep's fitted ring bus bandwidth and per-step
     latency as the instance type's `link` ("intra": inside one instance; "network": the ring
-    across instances), fitted with the simulator's own ring model over all `ranks`."""
+    across instances), fitted with the simulator's own ring model over all `ranks`. A network
+    link records what it crossed, `over`: "nic" (instances' NICs) or "loopback" (processes on one
+    host), as `measured_network_over`. Note "above the NIC": a network link faster than the
+    catalog's NIC by more than NIC_MARGIN is a ValueError when it crossed NICs, unless
+    `allow_above_nominal`, and a warning when it is loopback's (or allowed)."""
+    if link == "network" and over not in NETWORK_PROBED_OVER:
+        raise ValueError(f"over: a network link says what it crossed, one of {', '.join(NETWORK_PROBED_OVER)}; "
+                         f"got {over!r}")
     # The catalog's own spelling: the overrides file is keyed by it ("G4DN.12XLARGE" would be a new type).
-    instance_type = _catalog(catalog).instance(instance_type).name
+    info = _catalog(catalog).instance(instance_type)
+    instance_type = info.name
     big = [(s, t) for s, t in zip(sizes, times) if s >= MIN_BANDWIDTH_BYTES]
     if len(big) < 2:  # _probe_sizes refuses such a sweep; a caller's own sizes too
         raise ValueError(f"message sizes {sizes}: the bandwidth is fitted on two or more sizes of at least "
@@ -192,11 +208,49 @@ def _probe_document(instance_type: str, link: str, backend: str, ranks: int, nod
     where = f"{ranks} local ranks" if nodes == 1 else f"{ranks} ranks on {nodes} instances ({ranks // nodes} each)"
     note = (f"srift probe-network {now}: {backend} allreduce over {where}, {sizes[0]}-{sizes[-1]} B; "
             f"achieved bus bandwidth {gbytes:.3f} GB/s, latency {lat * 1e6:.1f} us/step")
+    if link == "network" and over == "loopback":
+        note += "; measured over loopback on one host, not the instance's NIC"
+    above = _above_nic(info, gbytes) if link == "network" else None
+    if above is not None:
+        if over == "nic" and not allow_above_nominal:
+            raise ValueError(f"measured_network_gbytes_s: the probe found {gbytes:.3f} GB/s across {instance_type} "
+                             f"instances, {above}: no allreduce over a NIC runs faster than its line rate (probes "
+                             f"of shaped NICs fit within 1% of it), so this is not the NIC (ranks that share a host "
+                             f"or a link other than the one planned), or the catalog's NIC is wrong (set network_gbps "
+                             f"in --catalog-overrides); --allow-above-nominal stores it anyway")
+        warnings.warn(f"{instance_type}: the probed network link, {gbytes:.3f} GB/s, is {above}"
+                      + ("; stored as measured over loopback, which predictions across instances name"
+                         if over == "loopback" else "; stored as asked (--allow-above-nominal)"),
+                      UserWarning, stacklevel=3)
+        note += f"; {above}"
+    entry: dict[str, Any] = {f"measured_{link}_gbytes_s": gbytes, f"measured_{link}_latency_us": lat * 1e6}
+    if link == "network":
+        entry["measured_network_over"] = over
+    entry["note"] = note
     return {"schema": "srift.catalog-overrides/1",
-            "instances": {instance_type: {f"measured_{link}_gbytes_s": gbytes,
-                                          f"measured_{link}_latency_us": lat * 1e6, "note": note}},
+            "instances": {instance_type: entry},
             "measurements": {"backend": backend, "ranks": ranks, "nodes": nodes, "message_bytes": sizes,
-                             "seconds": times, "bus_bandwidth_bytes_s": bw, "latency_s": lat}}
+                             "seconds": times, "bus_bandwidth_bytes_s": bw, "latency_s": lat,
+                             **({"over": over} if link == "network" else {})}}
+
+
+# Note "above the NIC". A ring allreduce across instances moves every byte through each
+# instance's NIC, so its bus bandwidth cannot beat the NIC's line rate: the 25 probes of shaped
+# NICs (0.5-8 Gbit/s, 2-4 hosts, srift/data/measurements/allreduce_gloo.json) fit at most 0.9%
+# above their rate, most below. A probe more than NIC_MARGIN over the catalog's fastest figure
+# for the type (its burst peak where AWS lists one, else its baseline) did not measure the NIC.
+NIC_MARGIN = 1.10
+
+
+def _above_nic(info: Any, gbytes: float) -> str | None:
+    """How far `gbytes` (GB/s) is over an instance type's NIC, in words, where it is more than
+    NIC_MARGIN over its fastest nominal figure; None within it."""
+    gbps = max(float(info.network_gbps or 0.0), float(info.network_peak_gbps or 0.0))
+    nominal = gbps / 8
+    if not nominal > 0 or gbytes <= NIC_MARGIN * nominal:
+        return None
+    return (f"{gbytes / nominal:.2f}x the {nominal:.3g} GB/s ({gbps:g} Gbit/s) the catalog gives its NIC, more than "
+            f"the {NIC_MARGIN:g}x a probe's fit allows")
 
 
 _LOOPBACK_REFUSED = ("gloo between processes on one host measures loopback, not the instance's NIC, and storing "
@@ -205,15 +259,18 @@ _LOOPBACK_REFUSED = ("gloo between processes on one host measures loopback, not 
 
 def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 << 30, ranks: int | None = None,
                   repeats: int = 5, *, loopback: bool = False, catalog: Any = None,
-                  collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> dict[str, Any]:
+                  collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S,
+                  allow_above_nominal: bool = False) -> dict[str, Any]:
     """Allreduce sweep among `ranks` local processes (default_probe_ranks() when None); a
     catalog-overrides document. With NCCL on `ranks` GPUs it measures the instance's
     interconnect (`measured_intra_*`). Without, it would time gloo between processes on this one
     host, which is loopback and not the instance's NIC: ValueError unless ``loopback`` (tests
-    and emulated hosts), which stores it as the network link. The link between instances is
-    probed across them: probe_network_distributed. ``catalog`` (default: the bundled one) names
-    the type, e.g. a private one from overrides. A rank that fails (or waits on the others longer
-    than ``collective_timeout_s``) raises srift.validate.launcher.LaunchError naming it."""
+    and emulated hosts), which stores it as the network link, marked `measured_network_over:
+    "loopback"` (one faster than the NIC with a warning, ``allow_above_nominal`` unused). The
+    link between instances is probed across them: probe_network_distributed. ``catalog``
+    (default: the bundled one) names the type, e.g. a private one from overrides. A rank that
+    fails (or waits on the others longer than ``collective_timeout_s``) raises
+    srift.validate.launcher.LaunchError naming it."""
     import os
 
     import torch
@@ -248,7 +305,7 @@ def probe_network(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 
     times = next(r["allreduce_s"] for r in run.ranks if r["rank"] == 0)
     # NCCL on one machine measures the GPUs' interconnect; gloo here stands in for a NIC (loopback).
     return _probe_document(instance_type, "intra" if backend == "nccl" else "network", backend, ranks, 1, sizes,
-                           times, catalog)
+                           times, catalog, over="loopback", allow_above_nominal=allow_above_nominal)
 
 
 def _torchrun_env() -> tuple[int, int, int]:
@@ -292,14 +349,18 @@ def _host_identity() -> str:
 
 def probe_network_distributed(instance_type: str, min_bytes: int = 1024, max_bytes: int = 1 << 30,
                               repeats: int = 5, *, loopback: bool = False, catalog: Any = None,
-                              collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S) -> dict[str, Any] | None:
+                              collective_timeout_s: float = DEFAULT_COLLECTIVE_TIMEOUT_S,
+                              allow_above_nominal: bool = False) -> dict[str, Any] | None:
     """The allreduce sweep over every rank of a torchrun job spanning N instances of one type
     (one process per GPU; gloo where the ranks have no GPU each): the ring across instances as
     DDP runs it, stored as the type's link between instances (`measured_network_*`, which the
     simulator uses as the ring's bandwidth whenever a cluster spans instances). On one instance
     it is probe_network's measurement (NCCL: `measured_intra_*`; gloo refused unless
-    ``loopback``). Several torchrun nodes on one host are loopback too, and refused the same way.
-    Returns the document on rank 0 and None on the others. A failure of the process group (a
+    ``loopback``). Several torchrun nodes on one host are loopback too, and refused the same way;
+    with ``loopback`` the link is stored marked `measured_network_over: "loopback"`, else
+    "nic". A link across NICs faster than the catalog's NIC is refused unless
+    ``allow_above_nominal`` (note "above the NIC"). Returns the document on rank 0 and None on
+    the others. A failure of the process group (a
     peer that died or lost its network, or no answer within ``collective_timeout_s``) raises
     srift.validate.launcher.LaunchError naming this rank."""
     import datetime as dt
@@ -325,10 +386,12 @@ def probe_network_distributed(instance_type: str, min_bytes: int = 1024, max_byt
     except RuntimeError as exc:  # torch.distributed's DistError / DistStoreError / DistBackendError
         raise _rank_failed(rank, world, "joining the process group", exc, timeout) from exc
     failure: BaseException | None = None
+    shared_host = True
     try:
         hosts: list[str] = [""] * world
         dist.all_gather_object(hosts, _host_identity())
         distinct = sorted(set(hosts))
+        shared_host = len(distinct) < nodes or nodes == 1
         if len(distinct) < nodes and not loopback:
             raise ValueError(f"the {nodes} torchrun nodes run on {len(distinct)} host(s) ({', '.join(distinct)}): "
                              "ranks on one host talk over its loopback or its own GPU interconnect, not the network "
@@ -356,7 +419,7 @@ def probe_network_distributed(instance_type: str, min_bytes: int = 1024, max_byt
     # ring); NCCL inside one instance measures its interconnect.
     link = "network" if nodes > 1 or backend == "gloo" else "intra"
     return _probe_document(instance_type, link, backend, world, nodes if link == "network" else 1, sizes, times,
-                           catalog)
+                           catalog, over="loopback" if shared_host else "nic", allow_above_nominal=allow_above_nominal)
 
 
 def _rank_failed(rank: int, world: int, during: str, exc: BaseException, timeout: float) -> Exception:
@@ -389,12 +452,14 @@ def _cmd_probe(args: argparse.Namespace) -> int:
     try:
         if args.distributed:
             doc = probe_network_distributed(args.instance_type, args.min_bytes, args.max_bytes, args.repeats,
-                                            loopback=args.loopback, catalog=catalog, collective_timeout_s=args.timeout)
+                                            loopback=args.loopback, catalog=catalog, collective_timeout_s=args.timeout,
+                                            allow_above_nominal=args.allow_above_nominal)
             if doc is None:
                 return 0
         else:
             doc = probe_network(args.instance_type, args.min_bytes, args.max_bytes, args.ranks, args.repeats,
-                                loopback=args.loopback, catalog=catalog, collective_timeout_s=args.timeout)
+                                loopback=args.loopback, catalog=catalog, collective_timeout_s=args.timeout,
+                                allow_above_nominal=args.allow_above_nominal)
     except LaunchError as exc:  # a rank failed or a peer died: the user's machines, not srift's bug
         if args.debug:
             raise

@@ -153,11 +153,93 @@ def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement], model: _core
     worst = max(abs(predicted / measured - 1) for measured, predicted in map(pair, points))
     if worst <= NO_LINE_MISS_SHARE:
         return
-    shown = ", ".join(f"{pair(p)[0]:.4g} s at {p.local_batch:g}" for p in sorted(points, key=lambda p: p.local_batch))
+    # repeats merged into their median (note "repeated measurements") are one point, shown once
+    shown = ", ".join(dict.fromkeys(f"{pair(p)[0]:.4g} s at {p.local_batch:g}"
+                                    for p in sorted(points, key=lambda p: p.local_batch)))
     warnings.warn(f"measurements on {gpu_key} ({shown}) fit no line of a fixed cost and a per-sample time; srift "
                   f"scales a curve through their mean (batch {line.mean_batch:g}, {line.mean_s:.4g} s), which misses a "
                   f"measured point by {worst:.0%}; check the runs (a warm-up, another GPU, another precision?)",
                   UserWarning, stacklevel=4 + depth)
+
+
+# Note "repeated measurements". Runs of one configuration (device, local batch, micro-steps;
+# one GPU or a whole instance) are repeats of one measurement: two enter the fit as their mean
+# (least squares on their batch does that), three or more as their median, each in the place of
+# one (the fit keeps their weight), so one run that timed a warm-up or a busy host does not
+# move the curve. Repeats whose slowest is more than REPEAT_SPREAD_SHARE over their fastest
+# disagree more than runs of one configuration do: of 6,494 pairs of Lambda's hosts running
+# one benchmark on one GPU configuration (lambda_v2_fp32/fp16_hosts.csv) 0.8% differ by more,
+# and of Sia's 1,520 pairs of repeated multi-node steps (sia_profiles_non_ec2.csv) 0.7%
+# (the median pair differs by 0.4% and 2.0%); of Gavel's two 1-GPU rows per job 3% outside its
+# host-bound Recommendation model, all 15 of those (1.5-11.8x). The engine names them and the
+# value it uses (docs/accuracy.md, "Repeated runs that disagree").
+REPEAT_SPREAD_SHARE = 0.20
+
+
+@dataclass
+class _Repeat:
+    """One measured point with its configuration: repeats share ``key``."""
+
+    key: tuple[int, int]  # (local batch, micro-steps)
+    label: str            # what it is: "measurements[j]", "the profile's own timing"
+    point: _core.Measurement  # as the fit reads it (an accumulated run as its plain iteration)
+    seconds: float        # as measured
+
+
+def _median_point(points: list[_core.Measurement]) -> _core.Measurement:
+    """The median of repeats of one configuration: the middle run by iteration time (the mean
+    of the middle two for an even count), forward and backward with it where every repeat has
+    them."""
+    ordered = sorted(points, key=lambda p: p.iteration_s)
+    n = len(ordered)
+    middle = ordered[(n - 1) // 2:n // 2 + 1]
+    split = all(p.forward_s >= 0 and p.backward_s >= 0 for p in points)
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    return _core.Measurement(ordered[0].local_batch, mean([p.iteration_s for p in middle]),
+                             mean([p.forward_s for p in middle]) if split else -1.0,
+                             mean([p.backward_s for p in middle]) if split else -1.0)
+
+
+def _merged_repeats(repeats: list[_Repeat]) -> list[_core.Measurement]:
+    """The points in order, each group of three or more repeats as its median (note "repeated
+    measurements"); one or two as they are."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, r in enumerate(repeats):
+        groups.setdefault(r.key, []).append(i)
+    points = [r.point for r in repeats]
+    for members in groups.values():
+        if len(members) >= 3:
+            median = _median_point([repeats[i].point for i in members])
+            for i in members:
+                points[i] = median
+    return points
+
+
+def _warn_if_repeats_disagree(where: str, repeats: list[_Repeat], depth: int = 0) -> None:
+    """Note "repeated measurements": repeats of one configuration whose slowest is more than
+    REPEAT_SPREAD_SHARE over their fastest are named, with the value srift fits."""
+    groups: dict[tuple[int, int], list[_Repeat]] = {}
+    for r in repeats:
+        groups.setdefault(r.key, []).append(r)
+    for (batch, steps), group in groups.items():
+        times = [r.seconds for r in group]
+        if len(group) < 2 or max(times) <= (1 + REPEAT_SPREAD_SHARE) * min(times):
+            continue
+        ordered = sorted(times)
+        n = len(ordered)
+        used = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
+        config = f"local batch {batch}" + (f", {steps} micro-steps" if steps > 1 else "")
+        shown = ", ".join(f"{r.seconds:.4g} s ({r.label})" for r in group)
+        spread = max(times) / min(times) - 1
+        warnings.warn(f"measurements on {where} at {config} disagree: {shown}; the slowest is {spread:.0%} over the "
+                      f"fastest, where 99% of the repeated runs in Lambda's and Sia's data differ by at most "
+                      f"{REPEAT_SPREAD_SHARE:.0%}. srift uses "
+                      f"their {'mean' if n == 2 else 'median'}, {used:.4g} s; check the runs (a warm-up timed, a "
+                      "busy host, another GPU, batch or precision) and drop the wrong one",
+                      UserWarning, stacklevel=4 + depth)
 
 
 def _roofline_params(overrides: dict[str, float]) -> _core.RooflineParams:
@@ -210,6 +292,7 @@ class Engine:
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
         self._group_bands: dict[tuple[str, bool], _core.GroupBand] = {}
+        self._select_measurements()
         self._instance_points = self._instance_measurements()
         self._check_gpu_measurements()
         self._layers = self._layer_columns()
@@ -318,10 +401,45 @@ class Engine:
         return spec
 
     # ---- compute ----------------------------------------------------------------------------
+    def _select_measurements(self) -> None:
+        """Note "measurement precision". The measurements a prediction at self.precision may
+        read: those timed at it (Profile.measurement_precision: a measurement's own precision,
+        else the profile's), and the profile's own timings when the profile ran at it. A run at
+        another precision is no evidence of this one's time (on tensor-core GPUs AMP is often
+        2-3x FP32, and srift has no model from one to the other that a measurement should
+        pass through), so it anchors nothing: the prediction is made as without it, and one
+        warning names every run left out, so a profile may hold runs at several precisions and
+        each prediction uses its own. Kept: (index in profile.measurements, measurement)."""
+        p = self.profile
+        self._usable: list[tuple[int, Any]] = []
+        skipped: list[str] = []
+        for j, m in enumerate(p.measurements):
+            at = p.measurement_precision(m)
+            if at == self.precision:
+                self._usable.append((j, m))
+                continue
+            how = at if m.precision is not None else f"{at}: recorded without a precision, read as the profile's"
+            what = f"{m.device} whole instance" if m.gpus > 1 else m.device
+            skipped.append(f"measurements[{j}] ({what}, local batch {m.local_batch}, {m.iteration_s:g} s, {how})")
+        self._timings_usable = p.timings is not None and p.precision == self.precision
+        if p.timings is not None and p.device_gpu and not self._timings_usable:
+            skipped.append(f"the profile's own timings on {p.device_gpu} ({p.precision}, as profiled)")
+        if skipped:
+            shown = "; ".join(skipped[:6]) + (f"; and {len(skipped) - 6} more" if len(skipped) > 6 else "")
+            warnings.warn(f"{len(skipped)} measurement{'s' if len(skipped) > 1 else ''} timed at another precision "
+                          f"than the {self.precision} predicted {'are' if len(skipped) > 1 else 'is'} not used: "
+                          f"{shown}. srift anchors only on runs at the precision it predicts; time the run at "
+                          f"{self.precision} (--measure GPU:BATCH:SECONDS@{self.precision}, "
+                          f"add_measurement(..., precision={self.precision!r})) or predict at the run's precision "
+                          "(--precision)", UserWarning, stacklevel=4)
+
     def _instance_measurements(self) -> dict[str, list[_core.Measurement]]:
-        """Whole-instance DDP measurements (gpus > 1) by catalog instance type; ValueError
-        when one names no instance type or a GPU count the instance does not have."""
+        """Whole-instance DDP measurements (gpus > 1) at the predicted precision by catalog
+        instance type; ValueError when one (at any precision) names no instance type or a GPU
+        count the instance does not have."""
         out: dict[str, list[_core.Measurement]] = {}
+        self._instance_repeats: dict[str, list[_Repeat]] = {}
+        usable = {j for j, _ in self._usable}
         for j, m in enumerate(self.profile.measurements):
             if m.gpus <= 1:
                 continue
@@ -333,7 +451,11 @@ class Engine:
             if int(it.gpu_count) != m.gpus:
                 raise ValueError(f"measurements[{j}].gpus: {it.name} has {it.gpu_count} GPUs and srift plans whole "
                                  f"instances, so a whole-instance measurement uses all of them; got gpus={m.gpus}")
-            out.setdefault(it.name, []).append(_core_point(m))
+            if j in usable:
+                self._instance_repeats.setdefault(it.name, []).append(
+                    _Repeat((m.local_batch, 1), f"measurements[{j}]", _core_point(m), float(m.iteration_s)))
+        for name, repeats in self._instance_repeats.items():
+            out[name] = _merged_repeats(repeats)
         return out
 
     def _check_gpu_measurements(self) -> None:
@@ -354,16 +476,25 @@ class Engine:
                                      f"knows; srift catalog show lists each instance type's GPU)") from None
 
     def _measurements_for(self, gpu_key: str, optimizer_s: float | None = None) -> list[_core.Measurement]:
-        points: list[_core.Measurement] = []
-        for m in self.profile.measurements:
+        """The points a GPU type's compute is fitted to, repeats of one configuration merged
+        (note "repeated measurements")."""
+        return _merged_repeats(self._gpu_repeats(gpu_key, optimizer_s))
+
+    def _gpu_repeats(self, gpu_key: str, optimizer_s: float | None = None) -> list[_Repeat]:
+        """A GPU type's measured points at the predicted precision, each with its
+        configuration (local batch, micro-steps) and what it is (for the warnings)."""
+        out: list[_Repeat] = []
+        for j, m in self._usable:
             if m.gpus == 1 and gpu_key in self._resolve(m.device):
-                points.append(self._plain_point(m, gpu_key, optimizer_s))
+                out.append(_Repeat((m.local_batch, m.accumulation_steps), f"measurements[{j}]",
+                                   self._plain_point(m, gpu_key, optimizer_s), float(m.iteration_s)))
         t = self.profile.timings
-        if t is not None and self.profile.device_gpu == gpu_key:
+        if t is not None and self._timings_usable and self.profile.device_gpu == gpu_key:
             for i, b in enumerate(t.batch_sizes):
-                points.append(_core.Measurement(float(b), float(t.iteration_s[i]),
-                                                float(t.forward_s[i]), float(t.backward_s[i])))
-        return points
+                point = _core.Measurement(float(b), float(t.iteration_s[i]), float(t.forward_s[i]),
+                                          float(t.backward_s[i]))
+                out.append(_Repeat((int(b), 1), "the profile's own timing", point, float(t.iteration_s[i])))
+        return out
 
     def _plain_point(self, m: Any, gpu_key: str, optimizer_s: float | None = None) -> _core.Measurement:
         """Note "accumulated measurement". A one-GPU measurement of k > 1 micro-steps per
@@ -416,17 +547,18 @@ class Engine:
         return max(0.0, math.floor(free / w.activation_bytes_per_sample))
 
     def _anchors(self) -> list[tuple[str, list[_core.Measurement]]]:
-        """Every GPU type the profile measured alone (one GPU), with its measurements, to anchor
-        learned ratios (several: their predictions are averaged, srift::LearnedCompute note
-        "several anchors"); else the profiled device's own timings; else none."""
+        """Every GPU type the profile measured alone (one GPU) at the predicted precision, with
+        its measurements, to anchor learned ratios (several: their predictions are averaged,
+        srift::LearnedCompute note "several anchors"); else the profiled device's own timings
+        when it was profiled at that precision; else none (note "measurement precision")."""
         out: dict[str, list[_core.Measurement]] = {}
-        for m in self.profile.measurements:
+        for _, m in self._usable:
             if m.gpus > 1:
                 continue
             keys = [k for k in self._resolve(m.device) if k in self.catalog.gpu_keys()]
             if keys and keys[0] not in out:
                 out[keys[0]] = self._measurements_for(keys[0])
-        if not out and self.profile.device_gpu and self.profile.timings is not None:
+        if not out and self.profile.device_gpu and self._timings_usable:
             out[self.profile.device_gpu] = self._measurements_for(self.profile.device_gpu)
         anchors = [(k, v) for k, v in sorted(out.items()) if v]
         for key, _ in anchors:
@@ -455,7 +587,8 @@ class Engine:
         points = self._measurements_for(gpu_key)
         if points:
             # a name that resolves to several GPUs (V100: 16 and 32 GB) may have run on the larger
-            mine = [m for m in self.profile.measurements if m.gpus == 1 and self._resolve(m.device) == [gpu_key]]
+            mine = [m for _, m in self._usable if m.gpus == 1 and self._resolve(m.device) == [gpu_key]]
+            _warn_if_repeats_disagree(gpu_key, self._gpu_repeats(gpu_key), _depth)
             self._warn_if_over_memory(gpu_key, mine, depth=_depth)
             self._warn_if_faster_than_peak(gpu_key, mine, depth=_depth)
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
@@ -474,7 +607,7 @@ class Engine:
                 return _core.anchor_to_measurements(prior, points)
 
             model = fit(points)
-            if any(m.accumulation_steps > 1 for m in self.profile.measurements):
+            if any(m.accumulation_steps > 1 for _, m in self._usable):
                 # note "accumulated measurement": the fit may cap the optimizer step below the
                 # roofline's; read the accumulated runs again with the model's own until it holds
                 for _ in range(8):
@@ -702,8 +835,9 @@ class Engine:
             return self._compute_entry(it.gpu)
         cached = self._instance_compute.get(it.name)
         if cached is None:
-            whole = [m for m in self.profile.measurements
+            whole = [m for _, m in self._usable
                      if m.gpus > 1 and self.catalog.instance(m.device.strip()).name == it.name]
+            _warn_if_repeats_disagree(f"{it.name} ({it.gpu})", self._instance_repeats[it.name])
             self._warn_if_over_memory(it.gpu, whole, on=it.name)
             self._warn_if_faster_than_peak(it.gpu, whole, on=it.name)
             single, _, _, _ = self._compute_entry(it.gpu)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +193,22 @@ def check_objects(profile: Any, catalog: Any, config: Any) -> None:
     checks.optional_instance("config", config, EngineConfig, "srift.engine.EngineConfig(...)")
 
 
+def _warn_if_loopback_network(catalog: Catalog, cluster: Cluster) -> None:
+    """A cluster of several instances whose type's network link was probed over loopback
+    (`measured_network_over: "loopback"`, srift probe-network --loopback): its ring runs at a
+    figure that is not the NIC's, so say so (once per type: the text names no cluster)."""
+    if sum(g.count for g in cluster.groups) < 2:
+        return
+    for name in dict.fromkeys(g.instance_type for g in cluster.groups):
+        info = catalog.instance(name)
+        if info.measured_network_gbytes_s and info.measured_network_over == "loopback":
+            warnings.warn(f"the network link of {info.name}, {info.measured_network_gbytes_s:.3g} GB/s, was probed over "
+                          f"loopback on one host (catalog overrides: measured_network_over \"loopback\", srift "
+                          f"probe-network --loopback), not across its {info.network_gbps:g} Gbit/s NIC; predictions "
+                          "across instances of it use that figure: probe across instances (--distributed) for the "
+                          "NIC's", UserWarning, stacklevel=3)
+
+
 def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             catalog: Catalog | None = None, region: str | None = None,
             precision: str | None = None, iterations: float | None = None,
@@ -234,6 +251,7 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
                                  f"({getattr(engine.config, name)!r}): set it in the engine's EngineConfig")
     for g in cluster.groups:
         catalog.instance(g.instance_type)  # unknown types raise with suggestions
+    _warn_if_loopback_network(catalog, cluster)
     region = resolve_region(catalog, cluster, region)
 
     core_groups, sources = [], []

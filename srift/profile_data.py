@@ -304,7 +304,12 @@ class Measurement:
     ``accumulation_steps`` = k > 1 (one GPU only): the timed iteration is one optimizer step
     of k gradient-accumulation micro-steps, each at ``local_batch`` (``forward_s`` and
     ``backward_s``, when given, are one micro-step's). The engine reads it as the plain
-    iteration it implies (srift.engine note "accumulated measurement")."""
+    iteration it implies (srift.engine note "accumulated measurement").
+
+    ``precision``: the arithmetic the timed run used ("fp32", "tf32", "amp", as
+    ``Profile.precision`` names them); None (what files written before the field hold): the
+    profile's ``precision`` (Profile.measurement_precision). A prediction anchors only on runs
+    at the precision it predicts (srift.engine note "measurement precision")."""
 
     device: str
     local_batch: int
@@ -315,11 +320,14 @@ class Measurement:
     recorded_at: str = field(default_factory=_now)
     gpus: int = 1
     accumulation_steps: int = 1
+    precision: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.accumulation_steps == 1:  # files written before the field stay as they were
             del d["accumulation_steps"]
+        if self.precision is None:  # the same: absent reads as the profile's precision
+            del d["precision"]
         return d
 
     @classmethod
@@ -379,6 +387,7 @@ def _checked_measurement(
     recorded_at: Any = None,
     gpus: Any = 1,
     accumulation_steps: Any = 1,
+    precision: Any = None,
 ) -> Measurement:
     """A Measurement after the checks every one passes, whether added by hand
     (Profile.add_measurement) or read from a file; ValueError names the bad field and value.
@@ -396,6 +405,9 @@ def _checked_measurement(
                          f"iteration (gpus=1), got gpus={gpus!r}: time the instance without accumulation")
     if not isinstance(source, str) or not source.strip():
         raise ValueError(f"source: expected a non-empty string, got {source!r}")
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(f"precision: expected one of {', '.join(PRECISIONS)}, or None for the profile's, "
+                         f"got {precision!r}")
     # Past these a value is a typo, and the engine's fit would divide by ~0 or overflow.
     for name, count in (("local_batch", local_batch), ("gpus", gpus), ("accumulation_steps", accumulation_steps)):
         if count > INT_MAX:
@@ -422,6 +434,7 @@ def _checked_measurement(
         recorded_at=_now() if recorded_at is None else recorded_at,
         gpus=int(gpus),
         accumulation_steps=int(accumulation_steps),
+        precision=precision,
     )
 
 
@@ -543,6 +556,11 @@ class Profile:
         return [float(b.numel) * sent if b.numel is not None else float(b.bytes) * sent / mean_element
                 for b in self.buckets]
 
+    def measurement_precision(self, m: Measurement) -> str:
+        """The precision a measurement was timed at: its own, else (recorded without one, as
+        files written before the field were) the profile's."""
+        return m.precision if m.precision is not None else self.precision
+
     def measurements_for(self, device: str) -> list[Measurement]:
         """Measurements taken on ``device`` (case-insensitive match on the device string)."""
         key = str(device).strip().lower()
@@ -558,13 +576,15 @@ class Profile:
         source: str = "user",
         gpus: int = 1,
         accumulation_steps: int = 1,
+        precision: str | None = None,
     ) -> Measurement:
         """Validate and append a measurement; ValueError names the bad field and value.
         gpus > 1: a DDP iteration on all ``gpus`` GPUs of instance type ``device``.
         accumulation_steps > 1: one GPU's optimizer step of that many micro-steps at
-        ``local_batch`` each (Measurement)."""
+        ``local_batch`` each (Measurement). precision: what the run used ("fp32", "tf32",
+        "amp"); None: the profile's. Predictions at another precision do not use it."""
         m = _checked_measurement(device, local_batch, iteration_s, forward_s, backward_s, source=source, gpus=gpus,
-                                 accumulation_steps=accumulation_steps)
+                                 accumulation_steps=accumulation_steps, precision=precision)
         self.measurements.append(m)
         return m
 

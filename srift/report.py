@@ -444,6 +444,9 @@ def bottleneck_link(pred: Any, catalog: Any | None = None) -> str:
         else:  # a prediction without the simulator's group (built by hand): the slowest nominal NIC
             slow = min(infos, key=lambda i: i.network_gbps)
         probed = ", probed" if getattr(slow, "measured_network_gbytes_s", None) else ""
+        if probed and getattr(slow, "measured_network_over", None) == "loopback":
+            return text + (f" (the network link of {slow.name} as probed over loopback on one host, not its "
+                           f"{slow.network_gbps:g} Gbit/s NIC{', EFA' if slow.efa else ''})")
         return text + f" (the {slow.network_gbps:g} Gbit/s NIC of {slow.name}{', EFA' if slow.efa else ''}{probed})"
     pairs = list(zip(infos, pred.groups))
     if known:
@@ -457,6 +460,25 @@ def bottleneck_link(pred: Any, catalog: Any | None = None) -> str:
         slow, _ = min([p for p in pairs if p[0].gpu_count > 1] or pairs, key=achieved)
     probed = ", probed" if getattr(slow, "measured_intra_gbytes_s", None) else ""
     return text + f" ({slow.interconnect} inside {slow.name}{probed})"
+
+
+def loopback_network_lines(pred: Any, catalog: Any | None) -> list[str]:
+    """A line per instance type of a cluster spanning several instances whose network link was
+    probed over loopback (catalog `measured_network_over: "loopback"`, `srift probe-network
+    --loopback`): the ring across instances runs at that figure, which is not the NIC's."""
+    if catalog is None or sum(g.count for g in pred.groups) < 2:
+        return []
+    lines = []
+    for name in dict.fromkeys(g.instance_type for g in pred.groups):
+        try:
+            info = catalog.instance(name)
+        except (ValueError, IndexError, KeyError):
+            continue
+        if info.measured_network_gbytes_s and getattr(info, "measured_network_over", None) == "loopback":
+            lines.append(f"network link of {info.name}: {info.measured_network_gbytes_s:.3g} GB/s probed over loopback "
+                         f"on one host (srift probe-network --loopback), not across its {info.network_gbps:g} Gbit/s "
+                         "NIC; probe across instances (--distributed) for the NIC's")
+    return lines
 
 
 def _past_edge_lines(pred: Any, catalog: Any | None) -> list[str]:
@@ -501,6 +523,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
            + (" (compute and the widest link part add in quadrature)" if len(pred.band_from) > 1 else "")]
           if getattr(pred, "band_from", None) else []),
         *_past_edge_lines(pred, catalog),
+        *loopback_network_lines(pred, catalog),
         f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
         f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; "
         + (f"local batch up to {tightest.max_local_batch} allowed (max_local_batch)"

@@ -378,6 +378,9 @@ def test_overrides_json_file(cat: Catalog, tmp_path: Path) -> None:
         ({"schema": "srift.catalog-overrides/1", "gpus": {"T4": {"launch_year": "2018"}}},
          r"\$\.gpus\.T4\.launch_year = '2018': must be a whole year in 1990-2100 or null"),
         ({"schema": "srift.catalog-overrides/1", "gpus": {"T4": {"launch_year": 18}}}, r"launch_year = 18"),
+        ({"schema": "srift.catalog-overrides/1", "instances": {"p3.2xlarge": {"measured_network_over": "lo"}}},
+         r"\$\.instances\['p3\.2xlarge'\]\.measured_network_over = 'lo': must be what the measured network link "
+         r"crossed: 'nic' or 'loopback'"),
     ],
 )
 def test_overrides_errors(cat: Catalog, overrides: dict, message: str) -> None:
@@ -509,3 +512,22 @@ def test_a_file_that_says_a_field_twice_is_refused(cat: Catalog, tmp_path: Path)
     g.write_text('{"schema": "srift.catalog/1", "schema": "srift.catalog/1"}')
     with pytest.raises(ValueError, match="'schema' appears twice"):
         Catalog.load(g)
+
+
+def test_a_measured_network_link_says_what_it_crossed(cat: Catalog, tmp_path: Path) -> None:
+    """`srift probe-network --loopback` stored a loopback figure as the NIC's with nothing in the
+    record saying so (a review): `measured_network_over` ("nic", "loopback", absent: not said)
+    travels from the overrides to the instance type and through a saved catalog; a later file
+    that sets a new figure without it does not inherit the earlier one's provenance."""
+    lo = {"schema": "srift.catalog-overrides/1", "instances": {"p3.2xlarge": {
+        "measured_network_gbytes_s": 3.0, "measured_network_over": "loopback"}}}
+    probed = cat.with_overrides(lo)
+    assert probed.instance("p3.2xlarge").measured_network_over == "loopback"
+    assert cat.instance("p3.2xlarge").measured_network_over is None
+    probed.save(tmp_path / "c.json")
+    assert Catalog.load(tmp_path / "c.json").instance("p3.2xlarge").measured_network_over == "loopback"
+    later = probed.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {"p3.2xlarge": {
+        "measured_network_gbytes_s": 1.0}}})
+    assert later.instance("p3.2xlarge").measured_network_over is None
+    assert probed.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {"p3.2xlarge": {
+        "measured_network_latency_us": 40}}}).instance("p3.2xlarge").measured_network_over == "loopback"

@@ -225,4 +225,54 @@ def test_measure_instance_format_names_an_instance(capsys):
     with pytest.raises(SystemExit):
         main(["predict", "--model", "resnet50", "--cluster", "1x g5.xlarge", "--global-batch", "8",
               "--measure-instance", "p3.16xlarge:32"])
-    assert "INSTANCE:LOCAL_BATCH:SECONDS (e.g. p3.16xlarge:32:0.16)" in capsys.readouterr().err
+    assert "INSTANCE:LOCAL_BATCH:SECONDS[@PRECISION] (e.g. p3.16xlarge:32:0.16" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flag", "text", "expected"), [
+    ("--measure", "T4:32:0.21", ("T4", 32, 0.21, 1, None)),
+    ("--measure", "T4:32:1.7:8@amp", ("T4", 32, 1.7, 8, "amp")),
+    ("--measure", "T4:32:0.21@TF32", ("T4", 32, 0.21, 1, "tf32")),
+    ("--measure-instance", "p3.16xlarge:32:0.16@fp32", ("p3.16xlarge", 32, 0.16, "fp32")),
+    ("--measure-instance", "p3.16xlarge:32:0.16", ("p3.16xlarge", 32, 0.16, None)),
+])
+def test_measure_flags_take_the_runs_precision_after_an_at(flag, text, expected):
+    from srift.cli import build_parser
+
+    args = build_parser().parse_args(["predict", "--model", "resnet50", "--cluster", "1x g5.xlarge",
+                                      "--global-batch", "8", flag, text])
+    assert (args.measure or args.measure_instance) == [expected]
+
+
+@pytest.mark.parametrize("text", ["T4:32:0.21@fp16", "T4:32:0.21@", "T4:32@amp"])
+def test_measure_with_an_unknown_precision_is_a_usage_error(capsys, text):
+    with pytest.raises(SystemExit) as exc:
+        main(["predict", "--model", "resnet50", "--cluster", "1x g5.xlarge", "--global-batch", "8",
+              "--measure", text])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"got {text!r}" in err and ("fp32, tf32, amp" in err or "[@PRECISION]" in err)
+
+
+def test_a_measured_run_at_another_precision_than_predicted_is_refused(capsys, tmp_path, resnet50_profile):
+    """--precision amp read an FP32 run given on the same command line as an AMP one (a review).
+    A run that says its precision is checked against the prediction's (--precision, else the
+    profile's): one the prediction could not use is exit 2, naming both; a run without
+    @PRECISION is taken at the predicted precision and recorded so."""
+    path = tmp_path / "p.json"
+    resnet50_profile.save(path)  # fp32
+    base = ["predict", "--profile", str(path), "--cluster", "1x g4dn.xlarge", "--global-batch", "32", "--json"]
+    assert main([*base, "--measure", "T4:32:0.21@fp32", "--precision", "amp"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("srift: error: --measure T4:32:0.21@fp32: a run timed at fp32 cannot anchor a "
+                          "prediction at amp (--precision amp)")
+    assert "--precision fp32" in err
+    assert main([*base, "--measure-instance", "g4dn.12xlarge:32:0.3@amp"]) == 2
+    assert "at amp cannot anchor a prediction at fp32 (the profile's precision, fp32)" in capsys.readouterr().err
+    for extra in (["--measure", "T4:32:0.21@amp", "--precision", "amp"],
+                  ["--measure", "T4:32:0.21", "--precision", "amp"],
+                  ["--measure", "T4:32:0.21@fp32"], ["--measure", "T4:32:0.21"]):
+        assert main([*base, *extra]) == 0
+        out = capsys.readouterr()
+        group = json.loads(out.out)["groups"][0]
+        assert group["compute_source"] == "measured" and group["compute_s"] < 0.21, extra
+        assert "not used" not in out.err

@@ -96,6 +96,123 @@ def test_measurements_that_fit_no_line_are_named_not_labelled_measured_in_silenc
     assert err.startswith("srift: warning: measurements on V100-16GB") and "engine.py" not in err
 
 
+def test_a_run_at_another_precision_anchors_nothing_and_is_named(fresh_profile):
+    """Engine note "measurement precision": --precision amp read an FP32 run as an AMP one (a
+    review). A prediction anchors only on runs at its precision; the others are left out with
+    one warning naming each, so a profile may hold runs at several precisions. A measurement
+    recorded without a precision (older files) is the profile's (fp32 here)."""
+    import warnings
+
+    unmeasured = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32, precision="amp")
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.5)  # no precision: the profile's fp32
+    fresh_profile.add_measurement("g4dn.12xlarge", local_batch=32, iteration_s=0.6, gpus=4, precision="fp32")
+    with pytest.warns(UserWarning, match=r"2 measurements timed at another precision than the amp predicted are not "
+                                         r"used: measurements\[0\] \(T4, local batch 32, 0.5 s, fp32: recorded without "
+                                         r"a precision, read as the profile's\); measurements\[1\] \(g4dn.12xlarge whole "
+                                         r"instance, local batch 32, 0.6 s, fp32\).*GPU:BATCH:SECONDS@amp"):
+        amp = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32, precision="amp")
+    assert amp.groups[0].compute_source == unmeasured.groups[0].compute_source == "learned"
+    assert amp.iteration_s == pytest.approx(unmeasured.iteration_s, rel=1e-12)
+    with pytest.warns(UserWarning, match="not used"):
+        whole = srift.predict(fresh_profile, "1x g4dn.12xlarge", global_batch=128, precision="amp")
+    assert whole.groups[0].compute_source != "measured-instance"
+    # at the runs' precision they anchor as before, without a word
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fp32 = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+        assert srift.predict(fresh_profile, "1x g4dn.12xlarge", global_batch=128).groups[0].compute_source == \
+            "measured-instance"
+    assert fp32.groups[0].compute_source == "measured" and fp32.iteration_s == pytest.approx(0.5, rel=1e-9)
+    # an AMP run beside them: the AMP prediction uses it, and says the FP32 ones are not used
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.3, precision="amp")
+    with pytest.warns(UserWarning, match=r"2 measurements timed at another precision"):
+        amp = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32, precision="amp")
+    assert amp.groups[0].compute_source == "measured" and amp.iteration_s == pytest.approx(0.3, rel=1e-9)
+    with pytest.warns(UserWarning, match=r"1 measurement timed at another precision than the fp32 predicted is not "
+                                         r"used: measurements\[2\] \(T4, local batch 32, 0.3 s, amp\)"):
+        fp32 = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+    assert fp32.iteration_s == pytest.approx(0.5, rel=1e-9)
+
+
+def test_the_profiles_own_timings_count_at_the_precision_it_ran_at(fresh_profile):
+    """A profile timed on a GPU measured that GPU at the profile's precision: its timings
+    anchor predictions at that precision and no other."""
+    from srift.profile_data import Profile, Timings
+
+    data = fresh_profile.to_dict()
+    data.update(device="cuda", device_gpu="T4")
+    timed = Profile.from_dict(data)
+    timed.timings = Timings(batch_sizes=[16, 32], forward_s=[0.05, 0.09], backward_s=[0.1, 0.18], optimizer_s=0.01,
+                            iteration_s=[0.16, 0.28], forward_p10=[0.05, 0.09], forward_p90=[0.05, 0.09],
+                            backward_p10=[0.1, 0.18], backward_p90=[0.1, 0.18], repeats=5, warmup=2,
+                            iteration_p10=[0.16, 0.28], iteration_p90=[0.16, 0.28], peak_memory_bytes=[None, None])
+    assert srift.predict(timed, "1x g4dn.xlarge", global_batch=32).groups[0].compute_source == "measured"
+    with pytest.warns(UserWarning, match=r"1 measurement timed at another precision than the amp predicted is not "
+                                         r"used: the profile's own timings on T4 \(fp32, as profiled\)"):
+        amp = srift.predict(timed, "1x g4dn.xlarge", global_batch=32, precision="amp")
+    assert amp.groups[0].compute_source == "learned"
+
+
+def test_repeats_that_disagree_are_named_with_the_value_used(fresh_profile, tmp_path, capsys):
+    """Engine note "repeated measurements": two runs of one configuration that disagree (0.2 s
+    and 0.5 s) were averaged without a word (a review). Repeats whose slowest is more than 20%
+    over their fastest are named with the value the fit uses: the mean of two, the median of
+    three or more (one bad run does not move it)."""
+    import warnings
+
+    from srift.engine import REPEAT_SPREAD_SHARE
+
+    assert REPEAT_SPREAD_SHARE == 0.20
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.2)
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.5)
+    with pytest.warns(UserWarning, match=r"measurements on T4 at local batch 32 disagree: 0.2 s \(measurements\[0\]\), "
+                                         r"0.5 s \(measurements\[1\]\); the slowest is 150% over the fastest.*at most "
+                                         r"20%. srift uses their mean, 0.35 s"):
+        pred = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+    assert pred.iteration_s == pytest.approx(0.35, rel=1e-9)
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.21)
+    with pytest.warns(UserWarning, match=r"0.5 s \(measurements\[1\]\), 0.21 s \(measurements\[2\]\);.*srift uses "
+                                         r"their median, 0.21 s"):
+        pred = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+    assert pred.iteration_s == pytest.approx(0.21, rel=1e-9)
+    # the median stands for each repeat in the fit: with a run at another batch, the line
+    # passes through it (0.21 s at 32, 0.4 s at 64)
+    fresh_profile.add_measurement("T4", local_batch=64, iteration_s=0.4)
+    with pytest.warns(UserWarning, match="disagree"):
+        pred = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=48)
+    assert pred.iteration_s == pytest.approx(0.21 + (0.4 - 0.21) / 2, rel=1e-9)
+    # an even count: the mean of the middle two
+    fresh_profile.measurements = []
+    for seconds in (0.2, 0.21, 0.23, 0.5):
+        fresh_profile.add_measurement("T4", local_batch=32, iteration_s=seconds)
+    with pytest.warns(UserWarning, match=r"srift uses their median, 0.22 s"):
+        pred = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+    assert pred.iteration_s == pytest.approx(0.22, rel=1e-9)
+    # within 20%, or at different batches or micro-steps: nothing to say
+    for runs in ([(32, 0.2, 1), (32, 0.24, 1)], [(32, 0.2, 1), (64, 0.38, 1)], [(32, 0.2, 1), (32, 1.7, 8)]):
+        fresh_profile.measurements = []
+        for batch, seconds, steps in runs:
+            fresh_profile.add_measurement("T4", local_batch=batch, iteration_s=seconds, accumulation_steps=steps)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32)
+    # a whole instance's repeats too; the CLI says it on one line
+    fresh_profile.measurements = []
+    fresh_profile.add_measurement("g4dn.12xlarge", local_batch=32, iteration_s=0.3, gpus=4)
+    fresh_profile.add_measurement("g4dn.12xlarge", local_batch=32, iteration_s=0.45, gpus=4)
+    with pytest.warns(UserWarning, match=r"measurements on g4dn.12xlarge \(T4\) at local batch 32 disagree: 0.3 s "
+                                         r"\(measurements\[0\]\), 0.45 s \(measurements\[1\]\); the slowest is 50%"):
+        srift.predict(fresh_profile, "1x g4dn.12xlarge", global_batch=128)
+    from srift.cli import main
+
+    fresh_profile.measurements = []
+    path = str(fresh_profile.save(tmp_path / "p.json"))
+    assert main(["predict", "--profile", path, "--cluster", "1x g4dn.xlarge", "--global-batch", "32",
+                 "--measure", "T4:32:0.2", "--measure", "T4:32:0.5"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("srift: warning: measurements on T4 at local batch 32 disagree") and err.count("\n") == 1
+
+
 def test_a_measured_batch_the_memory_estimate_does_not_hold_is_named(fresh_profile):
     # srift's estimate holds 171 ResNet-50 samples on a 16 GiB GPU (1.48 GiB fixed, 81.9 MiB
     # per sample, 95% usable); a run the user timed at 512 says the profile overstates memory
@@ -217,7 +334,8 @@ def test_measurement_on_another_gpu_anchors_the_learned_ratio(fresh_profile):
     fresh_profile.add_measurement("V100", local_batch=64, iteration_s=0.20)
     slow = srift.predict(fresh_profile, "1x p4d.24xlarge", global_batch=256).iteration_s
     fresh_profile.add_measurement("V100", local_batch=64, iteration_s=0.40)  # a twice slower V100 run
-    slower = srift.predict(fresh_profile, "1x p4d.24xlarge", global_batch=256).iteration_s
+    with pytest.warns(UserWarning, match=r"measurements on V100-16GB at local batch 64 disagree.*their mean, 0.3 s"):
+        slower = srift.predict(fresh_profile, "1x p4d.24xlarge", global_batch=256).iteration_s
     assert slow != before
     assert slower > slow  # the A100 estimate follows the anchor
 

@@ -152,6 +152,8 @@ def test_load_never_unpickles(tmp_path):
         ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "backward_s": -2}, "backward_s"),
         ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "forward_s": 0.2, "backward_s": 0.3}, "iteration_s"),
         ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "source": ""}, "source"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "precision": "fp16"}, "precision"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "precision": "AMP"}, "precision"),
     ],
 )
 def test_add_measurement_validates(kwargs, field):
@@ -168,6 +170,25 @@ def test_add_measurement_appends_and_serialises():
     assert isinstance(m, Measurement) and p.measurements == [m]
     assert m.recorded_at.endswith("Z") and m.source == "user"
     assert Profile.from_dict(json.loads(p.to_json())).measurements == [m]
+
+
+def test_a_measurement_records_its_precision_and_old_files_read_as_the_profiles(tmp_path):
+    """A measurement's precision (fp32, tf32, amp) round-trips; without one (files written
+    before the field, add_measurement(precision=None)) it is the profile's, and the file keeps
+    no field for it, as before."""
+    p = _profile()
+    p.add_measurement("T4", 16, 0.5)
+    m = p.add_measurement("T4", 16, 0.3, precision="amp")
+    data = p.to_dict()
+    assert "precision" not in data["measurements"][0] and data["measurements"][1]["precision"] == "amp"
+    q = Profile.load(p.save(tmp_path / "p.json"))
+    assert q.measurements[1] == m and q.measurements[0].precision is None
+    assert [q.measurement_precision(x) for x in q.measurements] == ["fp32", "amp"]
+    data["measurements"][0]["precision"] = None  # null reads as absent
+    assert Profile.load(_write(tmp_path, data)).measurements[0].precision is None
+    data["measurements"][1]["precision"] = "fp16"
+    with pytest.raises(ValueError, match=r"bad\.json: \$\.measurements\[1\]\.precision: invalid value \"fp16\""):
+        Profile.load(_write(tmp_path, data))
 
 
 def test_schema_is_draft_2020_12_and_self_consistent():

@@ -180,6 +180,21 @@ def test_bottleneck_names_the_link_the_simulator_used(resnet50_profile, catalog)
     assert "p3.8xlarge" not in report.explain_prediction(pred, probed).split("bottleneck link:")[1].splitlines()[0]
     plain = predict(resnet50_profile, cluster, 256)
     assert report.bottleneck_link(plain, catalog) == "network at 1.0 GB/s achieved (the 10 Gbit/s NIC of p3.8xlarge)"
+    # a figure probed over loopback is said to be one (a review: it read as the NIC's)
+    lo = probed.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {
+        "p3.16xlarge": {"measured_network_gbytes_s": 0.5, "measured_network_over": "loopback"}}})
+    with pytest.warns(UserWarning, match=r"the network link of p3.16xlarge, 0.5 GB/s, was probed over loopback"):
+        pred = predict(resnet50_profile, cluster, 256, catalog=lo)
+    assert report.bottleneck_link(pred, lo) == ("network at 0.5 GB/s achieved (the network link of p3.16xlarge as "
+                                                "probed over loopback on one host, not its 25 Gbit/s NIC)")
+    assert ("network link of p3.16xlarge: 0.5 GB/s probed over loopback on one host (srift probe-network --loopback), "
+            "not across its 25 Gbit/s NIC") in report.explain_prediction(pred, lo)
+    import warnings
+
+    with warnings.catch_warnings():  # one instance: no network, nothing to say
+        warnings.simplefilter("error")
+        assert "loopback" not in report.explain_prediction(predict(resnet50_profile, "1x p3.16xlarge", 64, catalog=lo),
+                                                           lo)
     # a prediction without the simulator's group (built by hand) keeps the nominal guess
     guess = SimpleNamespace(**{**vars(plain), "bottleneck_group": -1})
     assert "10 Gbit/s NIC of p3.8xlarge" in report.bottleneck_link(guess, catalog)
