@@ -245,7 +245,7 @@ def test_a_run_faster_than_its_gpus_peak_is_flagged(fresh_profile):
 
     fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.001)
     with pytest.warns(UserWarning, match=r"measurements on T4: a run at local batch 32 in 0.001 s does .* TFLOP/s "
-                                         r"of the profile's FLOPs, more than the 65 TFLOP/s peak of a T4"):
+                                         r"of the profile's FLOPs, [\d.]+x the 65 TFLOP/s peak of a T4"):
         srift.predict(fresh_profile, "1x p5.48xlarge", global_batch=256)
     fresh_profile.measurements = []
     fresh_profile.add_measurement("g4dn.12xlarge", local_batch=32, iteration_s=0.001, gpus=4)
@@ -256,6 +256,18 @@ def test_a_run_faster_than_its_gpus_peak_is_flagged(fresh_profile):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=64)
+    # the margin (engine.PEAK_MARGIN): 1.1x the peak is noise on a measured peak, 1.3x is not
+    from srift.engine import PEAK_MARGIN
+
+    at_peak = (fresh_profile.total_forward_flops() + fresh_profile.total_backward_flops()) * 32 / 65e12
+    for share, flagged in ((1.1, False), (1.3, True)):
+        assert (share > PEAK_MARGIN) == flagged
+        fresh_profile.measurements = []
+        fresh_profile.add_measurement("T4", local_batch=32, iteration_s=at_peak / share)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=64)
+        assert any("TFLOP/s peak of a T4" in str(w.message) for w in seen) == flagged, share
 
 
 def test_measurements_on_a_gpu_only_anchoring_others_are_checked_too(fresh_profile):
