@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <locale>
 #include <sstream>
@@ -407,6 +408,63 @@ inline std::vector<int> integers(const Json& v, const std::string& path) {
     out.push_back(static_cast<int>(raw[i]));
   }
   return out;
+}
+
+// Edit distance of two short keys (Levenshtein), for the "did you mean" of known_keys.
+inline std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Refuses a key of object `obj` (at `path`) that is not among `known`, naming its JSON path and
+// the key, the nearest known key where one is close, and the keys the object may hold: a
+// misspelled optional field ("residual", "dominance_gaurd") was skipped as if absent. `known`
+// is the object's properties in srift/schemas/learned_model.schema.json, whose
+// "additionalProperties": false refuses the same keys in Python. Not an object: nothing to check
+// here (the caller's own reads name the type).
+inline void known_keys(const Json& obj, const std::string& path, std::initializer_list<const char*> known) {
+  if (obj.t != Json::T::object) return;
+  for (const auto& kv : obj.obj) {
+    const std::string& key = kv.first;
+    if (std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) continue;
+    std::vector<std::string> names(known.begin(), known.end());
+    std::sort(names.begin(), names.end());
+    std::string nearest, list;
+    std::size_t best = std::max<std::size_t>(2, key.size() / 4) + 1;
+    for (const std::string& k : names) {
+      list += (list.empty() ? "" : ", ") + k;
+      const std::size_t d = edit_distance(key, k);
+      if (d < best) best = d, nearest = k;
+    }
+    bad(path + "." + key, "is not a known field" + (nearest.empty() ? "" : " (did you mean '" + nearest + "'?)") +
+                              "; known here: " + list);
+  }
+}
+
+// The fields a srift.learned-model/1 document may hold at its top level (the schema's
+// properties), whichever model it is: LearnedModel::from_json and learned_compute_config each
+// check them.
+inline void document_keys(const Json& doc, const std::string& path) {
+  known_keys(doc, path,
+             {"schema", "name", "description", "target", "features", "input_scaler", "model", "residuals", "training",
+              "roofline_residuals", "absolute_blend", "dominance_guard", "data_edge", "measured_band",
+              "instance_anchor", "scaling_band"});
+}
+
+// The fields of a residuals object ($.residuals, $.roofline_residuals, an absolute_blend's
+// residuals), each a record of held-out quantiles.
+inline void residual_keys(const Json& r, const std::string& path) {
+  known_keys(r, path, {"p10", "p50", "p90", "n", "split", "within_lab", "convolved", "lab_shifts"});
 }
 
 inline void require_size(std::size_t got, std::size_t want, const std::string& path) {

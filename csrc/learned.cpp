@@ -22,6 +22,7 @@ using namespace srift::detail::json;  // NOLINT: the reader is this file's vocab
 
 FlatTree parse_tree(const Json& t, const std::string& path, int num_features) {
   FlatTree tree;
+  known_keys(t, path, {"feature", "threshold", "left", "right", "value", "missing_left"});
   tree.feature = integers(field(t, path, "feature"), path + ".feature");
   tree.threshold = numbers(field(t, path, "threshold"), path + ".threshold");
   tree.left = integers(field(t, path, "left"), path + ".left");
@@ -89,6 +90,7 @@ struct LearnedModelReader {
                    int depth) {
     const int nf = m.num_features();
     if (sc != nullptr && sc->t != Json::T::null) {
+      known_keys(*sc, sp, {"mean", "scale"});
       m.scaler_mean_ = numbers(field(*sc, sp, "mean"), sp + ".mean");
       m.scaler_scale_ = numbers(field(*sc, sp, "scale"), sp + ".scale");
       require_size(m.scaler_mean_.size(), nf, sp + ".mean");
@@ -99,11 +101,13 @@ struct LearnedModelReader {
     }
     const std::string type = string(field(model, mp, "type"), mp + ".type");
     if (type == "linear") {
+      known_keys(model, mp, {"type", "coef", "intercept"});
       m.type_ = LearnedModel::Type::linear;
       m.coef_ = numbers(field(model, mp, "coef"), mp + ".coef");
       require_size(m.coef_.size(), nf, mp + ".coef");
       m.intercept_ = number(field(model, mp, "intercept"), mp + ".intercept");
     } else if (type == "tree_ensemble") {
+      known_keys(model, mp, {"type", "base", "scale", "float32_inputs", "average", "allow_nan", "trees"});
       m.type_ = LearnedModel::Type::tree_ensemble;
       m.base_ = number(field(model, mp, "base"), mp + ".base");
       m.scale_ = number(field(model, mp, "scale"), mp + ".scale");
@@ -124,6 +128,7 @@ struct LearnedModelReader {
         m.trees_.push_back(parse_tree(trees.arr[i], mp + ".trees[" + std::to_string(i) + "]", nf));
       }
     } else if (type == "mlp") {
+      known_keys(model, mp, {"type", "layers"});
       m.type_ = LearnedModel::Type::mlp;
       const Json& layers = field(model, mp, "layers");
       if (layers.t != Json::T::array || layers.arr.empty()) bad(mp + ".layers", "must be a non-empty array");
@@ -132,6 +137,7 @@ struct LearnedModelReader {
       for (std::size_t li = 0; li < layers.arr.size(); ++li) {
         const std::string path = mp + ".layers[" + std::to_string(li) + "]";
         const Json& layer = layers.arr[li];
+        known_keys(layer, path, {"weights", "bias", "activation"});
         const Json& w = field(layer, path, "weights");
         if (w.t != Json::T::array) bad(path + ".weights", "must be an array of rows");
         require_size(w.arr.size(), static_cast<std::size_t>(inputs), path + ".weights");
@@ -166,6 +172,7 @@ struct LearnedModelReader {
       if (sc != nullptr && sc->t != Json::T::null) {
         bad(sp, "must be null for a mean model (each member has its own input_scaler)");
       }
+      known_keys(model, mp, {"type", "members"});
       m.type_ = LearnedModel::Type::mean;
       const Json& members = field(model, mp, "members");
       if (members.t != Json::T::array || members.arr.empty()) bad(mp + ".members", "must be a non-empty array");
@@ -173,6 +180,7 @@ struct LearnedModelReader {
         const std::string path = mp + ".members[" + std::to_string(i) + "]";
         const Json& member = members.arr[i];
         if (member.t != Json::T::object) bad(path, "must be an object");
+        known_keys(member, path, {"input_scaler", "model"});
         LearnedModel sub;
         sub.name_ = m.name_;
         sub.features_ = m.features_;
@@ -193,6 +201,7 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
   if (schema != "srift.learned-model/1") {
     bad("$.schema", "must be 'srift.learned-model/1', got '" + schema + "'");
   }
+  document_keys(doc, "$");
   LearnedModel m;
   // As the schema (srift/schemas/learned_model.schema.json): a non-empty name and feature
   // names, and residuals, where the document has them, an object with both quantiles (a lone
@@ -208,6 +217,7 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
   }
   if (const Json* r = doc.find("residuals"); r != nullptr) {
     if (r->t != Json::T::object) bad("$.residuals", "must be an object with p10 and p90");
+    residual_keys(*r, "$.residuals");
     m.p10_ = number(field(*r, "$.residuals", "p10"), "$.residuals.p10");
     m.p90_ = number(field(*r, "$.residuals", "p90"), "$.residuals.p90");
     if (m.p10_ > m.p90_) {
@@ -245,6 +255,19 @@ void LearnedModel::check_tree_inputs(const double* x) const {
                                   std::to_string(j) + ") is " + detail::fmt(v) + ": " + why);
     }
   }
+}
+
+// Note "scaler inputs": an input_scaler is scikit-learn's StandardScaler, whose transform checks
+// X first (NaN allowed, as missing values, an infinity refused: "Input X contains infinity"),
+// whatever model comes after it. A HistGradientBoosting model behind one took an infinite input
+// here (its own predict takes any double) and predicted where scikit-learn's pipeline raises;
+// a linear or MLP model went on to predict a NaN or an infinity. A finite input that scales past
+// the largest double is taken, as scikit-learn takes it (its check is on the input).
+void LearnedModel::refuse_scaler_input(std::size_t j, double v) const {
+  throw std::invalid_argument("learned model '" + name_ + "': feature " + features_[j] + " (index " +
+                              std::to_string(j) + ") is " + detail::fmt(v) +
+                              ": its input_scaler (scikit-learn's StandardScaler) takes no infinite input (as "
+                              "scikit-learn's transform refuses it)");
 }
 
 // Summed in scikit-learn's order, so that the two agree to the last bit: gradient boosting
@@ -330,6 +353,7 @@ double LearnedModel::eval(const double* x, std::size_t n) const {
   }
   for (std::size_t j = 0; j < n; ++j) {
     if (!scaler_mean_.empty()) {
+      if (std::isinf(x[j])) refuse_scaler_input(j, x[j]);
       z[j] = (x[j] - scaler_mean_[j]) / scaler_scale_[j];
     } else {
       z[j] = x[j];

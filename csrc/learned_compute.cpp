@@ -30,6 +30,19 @@ constexpr int kGridPointsPerDecade = 4;
 constexpr int kRatioFeatures = 32;
 constexpr int kAbsoluteFeatures = 9;
 
+// Refuses a model whose features are not `expected`, naming the document (`doc`: compute_ratio
+// or compute_absolute) and the first slot that differs.
+void check_feature_names(const LearnedModel& m, const std::vector<std::string>& expected, const std::string& doc) {
+  const std::vector<std::string>& got = m.feature_names();  // as many as expected: checked before
+  for (std::size_t i = 0; i < got.size() && i < expected.size(); ++i) {
+    if (got[i] != expected[i]) {
+      throw std::invalid_argument(doc + ".features[" + std::to_string(i) + "]: expected '" + expected[i] + "', got '" +
+                                  got[i] + "' (model '" + m.name() +
+                                  "': the core feeds its features by position, in the order it computes them)");
+    }
+  }
+}
+
 bool tensor_kind(OpKind k) {
   return k == OpKind::matmul || k == OpKind::conv || k == OpKind::attention || k == OpKind::recurrent;
 }
@@ -359,6 +372,33 @@ std::vector<double> absolute_features(const WorkloadStats& w, const GpuSpec& gpu
   return absolute_features_of(gpu_terms(w, gpu, precision), gpu, batch, precision);
 }
 
+// Note "feature names": what ratio_features_of and absolute_features_of compute, slot by slot,
+// named as srift.learn.features names them (RATIO_FEATURES, ABSOLUTE_FEATURES; a Python test
+// holds the two equal). A model document lists the features it was trained on; the core feeds
+// it these values by position, so a document whose list differs (reordered, renamed, from
+// another srift) is refused by name rather than evaluated with features in the wrong slots.
+const std::vector<std::string>& ratio_feature_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out = {"log_roof_ratio", "log_peak_ratio", "log_fp32_ratio", "log_bw_ratio",
+                                    "log_batch_ratio", "membound_a", "membound_b", "share_matmul", "share_conv",
+                                    "share_attention", "share_recurrent", "share_embedding", "log_intensity",
+                                    "prec_amp", "prec_tf32", "log_work", "fixed_share_a", "fixed_share_b"};
+    // ratio_features_of's products: each shared feature times the peak, then the bandwidth ratio
+    for (const char* shared : {"share_matmul", "share_conv", "share_attention", "share_recurrent", "share_embedding",
+                               "prec_amp", "prec_tf32"}) {
+      for (const char* spec : {"log_peak_ratio", "log_bw_ratio"}) out.push_back(std::string(shared) + "_x_" + spec);
+    }
+    return out;
+  }();
+  return names;
+}
+
+const std::vector<std::string>& absolute_feature_names() {
+  static const std::vector<std::string> names = {"log_roof", "log_peak",  "log_fp32",   "log_bw", "log_batch",
+                                                 "membound", "prec_amp", "prec_tf32", "fixed_share"};
+  return names;
+}
+
 std::vector<double> batch_grid(double max_batch) {
   // A local batch is an int: a grid past INT_MAX samples only extrapolated the model (at 1e308
   // the per-sample time fell 3e10x).
@@ -515,9 +555,26 @@ namespace {
 using detail::json::Json;
 
 // {"p10": .., "p90": ..} at `path` as log residuals.
-std::pair<double, double> residual_pair(const Json& obj, const std::string& path) {
+std::pair<double, double> p10_p90(const Json& obj, const std::string& path) {
   return {detail::json::number(detail::json::field(obj, path, "p10"), path + ".p10"),
           detail::json::number(detail::json::field(obj, path, "p90"), path + ".p90")};
+}
+
+// A residuals object's p10 and p90 (its keys checked).
+std::pair<double, double> residual_pair(const Json& obj, const std::string& path) {
+  detail::json::residual_keys(obj, path);
+  return p10_p90(obj, path);
+}
+
+// A measured_band's noise or per_e_fold: p10 and p90 factors (its keys checked; per_e_fold also
+// records how the other sources' pairs fall in the band).
+std::pair<double, double> band_pair(const Json& obj, const std::string& path, bool per_e_fold) {
+  if (per_e_fold) {
+    detail::json::known_keys(obj, path, {"p10", "p90", "n", "data", "coverage_from_other_source"});
+  } else {
+    detail::json::known_keys(obj, path, {"p10", "p90", "n", "data"});
+  }
+  return p10_p90(obj, path);
 }
 
 // A dominance_guard's reference GPUs with their specs; none where the object has no guard.
@@ -526,6 +583,7 @@ std::vector<GpuSpec> guard_references(const Json& owner, const std::string& path
   const Json* guard = owner.find("dominance_guard");
   if (guard == nullptr || guard->t == Json::T::null) return out;
   const std::string g = path + ".dominance_guard";
+  detail::json::known_keys(*guard, g, {"references", "reference_specs", "scores", "candidates"});
   const Json& keys = detail::json::field(*guard, g, "references");
   const Json& specs = detail::json::field(*guard, g, "reference_specs");
   if (keys.t != Json::T::array || keys.arr.empty()) detail::json::bad(g + ".references", "must be a non-empty array");
@@ -533,6 +591,7 @@ std::vector<GpuSpec> guard_references(const Json& owner, const std::string& path
     const std::string key = detail::json::string(keys.arr[i], g + ".references[" + std::to_string(i) + "]");
     const std::string sp = g + ".reference_specs." + key;
     const Json& spec = detail::json::field(specs, g + ".reference_specs", key);
+    detail::json::known_keys(spec, sp, {"fp32_flops", "tf32_flops", "fp16_flops", "memory_bandwidth", "memory_bytes"});
     GpuSpec gpu;
     gpu.name = key;
     gpu.fp32_flops = detail::json::number(detail::json::field(spec, sp, "fp32_flops"), sp + ".fp32_flops");
@@ -563,6 +622,8 @@ DataEdge data_edge(const Json& doc, const std::string& path) {
   const Json* edge = doc.find("data_edge");
   if (edge == nullptr || edge->t == Json::T::null) return e;
   const std::string p = path + ".data_edge";
+  detail::json::known_keys(*edge, p, {"launch_year", "p10", "p50", "p90", "n", "split", "lean_factor",
+                                      "min_training_chips", "years"});
   const double year = detail::json::number(detail::json::field(*edge, p, "launch_year"), p + ".launch_year");
   if (!(year >= 1990 && year <= 2100 && year == std::floor(year))) {
     detail::json::bad(p + ".launch_year", "must be a whole year in 1990-2100, got " + detail::fmt(year));
@@ -581,6 +642,10 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
   const Json absolute = detail::json::Parser(absolute_json).parse_document();
   if (ratio.t != Json::T::object) detail::json::bad("compute_ratio", "must be an object");
   if (absolute.t != Json::T::object) detail::json::bad("compute_absolute", "must be an object");
+  // Each object read here refuses a key it does not know, naming it (json_reader.hpp
+  // known_keys), so that a misspelled optional field is no silent default.
+  detail::json::document_keys(ratio, "compute_ratio");
+  detail::json::document_keys(absolute, "compute_absolute");
   LearnedComputeConfig cfg;
   std::tie(cfg.anchored_p10, cfg.anchored_p90) = residual_pair(detail::json::field(ratio, "compute_ratio", "residuals"),
                                                                "compute_ratio.residuals");
@@ -590,6 +655,8 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
                                                     : std::make_pair(cfg.anchored_p10, cfg.anchored_p90);
   if (const Json* blend = ratio.find("absolute_blend"); blend != nullptr && blend->t != Json::T::null) {
     const std::string b = "compute_ratio.absolute_blend";
+    detail::json::known_keys(*blend, b, {"weight", "shrink", "absolute_model", "residuals", "selection",
+                                         "dominance_guard"});
     cfg.blend = true;
     cfg.blend_weight = detail::json::number(detail::json::field(*blend, b, "weight"), b + ".weight");
     const Json* shrink = blend->find("shrink");
@@ -603,9 +670,11 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
   cfg.absolute_references = guard_references(absolute, "compute_absolute");
   if (const Json* band = absolute.find("measured_band"); band != nullptr && band->t != Json::T::null) {
     const std::string m = "compute_absolute.measured_band";
-    std::tie(cfg.measured_p10, cfg.measured_p90) = residual_pair(detail::json::field(*band, m, "noise"), m + ".noise");
+    detail::json::known_keys(*band, m, {"noise", "per_e_fold"});
+    std::tie(cfg.measured_p10, cfg.measured_p90) =
+        band_pair(detail::json::field(*band, m, "noise"), m + ".noise", false);
     std::tie(cfg.measured_per_e_fold_p10, cfg.measured_per_e_fold_p90) =
-        residual_pair(detail::json::field(*band, m, "per_e_fold"), m + ".per_e_fold");
+        band_pair(detail::json::field(*band, m, "per_e_fold"), m + ".per_e_fold", true);
   }
   const DataEdge ratio_edge = data_edge(ratio, "compute_ratio"), absolute_edge = data_edge(absolute, "compute_absolute");
   if (ratio_edge.launch_year != absolute_edge.launch_year) {
@@ -668,9 +737,25 @@ void at_data_edge(const LearnedComputeConfig& c, LearnedComputeResult& r, const 
 
 }  // namespace
 
+namespace {
+// The model of one compute document, its errors prefixed with the document's name: the
+// reader's JSON paths ("$.model.coef") do not say which of the two documents they are in.
+LearnedModel model_of(const std::string& json, const char* doc) {
+  try {
+    return LearnedModel::from_json(json);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string(doc) + ": " + e.what());
+  }
+}
+}  // namespace
+
 LearnedCompute LearnedCompute::from_documents(const std::string& ratio_json, const std::string& absolute_json) {
-  return LearnedCompute(LearnedModel::from_json(ratio_json), LearnedModel::from_json(absolute_json),
-                        learned_compute_config(ratio_json, absolute_json));
+  // In this order (a function's arguments are evaluated in none): the combination first, whose
+  // paths name their document, then each model.
+  LearnedComputeConfig config = learned_compute_config(ratio_json, absolute_json);
+  LearnedModel ratio = model_of(ratio_json, "compute_ratio");
+  LearnedModel absolute = model_of(absolute_json, "compute_absolute");
+  return LearnedCompute(std::move(ratio), std::move(absolute), std::move(config));
 }
 
 LearnedCompute::LearnedCompute(LearnedModel ratio, LearnedModel absolute, LearnedComputeConfig config)
@@ -683,6 +768,8 @@ LearnedCompute::LearnedCompute(LearnedModel ratio, LearnedModel absolute, Learne
     throw std::invalid_argument("absolute model must take " + std::to_string(kAbsoluteFeatures) +
                                 " features, got " + std::to_string(absolute_.num_features()));
   }
+  check_feature_names(ratio_, ratio_feature_names(), "compute_ratio");  // note "feature names"
+  check_feature_names(absolute_, absolute_feature_names(), "compute_absolute");
   config_.validate();
 }
 

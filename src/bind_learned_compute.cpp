@@ -34,6 +34,10 @@ void bind_learned_compute(py::module_& m) {
         py::arg("batch_b"), py::arg("precision"), "The ratio model's features (srift.learn.features).");
   m.def("absolute_features", &absolute_features, py::arg("workload"), py::arg("gpu"), py::arg("batch"),
         py::arg("precision"), "The absolute model's features (srift.learn.features).");
+  m.def("ratio_feature_names", &ratio_feature_names,
+        "The names of ratio_features' values, in order: a compute_ratio document's features.");
+  m.def("absolute_feature_names", &absolute_feature_names,
+        "The names of absolute_features' values, in order: a compute_absolute document's features.");
   m.def("batch_grid", &batch_grid, py::arg("max_batch"));
   m.def("affine_relative_fit", &affine_relative_fit, py::arg("batches"), py::arg("seconds"),
         py::arg("min_per_sample") = 0.0);

@@ -171,8 +171,13 @@ def _model_params(est: Any) -> dict[str, Any]:
 def export_estimator(estimator: Any, name: str, features: list[str], **metadata: Any) -> dict[str, Any]:
     """A "srift.learned-model/1" document for a fitted estimator (or Pipeline of a
     StandardScaler and an estimator, or a VotingRegressor of those with equal weights: model
-    type "mean"). `metadata` goes in as is (target, residuals, training)."""
+    type "mean"). `metadata` goes in as is (target, residuals, training, ...): each key must be
+    one of the document's optional top-level fields (the schema's; a record of your own goes
+    under `training`, which holds any keys), as the loader refuses any other: ValueError naming
+    the key."""
     from sklearn.ensemble import VotingRegressor
+
+    _check_metadata_keys(metadata)
 
     if isinstance(estimator, VotingRegressor):
         if estimator.weights is not None and len(set(estimator.weights)) > 1:
@@ -188,6 +193,28 @@ def export_estimator(estimator: Any, name: str, features: list[str], **metadata:
         doc = {"schema": SCHEMA_ID, "name": name, "features": list(features), **_scaler_and_model(estimator, features)}
     doc.update(metadata)
     return doc
+
+
+# What export_estimator writes itself: metadata may not replace them.
+_STRUCTURE = ("schema", "name", "features", "input_scaler", "model")
+
+
+def _check_metadata_keys(metadata: dict[str, Any]) -> None:
+    """ValueError naming a metadata key that is not an optional top-level field of the schema
+    (a misspelled "residual" was written, then refused by the loader or, before the schema
+    closed its objects, skipped as if absent)."""
+    from srift.learn.loader import model_schema, nearest_key
+
+    allowed = sorted(set(model_schema()["properties"]) - set(_STRUCTURE))
+    for key in metadata:
+        if key in _STRUCTURE:
+            raise ValueError(f"export_estimator: metadata {key!r} would replace the {key} export_estimator writes "
+                             "from the estimator")
+        if key not in allowed:
+            nearest = nearest_key(key, allowed)
+            hint = f" (did you mean {nearest!r}?)" if nearest else ""
+            raise ValueError(f"export_estimator: metadata {key!r} is not a field of a {SCHEMA_ID} document{hint}; "
+                             f"known: {', '.join(allowed)} (a record of your own goes under 'training')")
 
 
 def _scaler_and_model(estimator: Any, features: list[str]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from srift.files import read_input_text
 
 __all__ = ["validate_model_dict", "load_model", "model_from_dict", "model_schema", "read_json", "check_numbers",
-           "check_residual_order"]
+           "check_residual_order", "nearest_key"]
 
 # Python refuses int(str) of more digits than this (sys.get_int_max_str_digits; 4300 by default).
 _INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
@@ -117,9 +117,12 @@ def validate_model_dict(doc: Any, origin: str = "learned model") -> None:
         raise ValueError(f"{origin}: $.schema = {doc.get('schema')!r}: must be 'srift.learned-model/1'")
     check_numbers(doc, origin)
     validator = jsonschema.Draft202012Validator(model_schema())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    # an unknown key before another failure at the same path: a misspelled "featurs" is the
+    # cause of "features" missing
+    errors = sorted(validator.iter_errors(doc),
+                    key=lambda e: ([str(p) for p in e.absolute_path], e.validator != "additionalProperties"))
     if errors:
-        e = _deepest(errors[0])
+        e = _unknown_key(_deepest(errors[0]))
         raise ValueError(f"{origin}: {_json_path(tuple(e.absolute_path))}: {_describe(e)}")
     check_residual_order(doc, origin)
 
@@ -136,6 +139,13 @@ def _deepest(error: Any) -> Any:
 
         def wrong_kind(e: Any) -> bool:
             rel = tuple(e.absolute_path)[base:]
+            if rel == () and e.validator in ("oneOf", "anyOf") and e.context:
+                # a nested choice none of whose branches fits the value's kind ($.model: the
+                # single models' oneOf, for a mean model)
+                nested: dict[Any, list[Any]] = {}
+                for c in e.context:
+                    nested.setdefault(c.relative_schema_path[0] if c.relative_schema_path else None, []).append(c)
+                return all(any(wrong_kind(c) for c in cs) for cs in nested.values())
             return (rel == () and e.validator == "type") or (rel == ("type",) and e.validator in ("const", "enum"))
 
         meant = [errs for errs in branches.values() if not any(wrong_kind(e) for e in errs)]
@@ -147,8 +157,45 @@ def _deepest(error: Any) -> Any:
                                   + ", ".join(repr(k) for k in kinds))
             return error
         errs = max(meant, key=lambda es: max(len(e.absolute_path) for e in es))
-        error = max(errs, key=lambda e: len(e.absolute_path))
+        error = max(errs, key=lambda e: (len(e.absolute_path), e.validator == "additionalProperties"))
     return error
+
+
+def _edit_distance(a: str, b: str) -> int:
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        diag, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            diag, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, diag + (ca != cb))
+    return row[-1]
+
+
+def _unknown_key(error: Any) -> Any:
+    """An "additionalProperties": false failure (a key the schema does not list for that object)
+    as the JSON path of the key, the nearest known key where one is close and the keys the object
+    may hold, as the core's reader words it (csrc/json_reader.hpp known_keys); other errors as
+    they are."""
+    if getattr(error, "validator", None) != "additionalProperties" or not isinstance(error.instance, dict):
+        return error
+    known = sorted(error.schema.get("properties", {}))
+    unknown = [k for k in error.instance if k not in known]
+    if not unknown:
+        return error
+    key = unknown[0]
+    nearest = nearest_key(key, known)
+    hint = f" (did you mean {nearest!r}?)" if nearest else ""
+    return _Explained((*error.absolute_path, key), f"{key!r} is not a known field{hint}; known here: {', '.join(known)}")
+
+
+def nearest_key(key: str, known: Any) -> str | None:
+    """The known key nearest `key` by edit distance, where it is close enough to be a misspelling
+    (at most max(2, len(key) // 4) edits, the core's rule), else None."""
+    best, nearest = max(2, len(key) // 4) + 1, None
+    for k in sorted(known):
+        d = _edit_distance(key, k)
+        if d < best:
+            best, nearest = d, k
+    return nearest
 
 
 class _Explained:

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "srift/learned.hpp"
 #include "srift/learned_compute.hpp"
@@ -428,4 +429,98 @@ TEST(LearnedModel, APredictionThatIsNotFiniteIsAnErrorNamingTheModel) {
   EXPECT_THROW(overflow.predict({1e10, 1e10}), std::invalid_argument);
   // trees route a NaN by missing_left, as scikit-learn does: a finite answer
   EXPECT_TRUE(std::isfinite(srift::LearnedModel::from_json(kTrees).predict({std::nan(""), std::nan("")})));
+}
+
+TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
+  // A misspelled optional field was skipped as if absent: "residual" left the model without its
+  // band, a tree's "missing_right" routed every NaN right. Each object the core reads has a
+  // closed set of keys (the schema's "additionalProperties": false).
+  struct Case {
+    std::string doc, what;
+  };
+  const std::string mean = R"({"schema":"srift.learned-model/1","name":"avg","features":["a"],
+    "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
+  const std::vector<Case> cases = {
+      {replaced(kLinear, "\"residuals\"", "\"residual\""),
+       "$.residual is not a known field (did you mean 'residuals'?); known here: absolute_blend, data_edge, "},
+      {replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercpt\":1"),
+       "$.model.intercpt is not a known field (did you mean 'intercept'?); known here: coef, intercept, type"},
+      {replaced(kLinear, "\"scale\":[2,4]", "\"scale\":[2,4],\"std\":[2,4]"),
+       "$.input_scaler.std is not a known field; known here: mean, scale"},
+      {replaced(kLinear, "\"p90\":0.2", "\"p90\":0.2,\"p95\":0.3"),
+       "$.residuals.p95 is not a known field (did you mean 'p90'?)"},
+      {replaced(kTrees, "\"missing_left\":[1,0,0]", "\"missing_right\":[1,0,0]"),
+       "$.model.trees[1].missing_right is not a known field; known here: feature, left, missing_left, right, "
+       "threshold, value"},
+      {replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nans\":false"),
+       "$.model.allow_nans is not a known field (did you mean 'allow_nan'?)"},
+      {replaced(kMlp, "\"activation\":\"relu\"", "\"activaton\":\"relu\",\"activation\":\"relu\""),
+       "$.model.layers[0].activaton is not a known field (did you mean 'activation'?)"},
+      {replaced(mean, "{\"model\":{\"type\":\"linear\"", "{\"scaler\":null,\"model\":{\"type\":\"linear\""),
+       "$.model.members[0].scaler is not a known field; known here: input_scaler, model"},
+      {replaced(mean, "\"intercept\":0}", "\"intercept\":0,\"bias\":0}"),
+       "$.model.members[0].model.bias is not a known field"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = what_of(c.doc);
+    EXPECT_NE(what.find("learned model: " + c.what), std::string::npos) << what;
+  }
+  // every optional field the schema lists is still read (records the core does not use included)
+  const std::string full =
+      replaced(kLinear, "\"residuals\":{\"p10\":-0.1,\"p90\":0.2}",
+               R"("residuals":{"p10":-0.1,"p50":0,"p90":0.2,"n":3,"split":"s","within_lab":{"p10":0,"p90":0},
+                   "convolved":{"p10":0,"p90":0},"lab_shifts":{}},
+                  "description":"d","target":"t","training":{"anything":{"goes":1}},"roofline_residuals":{},
+                  "absolute_blend":{},"dominance_guard":{},"data_edge":{},"measured_band":{},"instance_anchor":{},
+                  "scaling_band":{})");
+  EXPECT_EQ(what_of(full), "");
+}
+
+TEST(LearnedModel, AScalerRefusesAnInfiniteInputAsScikitLearnsStandardScalerDoes) {
+  // Note "scaler inputs": Pipeline(StandardScaler, HistGradientBoostingRegressor).predict raises
+  // on an infinity (the scaler's check of X), where the trees alone take it; a NaN passes the
+  // scaler (a missing value) and is routed by the trees.
+  const std::string scaled_hgb = replaced(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
+                                          "\"model\"", "\"input_scaler\":{\"mean\":[0,1],\"scale\":[1,2]},\"model\"");
+  const auto m = srift::LearnedModel::from_json(scaled_hgb);
+  for (double bad : {HUGE_VAL, -HUGE_VAL}) {
+    try {
+      m.predict({0.0, bad});
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("learned model 't': feature x1 (index 1) is " + std::string(bad > 0 ? "inf" : "-inf") +
+                          ": its input_scaler"),
+                std::string::npos)
+          << what;
+    }
+  }
+  EXPECT_DOUBLE_EQ(m.predict({0.0, std::nan("")}), 0.25 + 0.1 * (1 + 10));  // missing_left 1
+  EXPECT_DOUBLE_EQ(m.predict({1e308, -1e308}), 0.25 + 0.1 * (2 + 10));     // finite inputs: taken
+  // the same trees without a scaler take an infinity (HistGradientBoosting's own predict does)
+  const auto bare = srift::LearnedModel::from_json(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
+  EXPECT_DOUBLE_EQ(bare.predict({0.0, HUGE_VAL}), 0.25 + 0.1 * (1 + 20));
+  // a linear model behind a scaler, and a mean model's scaled member: the scaler's refusal
+  std::string what = "";
+  try {
+    srift::LearnedModel::from_json(kLinear).predict({HUGE_VAL, 0.0});
+  } catch (const std::invalid_argument& e) {
+    what = e.what();
+  }
+  EXPECT_NE(what.find("feature a (index 0) is inf: its input_scaler"), std::string::npos) << what;
+  const std::string mean = R"({"schema":"srift.learned-model/1","name":"avg","features":["x0","x1"],
+    "model":{"type":"mean","members":[
+      {"input_scaler":null,"model":{"type":"tree_ensemble","base":0,"scale":1,"float32_inputs":false,"trees":[
+        {"feature":[0,-1,-1],"threshold":[0.5,0,0],"left":[1,-1,-1],"right":[2,-1,-1],"value":[0,1,2]}]}},
+      {"input_scaler":{"mean":[0,0],"scale":[1,1]},"model":{"type":"tree_ensemble","base":0,"scale":1,
+        "float32_inputs":false,"trees":[{"feature":[1,-1,-1],"threshold":[0.5,0,0],"left":[1,-1,-1],
+        "right":[2,-1,-1],"value":[0,1,2]}]}}]}})";
+  what = "";
+  try {
+    srift::LearnedModel::from_json(mean).predict({-HUGE_VAL, 0.0});
+  } catch (const std::invalid_argument& e) {
+    what = e.what();
+  }
+  EXPECT_NE(what.find("learned model 'avg': feature x0 (index 0) is -inf: its input_scaler"), std::string::npos)
+      << what;
 }

@@ -17,13 +17,23 @@ using srift::LayerCost;
 using srift::OpKind;
 using srift::Precision;
 
+// The JSON names of n features: the ratio model's (32) or the absolute model's (9), as the
+// core computes them (LearnedCompute refuses others), else f0, f1, ...
+std::string feature_names_json(int n) {
+  const std::vector<std::string>& core = n == 32 ? srift::ratio_feature_names() : srift::absolute_feature_names();
+  std::string names;
+  for (int i = 0; i < n; ++i) {
+    const std::string name = (n == 32 || n == 9) ? core[i] : "f" + std::to_string(i);
+    names += (i ? ",\"" : "\"") + name + "\"";
+  }
+  return names;
+}
+
 // A linear model of n features: coef[i] = coef (0: constant), intercept c.
 srift::LearnedModel constant_model(int n, double c, int feature = -1, double coef = 0.0) {
-  std::string names, coefs;
-  for (int i = 0; i < n; ++i) {
-    names += (i ? ",\"f" : "\"f") + std::to_string(i) + "\"";
-    coefs += (i ? "," : "") + std::to_string(i == feature ? coef : 0.0);
-  }
+  const std::string names = feature_names_json(n);
+  std::string coefs;
+  for (int i = 0; i < n; ++i) coefs += (i ? "," : "") + std::to_string(i == feature ? coef : 0.0);
   return srift::LearnedModel::from_json(R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
                                         R"(],"model":{"type":"linear","coef":[)" + coefs +
                                         R"(],"intercept":)" + std::to_string(c) + "}}");
@@ -32,11 +42,9 @@ srift::LearnedModel constant_model(int n, double c, int feature = -1, double coe
 // A compute document of a zero linear model of n features, residuals p10 -0.1 and p90 0.2,
 // with `extra` members appended (each starting with a comma).
 std::string zero_model_doc(const std::string& extra, int n) {
-  std::string names, coefs;
-  for (int i = 0; i < n; ++i) {
-    names += (i ? ",\"f" : "\"f") + std::to_string(i) + "\"";
-    coefs += i ? ",0" : "0";
-  }
+  const std::string names = feature_names_json(n);
+  std::string coefs;
+  for (int i = 0; i < n; ++i) coefs += i ? ",0" : "0";
   return R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
          R"(],"model":{"type":"linear","coef":[)" + coefs + R"(],"intercept":0},"residuals":{"p10":-0.1,"p90":0.2})" +
          extra + "}";
@@ -340,6 +348,18 @@ TEST(LearnedCompute, ConfigFromTheDocuments) {
   }
   std::string missing = absolute;
   missing.replace(missing.find("\"memory_bytes\""), 14, "\"memory_bytez\"");
+  try {
+    srift::learned_compute_config(ratio, missing);
+    FAIL() << "a reference without memory_bytes accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("compute_absolute.dominance_guard.reference_specs.T4.memory_bytez is not a known "
+                                         "field (did you mean 'memory_bytes'?)"),
+              std::string::npos)
+        << e.what();
+  }
+  missing = absolute;
+  const std::string bytes = ",\"memory_bytes\":17179869184";
+  missing.replace(missing.find(bytes), bytes.size(), "");
   try {
     srift::learned_compute_config(ratio, missing);
     FAIL() << "a reference without memory_bytes accepted";
@@ -726,4 +746,133 @@ TEST(LearnedCompute, DataEdgeFromTheDocuments) {
   EXPECT_THROW(srift::learned_compute_config(doc(R"(,"data_edge":{"launch_year":2024,"p10":0.3,"p50":0,"p90":0.4})", 32),
                                              doc(edge_a, 9)),
                std::invalid_argument);
+}
+
+namespace {
+// What `f` throws as std::invalid_argument ("" when it returns).
+template <typename F>
+std::string thrown(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string swapped(std::string doc, const std::string& a, const std::string& b) {
+  const std::size_t i = doc.find("\"" + a + "\""), j = doc.find("\"" + b + "\"");
+  if (i == std::string::npos || j == std::string::npos || i > j) throw std::logic_error("no '" + a + "' before '" + b + "'");
+  doc.replace(j, b.size() + 2, "\"" + a + "\"");
+  doc.replace(i, a.size() + 2, "\"" + b + "\"");
+  return doc;
+}
+}  // namespace
+
+TEST(LearnedCompute, FeatureNamesAreTheOnesTheCoreComputesInOrder) {
+  // Note "feature names": a document whose features were reordered or renamed was evaluated
+  // with each value in the slot the core computes it for, whatever the document said.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec a = gpu("a", 10, 50, 400), b = gpu("b", 20, 100, 800);
+  ASSERT_EQ(srift::ratio_feature_names().size(), srift::ratio_features(w, a, 8, b, 16, Precision::amp).size());
+  ASSERT_EQ(srift::absolute_feature_names().size(), srift::absolute_features(w, a, 8, Precision::amp).size());
+  EXPECT_EQ(srift::ratio_feature_names()[3], "log_bw_ratio");
+  EXPECT_EQ(srift::ratio_feature_names()[18], "share_matmul_x_log_peak_ratio");
+  EXPECT_EQ(srift::ratio_feature_names().back(), "prec_tf32_x_log_bw_ratio");
+  EXPECT_EQ(srift::absolute_feature_names()[0], "log_roof");
+
+  const std::string ratio = zero_model_doc("", 32), absolute = zero_model_doc("", 9);
+  EXPECT_NO_THROW(srift::LearnedCompute::from_documents(ratio, absolute));
+  // two features swapped: same count, other order
+  std::string what = thrown([&] {
+    srift::LearnedCompute::from_documents(swapped(ratio, "log_bw_ratio", "log_batch_ratio"), absolute);
+  });
+  EXPECT_NE(what.find("compute_ratio.features[3]: expected 'log_bw_ratio', got 'log_batch_ratio'"), std::string::npos)
+      << what;
+  // one renamed
+  std::string renamed = absolute;
+  renamed.replace(renamed.find("\"membound\""), 10, "\"memory_bound\"");
+  what = thrown([&] { srift::LearnedCompute::from_documents(ratio, renamed); });
+  EXPECT_NE(what.find("compute_absolute.features[5]: expected 'membound', got 'memory_bound'"), std::string::npos)
+      << what;
+  // the constructor checks the same (a C++ embedder may build the models itself)
+  what = thrown([&] {
+    srift::LearnedCompute(srift::LearnedModel::from_json(ratio), srift::LearnedModel::from_json(renamed),
+                          srift::LearnedComputeConfig{});
+  });
+  EXPECT_NE(what.find("compute_absolute.features[5]"), std::string::npos) << what;
+  // names of another model entirely
+  std::string other = R"({"schema":"srift.learned-model/1","name":"m","features":["x0")";
+  for (int i = 1; i < 9; ++i) other += ",\"x" + std::to_string(i) + "\"";
+  other += R"(],"model":{"type":"linear","coef":[0,0,0,0,0,0,0,0,0],"intercept":0}})";
+  what = thrown([&] {
+    srift::LearnedCompute(constant_model(32, 0), srift::LearnedModel::from_json(other), srift::LearnedComputeConfig{});
+  });
+  EXPECT_NE(what.find("compute_absolute.features[0]: expected 'log_roof', got 'x0'"), std::string::npos) << what;
+}
+
+TEST(LearnedCompute, UnknownKeysInTheComputeDocumentsAreRefused) {
+  // A misspelled optional field ("dominance_gaurd") was skipped: no guard, no error.
+  const auto doc = zero_model_doc;
+  const std::string spec = R"({"fp32_flops":8.1e12,"tf32_flops":0,"fp16_flops":65e12,"memory_bandwidth":320e9,)"
+                           R"("memory_bytes":17179869184})";
+  const std::string guard = R"("dominance_guard":{"references":["T4"],"reference_specs":{"T4":)" + spec + "}}";
+  const std::string blend = R"(,"absolute_blend":{"weight":0.4,"absolute_model":"compute_absolute",)"
+                            R"("residuals":{"p10":-0.3,"p90":0.35},)" + guard + "}";
+  const std::string band = R"(,"measured_band":{"noise":{"p10":0.98,"p90":1.07,"n":88,"data":"d"},)"
+                           R"("per_e_fold":{"p10":0.67,"p90":1.49,"n":{"gavel":3},"coverage_from_other_source":{}}})";
+  const std::string edge = R"(,"data_edge":{"launch_year":2024,"p10":-0.1,"p50":0.1,"p90":0.3,"n":9,"years":{}})";
+  const std::string ratio = doc(blend + edge, 32), absolute = doc("," + guard + band + edge, 9);
+  ASSERT_NO_THROW(srift::LearnedCompute::from_documents(ratio, absolute));
+  struct Case {
+    std::string ratio, absolute, what;
+  };
+  auto typo = [](const std::string& s, const std::string& from, const std::string& to) {
+    std::string out = s;
+    const std::size_t at = out.find(from);
+    if (at == std::string::npos) throw std::logic_error("no '" + from + "'");
+    return out.replace(at, from.size(), to);
+  };
+  const std::vector<Case> cases = {
+      {ratio, typo(absolute, "\"dominance_guard\"", "\"dominance_gaurd\""),
+       "compute_absolute.dominance_gaurd is not a known field (did you mean 'dominance_guard'?)"},
+      {typo(ratio, "\"dominance_guard\"", "\"dominance_gaurd\""), absolute,
+       "compute_ratio.absolute_blend.dominance_gaurd is not a known field (did you mean 'dominance_guard'?)"},
+      {typo(ratio, "\"weight\"", "\"weight\":0.4,\"shrinkage\""), absolute,
+       "compute_ratio.absolute_blend.shrinkage is not a known field"},
+      {ratio, typo(absolute, "\"fp16_flops\"", "\"fp16_flop\":0,\"fp16_flops\""),
+       "compute_absolute.dominance_guard.reference_specs.T4.fp16_flop is not a known field (did you mean "
+       "'fp16_flops'?)"},
+      {ratio, typo(absolute, "\"references\"", "\"reference\":[],\"references\""),
+       "compute_absolute.dominance_guard.reference is not a known field"},
+      {ratio, typo(absolute, "\"per_e_fold\"", "\"per_efold\":{},\"per_e_fold\""),
+       "compute_absolute.measured_band.per_efold is not a known field (did you mean 'per_e_fold'?)"},
+      {ratio, typo(absolute, "\"n\":88", "\"n\":88,\"p50\":1"), "compute_absolute.measured_band.noise.p50 is not a known field"},
+      {typo(ratio, "\"launch_year\"", "\"launch\":1,\"launch_year\""), absolute,
+       "compute_ratio.data_edge.launch is not a known field"},
+      {typo(ratio, "\"residuals\":{\"p10\":-0.3", "\"residuals\":{\"p_10\":0,\"p10\":-0.3"), absolute,
+       "compute_ratio.absolute_blend.residuals.p_10 is not a known field (did you mean 'p10'?)"},
+      {doc(R"(,"roofline_residuals":{"p10":-0.5,"p90":0.6,"P50":0})", 32), doc("", 9),
+       "compute_ratio.roofline_residuals.P50 is not a known field (did you mean 'p50'?)"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = thrown([&] { srift::learned_compute_config(c.ratio, c.absolute); });
+    EXPECT_NE(what.find("learned model: " + c.what), std::string::npos) << what;
+    EXPECT_THROW(srift::LearnedCompute::from_documents(c.ratio, c.absolute), std::invalid_argument);
+  }
+  // at the top level, naming the document
+  std::string what =
+      thrown([&] { srift::LearnedCompute::from_documents(ratio, typo(absolute, "\"residuals\"", "\"residual\"")); });
+  EXPECT_NE(what.find("learned model: compute_absolute.residual is not a known field (did you mean 'residuals'?)"),
+            std::string::npos)
+      << what;
+  // in the model, which learned_compute_config does not read: LearnedModel::from_json's path,
+  // prefixed with the document's name
+  what = thrown([&] {
+    srift::LearnedCompute::from_documents(typo(ratio, "\"intercept\"", "\"intercept\":0,\"intercep\""), absolute);
+  });
+  EXPECT_NE(what.find("compute_ratio: learned model: $.model.intercep is not a known field (did you mean "
+                      "'intercept'?)"),
+            std::string::npos)
+      << what;
 }

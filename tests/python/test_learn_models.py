@@ -804,3 +804,115 @@ def test_a_dominance_guard_without_reference_specs_is_refused(tmp_path: Path, na
         CostModels(d)
     with pytest.raises(ValueError, match="compute_absolute: dominance_guard.reference_specs is missing"):
         _guard_references({"dominance_guard": {"references": ["A100-40GB"]}}, "compute_absolute")
+
+
+# Misspelled or unknown keys: the schema closes each object with a fixed set of keys
+# ("additionalProperties": false) and the core's reader refuses the same keys in the objects it
+# reads (csrc/json_reader.hpp known_keys), each naming the JSON path and the key.
+
+def _at(doc: dict, path: str):
+    for part in re.findall(r"[^.\[\]]+", path):
+        doc = doc[int(part)] if part.isdigit() and isinstance(doc, list) else doc[part]
+    return doc
+
+
+# (document, JSON path of an object the core reads)
+_CORE_OBJECTS = [("compute_ratio", p) for p in ("", "input_scaler", "model", "residuals", "roofline_residuals",
+                                                "absolute_blend", "absolute_blend.residuals",
+                                                "absolute_blend.dominance_guard",
+                                                "absolute_blend.dominance_guard.reference_specs.A10",
+                                                "data_edge")] + \
+                [("compute_absolute", p) for p in ("", "model", "model.members[0]", "model.members[0].input_scaler",
+                                                   "model.members[0].model", "model.members[1].model",
+                                                   "model.members[1].model.trees[0]", "residuals", "dominance_guard",
+                                                   "dominance_guard.reference_specs.A10", "measured_band",
+                                                   "measured_band.noise", "measured_band.per_e_fold", "data_edge")] + \
+                [("iteration_overhead", ""), ("link_pcie_efficiency", "")]
+
+
+def _core_error(name: str, doc: dict) -> str:
+    """The core's error on `doc` in place of the shipped document `name` ("" when it takes it)."""
+    from srift import _core
+
+    texts = {k: (MODELS / f"{k}.json").read_text() for k in ("compute_ratio", "compute_absolute")}
+    texts[name] = json.dumps(doc)
+    try:
+        if name.startswith("compute_"):
+            _core.LearnedCompute.from_documents(texts["compute_ratio"], texts["compute_absolute"])
+        else:
+            _core.LearnedModel.from_json(texts[name])
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
+@pytest.mark.parametrize("name, path", _CORE_OBJECTS, ids=[f"{n}:{p or '$'}" for n, p in _CORE_OBJECTS])
+def test_an_unknown_key_is_refused_by_the_schema_and_the_core_alike(tmp_path: Path, name: str, path: str) -> None:
+    doc = json.loads((MODELS / f"{name}.json").read_text())
+    _at(doc, path)["zz_unknown"] = 1
+    where = re.escape("$" + ("." + path if path else "") + ".zz_unknown")
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=rf"{name}\.json: {where}: 'zz_unknown' is not a known field; known here: ") \
+            as py:
+        load_model(p)
+    core = _core_error(name, doc)
+    assert "zz_unknown is not a known field; known here: " in core, core
+    # the two list the same keys: the schema's properties are what the core reads
+    assert py.value.args[0].split("known here: ")[1] == core.split("known here: ")[1], (py.value, core)
+
+
+@pytest.mark.parametrize("name, edit, path", [
+    ("compute_ratio", lambda d: d.__setitem__("residual", d.pop("residuals")), "$.residual"),
+    ("compute_absolute", lambda d: d.__setitem__("dominance_gaurd", d.pop("dominance_guard")), "$.dominance_gaurd"),
+    ("compute_ratio", lambda d: d["absolute_blend"].__setitem__("dominance_gaurd",
+                                                                d["absolute_blend"].pop("dominance_guard")),
+     "$.absolute_blend.dominance_gaurd"),
+    ("compute_absolute", lambda d: d["model"]["members"][1]["model"].__setitem__("allow_nans", False),
+     "$.model.members[1].model.allow_nans"),
+    ("compute_ratio", lambda d: d["data_edge"].__setitem__("p50s", 0.1), "$.data_edge.p50s"),
+    ("link_tcp_efficiency", lambda d: d["residuals"].__setitem__("P90", 0.1), "$.residuals.P90"),
+], ids=["residual", "dominance_gaurd", "blend-dominance_gaurd", "allow_nans", "p50s", "P90"])
+def test_misspelled_keys_are_refused_with_the_nearest_known_one(tmp_path: Path, name: str, edit, path: str) -> None:
+    doc = json.loads((MODELS / f"{name}.json").read_text())
+    edit(doc)
+    key = path.rsplit(".", 1)[1]
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=rf"{name}\.json: {re.escape(path)}: '{key}' is not a known field \(did you "
+                                         r"mean '\w+'\?\)"):
+        load_model(p)
+    assert f"{key} is not a known field (did you mean" in _core_error(name, doc)
+
+
+def test_records_keep_keys_of_their_own(tmp_path: Path) -> None:
+    # training (and the scores and selections under it) is a record: open, except the two
+    # objects srift reads from it (the TCP link's feature_range, the PCIe link's domain)
+    doc = json.loads((MODELS / "link_tcp_efficiency.json").read_text())
+    doc["training"]["notes"] = {"anything": [1, "two"]}
+    doc["training"]["selection"]["extra"] = 1
+    p = tmp_path / "link_tcp_efficiency.json"
+    p.write_text(json.dumps(doc))
+    load_model(p)
+    doc["training"]["feature_range"]["mid"] = [0.0, 0.0]
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"\$\.training\.feature_range\.mid: 'mid' is not a known field"):
+        load_model(p)
+    doc = json.loads((MODELS / "link_pcie_efficiency.json").read_text())
+    doc["training"]["domain"]["factr"] = 1.0
+    p = tmp_path / "link_pcie_efficiency.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"\$\.training\.domain\.factr: 'factr' is not a known field \(did you mean "
+                                         r"'factor'\?\)"):
+        load_model(p)
+
+
+@pytest.mark.parametrize("path", ["scaling_band", "scaling_band.multi_instance", "scaling_band.multi_instance.2",
+                                  "instance_anchor"])
+def test_the_overhead_documents_bands_are_closed_too(tmp_path: Path, path: str) -> None:
+    doc = json.loads((MODELS / "iteration_overhead.json").read_text())
+    _at(doc, path)["zz_unknown"] = 1
+    p = tmp_path / "iteration_overhead.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=rf"\$\.{re.escape(path)}\.zz_unknown: 'zz_unknown' is not a known field"):
+        load_model(p)

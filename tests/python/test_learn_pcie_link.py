@@ -156,11 +156,13 @@ def test_a_measured_whole_instance_has_no_learned_link_band(fresh_profile, catal
                     reason=f"Sia's and Lambda's measured data not present at {MEASURED}")
 def test_shipped_pcie_model_is_what_training_rebuilds(monkeypatch) -> None:
     monkeypatch.setenv("SRIFT_DATA_DIR", str(MEASURED))
+    from srift.learn.loader import validate_model_dict
     from srift.learn.models import default_models
     from srift.learn.train import train_pcie_link
 
     shipped = default_models().pcie_efficiency.doc
     rebuilt = train_pcie_link(None, verbose=False)
+    validate_model_dict(rebuilt)  # what `srift train` writes passes the (closed) schema
     assert rebuilt["model"]["intercept"] == pytest.approx(shipped["model"]["intercept"], rel=1e-12)
     assert rebuilt["model"]["coef"] == pytest.approx(shipped["model"]["coef"], rel=1e-12)
     for k in ("p10", "p50", "p90", "n"):

@@ -559,3 +559,38 @@ def test_a_model_file_whose_correction_is_out_of_range_is_named(catalog_gpus) ->
     g = catalog_gpus[0]
     with pytest.raises(ValueError, match=r"compute_absolute\.json\) log correction of .* must be within \+-50"):
         lc.predict_absolute(core_workload_stats(wl), gpu_spec(g), core_precision("amp"), 0.0)
+
+
+def test_the_core_names_the_features_it_computes_as_the_python_twin() -> None:
+    # csrc/learned_compute.cpp note "feature names": the lists the core checks documents against
+    from srift.learn.features import ABSOLUTE_FEATURES, RATIO_FEATURES
+
+    assert _core.ratio_feature_names() == list(RATIO_FEATURES)
+    assert _core.absolute_feature_names() == list(ABSOLUTE_FEATURES)
+
+
+@pytest.mark.parametrize("name, edit, message", [
+    ("ratio", lambda f: f.__setitem__(slice(3, 5), f[3:5][::-1]),
+     r"compute_ratio\.features\[3\]: expected 'log_bw_ratio', got 'log_batch_ratio'"),
+    ("ratio", lambda f: f.__setitem__(18, "share_matmul_times_log_peak_ratio"),
+     r"compute_ratio\.features\[18\]: expected 'share_matmul_x_log_peak_ratio', got "
+     r"'share_matmul_times_log_peak_ratio'"),
+    ("absolute", lambda f: f.reverse(), r"compute_absolute\.features\[0\]: expected 'log_roof', got 'fixed_share'"),
+], ids=["swapped", "renamed", "reversed"])
+def test_compute_documents_with_other_features_are_refused_by_the_core(name: str, edit, message: str) -> None:
+    # A document whose features were reordered or renamed was evaluated by the core with each
+    # value in the slot the core computes it for (the Python loader refused it; a C++ embedder's
+    # from_documents did not).
+    import json
+
+    from srift.learn.models import MODELS_DIR
+
+    docs = {k: json.loads((MODELS_DIR / f"compute_{k}.json").read_text()) for k in ("ratio", "absolute")}
+    edit(docs[name]["features"])
+    texts = {k: json.dumps(d) for k, d in docs.items()}
+    _core.LearnedModel.from_json(texts[name])  # a valid model document in itself
+    with pytest.raises(ValueError, match=message):
+        _core.LearnedCompute.from_documents(texts["ratio"], texts["absolute"])
+    with pytest.raises(ValueError, match=message):
+        _core.LearnedCompute(*(_core.LearnedModel.from_json(texts[k]) for k in ("ratio", "absolute")),
+                             _core.LearnedComputeConfig())

@@ -56,7 +56,8 @@ class LearnedModel {
 
   /// Parses and validates a "srift.learned-model/1" document. Throws std::invalid_argument
   /// naming the JSON path of the first bad field (unknown schema, ragged arrays, child
-  /// indices out of range, cycles, non-finite numbers, ...).
+  /// indices out of range, cycles, non-finite numbers, a key the object does not know, with
+  /// the nearest known one: json_reader.hpp known_keys, ...).
   static LearnedModel from_json(const std::string& text);
 
   Type type() const { return type_; }
@@ -71,7 +72,9 @@ class LearnedModel {
   double residual_p90() const { return p90_; }
 
   /// One prediction from `n` features. Throws std::invalid_argument when n is wrong, when a
-  /// tree ensemble is given an input its estimator refuses (note "tree inputs"), and when the
+  /// tree ensemble is given an input its estimator refuses (note "tree inputs"), when a model
+  /// with an input_scaler (scikit-learn's StandardScaler) is given an infinite input, which
+  /// scikit-learn's transform refuses (learned.cpp note "scaler inputs"), and when the
   /// prediction is not finite (a NaN input to a linear or MLP model, or parameters that
   /// overflow), naming the model, so that no caller turns it into a time or a band.
   double predict(const double* x, std::size_t n) const;
@@ -84,6 +87,7 @@ class LearnedModel {
   double eval_linear(const double* x) const;
   double eval_trees(const double* x) const;
   void check_tree_inputs(const double* x) const;  // throws std::invalid_argument
+  [[noreturn]] void refuse_scaler_input(std::size_t j, double v) const;  // learned.cpp note "scaler inputs"
   double eval_mlp(const double* x) const;
 
   Type type_ = Type::linear;

@@ -101,6 +101,12 @@ std::vector<double> ratio_features(const WorkloadStats& w, const GpuSpec& a, dou
 /// The absolute model's 9 features (srift.learn.features ABSOLUTE_FEATURES, in order).
 std::vector<double> absolute_features(const WorkloadStats& w, const GpuSpec& gpu, double batch, Precision precision);
 
+/// The names of ratio_features' 32 values and of absolute_features' 9, in order (srift.learn.
+/// features RATIO_FEATURES and ABSOLUTE_FEATURES): a compute_ratio / compute_absolute document's
+/// `features` must be exactly these (LearnedCompute refuses any other list, naming the slot).
+const std::vector<std::string>& ratio_feature_names();
+const std::vector<std::string>& absolute_feature_names();
+
 /// Local batches (samples) of the absolute model's fit: a geometric grid, 4 points a decade,
 /// rounded and deduplicated, from 1 to max(max_batch, 1024), at most 2147483647 (a local
 /// batch is an int); max_batch <= 0 or non-finite: 1 to 1024.
@@ -174,8 +180,10 @@ struct Anchor {
 /// The two shipped compute models and how they combine. Immutable; thread-safe.
 class LearnedCompute {
  public:
-  /// Throws std::invalid_argument when a model's feature count is not the features' or the
-  /// config is invalid.
+  /// Throws std::invalid_argument when a model's features are not the ones the core computes
+  /// for it (ratio_feature_names(), absolute_feature_names(): count, names and order; the
+  /// message names the slot, e.g. "compute_ratio.features[3]: expected 'log_bw_ratio', got
+  /// ...") or the config is invalid.
   LearnedCompute(LearnedModel ratio, LearnedModel absolute, LearnedComputeConfig config);
 
   /// The two documents as shipped: the models and learned_compute_config of them.
