@@ -287,28 +287,30 @@ def _profile(args: argparse.Namespace) -> Any:
     catalog = _catalog(args)  # once for both flags (overrides are a file read)
     predicted = args.precision or prof.precision
     for device, batch, secs, steps, precision in args.measure:
-        _check_measure_precision("--measure", device, batch, secs, precision, predicted, args.precision)
+        _check_measure_precision("--measure", f"{device}:{batch}:{secs:g}" + (f":{steps}" if steps > 1 else ""),
+                                 precision, predicted, args.precision)
         if not catalog.resolve_gpu(device):
             catalog.gpu(device)  # a GPU the catalog does not know would be ignored: raise, with suggestions
         prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli", accumulation_steps=steps,
                              precision=precision or predicted)
     for name, batch, secs, precision in args.measure_instance:
-        _check_measure_precision("--measure-instance", name, batch, secs, precision, predicted, args.precision)
+        _check_measure_precision("--measure-instance", f"{name}:{batch}:{secs:g}", precision, predicted,
+                                 args.precision)
         it = catalog.instance(name)
         prof.add_measurement(it.name, local_batch=batch, iteration_s=secs, source="cli", gpus=int(it.gpu_count),
                              precision=precision or predicted)
     return prof
 
 
-def _check_measure_precision(flag: str, device: str, batch: int, secs: float, precision: str | None,
-                             predicted: str, asked: str | None) -> None:
+def _check_measure_precision(flag: str, run: str, precision: str | None, predicted: str,
+                             asked: str | None) -> None:
     """A run given on the command line at another precision than the one the command predicts
     is refused (srift.engine note "measurement precision"): the prediction could not use it, so
     the flag would do nothing. A run without @PRECISION is taken at the predicted precision."""
     if precision is None or precision == predicted:
         return
     why = f"--precision {asked}" if asked else f"the profile's precision, {predicted}"
-    raise UserError(f"{flag} {device}:{batch}:{secs:g}@{precision}: a run timed at {precision} cannot anchor a "
+    raise UserError(f"{flag} {run}@{precision}: a run timed at {precision} cannot anchor a "
                     f"prediction at {predicted} ({why}): srift anchors only on runs at the precision it predicts",
                     hint=f"predict at the run's precision (--precision {precision}), or give a run timed at "
                          f"{predicted} (@{predicted})")

@@ -276,3 +276,13 @@ def test_a_measured_run_at_another_precision_than_predicted_is_refused(capsys, t
         group = json.loads(out.out)["groups"][0]
         assert group["compute_source"] == "measured" and group["compute_s"] < 0.21, extra
         assert "not used" not in out.err
+
+
+def test_a_refused_run_at_another_precision_is_echoed_as_given(capsys, tmp_path, resnet50_profile):
+    """The refusal named T4:32:1.7:8@amp as "T4:32:1.7@amp": the micro-steps were dropped, so
+    the value quoted was not the one given (a review)."""
+    path = tmp_path / "p.json"
+    resnet50_profile.save(path)  # fp32
+    assert main(["predict", "--profile", str(path), "--cluster", "1x g4dn.xlarge", "--global-batch", "32",
+                 "--measure", "T4:32:1.7:8@amp"]) == 2
+    assert capsys.readouterr().err.startswith("srift: error: --measure T4:32:1.7:8@amp: a run timed at amp")
