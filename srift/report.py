@@ -497,7 +497,8 @@ def _past_edge_lines(pred: Any, catalog: Any | None) -> list[str]:
                    + f" is newer than every GPU the compute models learned from (to {edge_year}); held out year by "
                    f"year, each new generation ran slower than the models said, so its compute carries that lean "
                    f"(x{math.exp(absolute[1]):.2f} with no measurement, x{math.exp(anchored[1]):.2f} anchored on an "
-                   f"older GPU, the inverse anchored from it) and the band of those years' residuals")
+                   f"older GPU, the inverse anchored from it; never slower than a GPU it beats on every spec) "
+                   f"and the band of those years' residuals")
     return out
 
 
