@@ -660,8 +660,9 @@ def data_edge_backtest(w) -> None:
     in_range = {"anchored": (ratio_doc["absolute_blend"]["residuals"]["p10"], ratio_doc["absolute_blend"]["residuals"]["p90"]),
                 "no_measurement": (absolute_doc["residuals"]["p10"], absolute_doc["residuals"]["p90"])}
     rules: dict[str, dict[int, tuple[float, float, float]]] = {}
+    counted: dict[str, list[int]] = {}
     for kind, by_year in unmoved.items():
-        years = counted_years(CHIP_LAUNCH_YEAR, by_year)
+        years = counted[kind] = counted_years(CHIP_LAUNCH_YEAR, by_year)
         rules[kind] = {year: edge_band(in_range[kind], edge_quantiles({y: by_year[y] for y in years if y < year}))
                        for year in years[1:]}
     moved = dict(zip(("anchored", "no_measurement"),
@@ -677,8 +678,7 @@ def data_edge_backtest(w) -> None:
             t["in_before"] += list((r >= in_range[kind][0]) & (r <= in_range[kind][1]))
             t["in_after"] += list((r_moved >= lo) & (r_moved <= hi))
             print(json.dumps({"split": f"compute_data_edge_backtest/{kind}/{year}", "n": int(r.size),
-                              "rule_from_years": sorted(y for y in unmoved[kind] if y < year
-                                                        and y in counted_years(CHIP_LAUNCH_YEAR, unmoved[kind])),
+                              "rule_from_years": [y for y in counted[kind] if y < year],
                               "lean_factor": round(math.exp(lean), 4),
                               "band": [round(math.exp(lo), 4), round(math.exp(hi), 4)],
                               "as_the_models_say": stats(ape(np.zeros(r.size), r)),

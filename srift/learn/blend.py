@@ -256,7 +256,7 @@ def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], work
             ratio = make_ratio().fit(X[train], y[train])
             absolute = make_absolute().fit(X_abs[train_abs], y_abs[train_abs])
         refs = reference_gpus(held_out_chips(g, by))
-        lean = _held_out_lean(g, by, lean_by_group)
+        lean = held_out_lean(g, by, lean_by_group)
         for i in test:
             a, b = meta[i]
             wl, pa = workloads[a.workload], peaks[a.gpu]
@@ -275,7 +275,7 @@ def held_out_guarded_corrections(meta: list[tuple[ComputeRow, ComputeRow]], work
     return out
 
 
-def _held_out_lean(group: str, by: str, lean_by_group: dict[str, float] | None) -> Callable[[GpuPeaks], float]:
+def held_out_lean(group: str, by: str, lean_by_group: dict[str, float] | None) -> Callable[[GpuPeaks], float]:
     """gpu -> its log lean in a forward fold: the fold's lean for the chips it holds out (those
     past the fold's data edge), 0 for the rest."""
     from srift.learn.dominance import no_lean

@@ -229,7 +229,7 @@ def absolute_guard(meta: list[tuple[Any, ComputeRow]], workloads: dict[str, Work
     dominance note "dominance"); the held-out chip's variants are no reference. CPU rows are
     training rows only and keep the estimator's prediction. lean_by_group: by "forward" only, a
     held-out year's log lean, given to its chips before the clip (blend.held_out_guarded_corrections)."""
-    from srift.learn.blend import _held_out_lean
+    from srift.learn.blend import held_out_lean
     from srift.learn.datasets import device_peaks
     from srift.learn.dominance import guarded_correction, no_lean, reference_gpus
 
@@ -238,9 +238,9 @@ def absolute_guard(meta: list[tuple[Any, ComputeRow]], workloads: dict[str, Work
     def post(est: Any, idx: np.ndarray, group: str | set[str]) -> np.ndarray:
         groups = {group} if isinstance(group, str) else set(group)  # nested folds hold out several
         refs = reference_gpus(set().union(*(held_out_chips(g, by) for g in groups)))
-        lean = _held_out_lean(group, by, lean_by_group) if isinstance(group, str) else None
-        if lean is None and lean_by_group:
+        if lean_by_group and not isinstance(group, str):
             raise ValueError("lean_by_group: a lean is one forward fold's, got nested folds")
+        lean = held_out_lean(group, by, lean_by_group) if isinstance(group, str) else no_lean
         out = []
         for i in idx:
             r = meta[i][1]
@@ -249,7 +249,7 @@ def absolute_guard(meta: list[tuple[Any, ComputeRow]], workloads: dict[str, Work
                                                                              r.precision)]))[0]))
             else:
                 out.append(float(guarded_correction(est.predict, workloads[r.workload], peaks[r.gpu], [r.batch],
-                                                    r.precision, refs, lean or no_lean)[0]))
+                                                    r.precision, refs, lean)[0]))
         return np.asarray(out)
 
     return post
