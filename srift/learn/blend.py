@@ -98,7 +98,7 @@ from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["BLEND_WEIGHTS", "SHRINK_WEIGHTS", "pair_absolute_terms", "held_out_absolute_terms",
            "observed_anchor_error", "blended", "anchored_correction", "has_fp16_path", "anchored_terms",
-           "combined_log_ratio", "anchored_log_ratio", "held_out_guarded_corrections"]
+           "combined_log_ratio", "anchored_log_ratio", "held_out_guarded_corrections", "held_out_lean"]
 
 BLEND_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
 SHRINK_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))
