@@ -152,27 +152,31 @@ std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers
   return times;
 }
 
+namespace detail {
+void validate_measurement(const Measurement& m, const std::string& f) {
+  require_positive(f + "local_batch", m.local_batch);
+  require_positive(f + "iteration_s", m.iteration_s);
+  // < 0 means "not measured"; NaN or inf is neither and gave an all-NaN model.
+  if (!std::isfinite(m.forward_s)) fail(f + "forward_s", "finite (< 0: not measured)", m.forward_s);
+  if (!std::isfinite(m.backward_s)) fail(f + "backward_s", "finite (< 0: not measured)", m.backward_s);
+  if (m.precision) require_enum((f + "precision").c_str(), static_cast<int>(*m.precision), 0, 2);
+  if (m.forward_s < 0 || m.backward_s < 0) return;
+  // Medians of each phase need not add up: a forward + backward a little above the
+  // iteration leaves no optimizer time rather than being an error. Twice the iteration is
+  // not noise but a wrong field.
+  const double both = m.forward_s + m.backward_s;  // inf where the two overflow: refused below
+  if (!(both > 0 && std::isfinite(both))) {
+    fail(f + "forward_s + backward_s", "finite and > 0 when both are measured", both);
+  }
+  if (m.forward_s / 2 + m.backward_s / 2 > m.iteration_s) {  // halves: twice a large time overflows
+    fail(f + "forward_s + backward_s", "at most twice iteration_s (" + std::to_string(m.iteration_s) + " s)", both);
+  }
+}
+}  // namespace detail
+
 void validate_measurements(const std::vector<Measurement>& measurements) {
   for (std::size_t i = 0; i < measurements.size(); ++i) {
-    const Measurement& m = measurements[i];
-    const std::string f = "measurements[" + std::to_string(i) + "].";
-    detail::require_positive(f + "local_batch", m.local_batch);
-    detail::require_positive(f + "iteration_s", m.iteration_s);
-    // < 0 means "not measured"; NaN or inf is neither and gave an all-NaN model.
-    if (!std::isfinite(m.forward_s)) detail::fail(f + "forward_s", "finite (< 0: not measured)", m.forward_s);
-    if (!std::isfinite(m.backward_s)) detail::fail(f + "backward_s", "finite (< 0: not measured)", m.backward_s);
-    if (m.forward_s < 0 || m.backward_s < 0) continue;
-    // Medians of each phase need not add up: a forward + backward a little above the
-    // iteration leaves no optimizer time rather than being an error. Twice the iteration is
-    // not noise but a wrong field.
-    const double both = m.forward_s + m.backward_s;  // inf where the two overflow: refused below
-    if (!(both > 0 && std::isfinite(both))) {
-      detail::fail(f + "forward_s + backward_s", "finite and > 0 when both are measured", both);
-    }
-    if (m.forward_s / 2 + m.backward_s / 2 > m.iteration_s) {  // halves: twice a large time overflows
-      detail::fail(f + "forward_s + backward_s", "at most twice iteration_s (" + std::to_string(m.iteration_s) + " s)",
-                   both);
-    }
+    detail::validate_measurement(measurements[i], "measurements[" + std::to_string(i) + "].");
   }
 }
 

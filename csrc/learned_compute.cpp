@@ -14,6 +14,7 @@
 
 #include "json_reader.hpp"
 #include "layers_internal.hpp"
+#include "srift/measurements.hpp"
 #include "validate.hpp"
 
 namespace srift {
@@ -129,6 +130,7 @@ ComputeModel pytorch_fp32(const WorkloadStats& w, const GpuSpec& g, const Comput
 std::vector<Measurement> restated(const std::vector<Measurement>& ms, const ComputeModel& from, const ComputeModel& to) {
   std::vector<Measurement> out = ms;
   for (Measurement& m : out) {
+    m.precision.reset();  // restated at the precision of the call they are passed to
     const double k = (to.compute_s(m.local_batch) + to.optimizer_s) / (from.compute_s(m.local_batch) + from.optimizer_s);
     m.iteration_s *= k;
     if (m.forward_s >= 0) m.forward_s *= k;
@@ -937,6 +939,7 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   Memo memo(w);
   return predict_anchored_memo(w, anchor, measurements, target, precision, max_batch, memo);
 }
@@ -1067,6 +1070,9 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  for (std::size_t i = 0; i < anchors.size(); ++i) {  // note "measurement precision" (compute.hpp)
+    require_precision(anchors[i].measurements, precision, "anchors[" + std::to_string(i) + "].measurements");
+  }
   Memo memo(w);
   return predict_anchored_memo(w, anchors, target, precision, max_batch, memo);
 }
@@ -1194,6 +1200,7 @@ double log_misfit(const ComputeModel& m, const std::vector<Measurement>& measure
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {
+  require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   Memo memo(w);
   return measured_model_memo(w, gpu, roofline, measurements, precision, max_batch, memo);
 }

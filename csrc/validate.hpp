@@ -7,6 +7,10 @@
 #include <string>
 #include <string_view>
 
+namespace srift {
+struct Measurement;
+}
+
 namespace srift::detail {
 
 inline std::string fmt(double v) {
@@ -48,5 +52,9 @@ inline void require_enum(const char* field, int value, int first, int last) {
                                 ".." + std::to_string(last) + ", got " + std::to_string(value));
   }
 }
+
+// The checks of validate_measurements on one measurement, naming its fields after `prefix`
+// (e.g. "measurements[2]."); defined in compute.cpp.
+void validate_measurement(const Measurement& m, const std::string& prefix);
 
 }  // namespace srift::detail

@@ -876,3 +876,56 @@ TEST(LearnedCompute, UnknownKeysInTheComputeDocumentsAreRefused) {
             std::string::npos)
       << what;
 }
+
+TEST(LearnedCompute, RunsAtAnotherPrecisionAreRefusedAndTheirOwnAnswerAsUnset) {
+  // compute.hpp note "measurement precision": a set precision that is not the predicted one is
+  // named (a silent wrong answer otherwise); the predicted one, or unset, predicts alike
+  const srift::WorkloadStats w = two_layers();
+  GpuSpec a = gpu("a", 15.7, 125, 900), b = gpu("b", 31.2, 125, 600);
+  b.tf32_flops = 62e12;  // PyTorch's FP32 on a TF32 target: the restated route (note "fp32 via tf32")
+  const srift::LearnedCompute lc(constant_model(32, 0.1), constant_model(9, 0.0), srift::LearnedComputeConfig{});
+  const srift::ComputeModel roof = w.roofline(a, Precision::fp32);
+  auto expect_refused = [](auto&& call, const std::string& field, const char* run, const char* predicted) {
+    try {
+      call();
+      FAIL() << "no throw for " << field;
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind(field + ": the run was timed at " + run + ", the prediction is at " + predicted, 0), 0u)
+          << what;
+    }
+  };
+  for (const Precision p : {Precision::fp32, Precision::tf32, Precision::amp}) {
+    const std::vector<srift::Measurement> unset = {{8, 0.05}, {32, 0.14}, {64, 0.26}};
+    std::vector<srift::Measurement> set = unset;
+    for (srift::Measurement& m : set) m.precision = p;
+    const srift::ComputeModel u = lc.predict_anchored(w, a, unset, b, p, 128).model;
+    const srift::ComputeModel s = lc.predict_anchored(w, a, set, b, p, 128).model;
+    EXPECT_EQ(u.forward_fixed_s, s.forward_fixed_s);
+    EXPECT_EQ(u.forward_per_sample_s, s.forward_per_sample_s);
+    EXPECT_EQ(u.backward_per_sample_s, s.backward_per_sample_s);
+    EXPECT_EQ(u.optimizer_s, s.optimizer_s);
+    const srift::ComputeModel mu = lc.measured_model(w, a, w.roofline(a, p), {unset[1]}, p, 0);
+    const srift::ComputeModel ms = lc.measured_model(w, a, w.roofline(a, p), {set[1]}, p, 0);
+    EXPECT_EQ(mu.backward_per_sample_s, ms.backward_per_sample_s);
+    const srift::ComputeModel su = lc.predict_anchored(w, {srift::Anchor{a, unset}, srift::Anchor{b, {{16, 0.03}}}},
+                                                       gpu("t", 20, 100, 700), p, 0).model;
+    const srift::ComputeModel ss = lc.predict_anchored(w, {srift::Anchor{a, set}, srift::Anchor{b, {{16, 0.03}}}},
+                                                       gpu("t", 20, 100, 700), p, 0).model;
+    EXPECT_EQ(su.forward_per_sample_s, ss.forward_per_sample_s);
+  }
+  std::vector<srift::Measurement> mixed = {{8, 0.05}, {32, 0.14, -1, -1, Precision::amp}, {64, 0.26}};
+  mixed[2].precision = Precision::fp32;
+  expect_refused([&] { lc.predict_anchored(w, a, mixed, b, Precision::amp); }, "measurements[2].precision", "fp32",
+                 "amp");
+  expect_refused([&] { lc.measured_model(w, a, roof, mixed, Precision::fp32, 0); }, "measurements[1].precision", "amp",
+                 "fp32");
+  expect_refused([&] { lc.predict_anchored(w, {srift::Anchor{b, {{16, 0.03}}}, srift::Anchor{a, mixed}}, b,
+                                           Precision::tf32, 0); },
+                 "anchors[1].measurements[1].precision", "amp", "tf32");
+  // the caller's filter keeps what the prediction reads
+  EXPECT_NO_THROW(lc.predict_anchored(w, a, srift::measurements_at(mixed, Precision::amp), b, Precision::amp));
+  // a precision that is no Precision value is refused as such
+  mixed[0].precision = static_cast<Precision>(7);
+  EXPECT_THROW(lc.predict_anchored(w, a, mixed, b, Precision::fp32), std::invalid_argument);
+}

@@ -7,6 +7,7 @@
 // shrink with the batch; the per-sample part is the max of the FLOP time and the activation
 // traffic time, summed over layers. Two or more measured batches fit both terms; one measured
 // batch only rescales an estimate, never invents a slope.
+#include <optional>
 #include <vector>
 
 #include "srift/hardware.hpp"
@@ -87,17 +88,28 @@ std::vector<double> roofline_backward_times(const std::vector<LayerCost>& layers
 /// One measured training iteration: of one GPU alone, or of one rank of a data-parallel run
 /// on a whole instance (then the anchored model is that rank's effective compute, host
 /// contention and the allreduce inside the instance included).
+///
+/// Note "measurement precision": a run at one precision is no evidence of another's time (on
+/// tensor-core GPUs AMP is often 2-3x FP32), so a prediction at precision P anchors only on
+/// runs timed at P. `precision` records what the run used; unset (std::nullopt, the default,
+/// so `Measurement{batch, seconds}` keeps compiling and meaning what it did) means the caller
+/// vouches that the run is at the precision of the prediction it is passed to. The functions
+/// that predict at a Precision from measurements (LearnedCompute::predict_anchored,
+/// LearnedCompute::measured_model) refuse a set precision that differs from the predicted one
+/// (require_precision, measurements.hpp); functions without a Precision
+/// (anchor_to_measurements, measured_line) read the times and ignore it.
 struct Measurement {
   double local_batch = 0;   ///< samples per iteration on this GPU (> 0)
   double iteration_s = 0;   ///< forward + backward + optimizer, seconds (> 0)
   double forward_s = -1;    ///< optional, seconds; < 0 when not measured
   double backward_s = -1;   ///< optional, seconds; < 0 when not measured
+  std::optional<Precision> precision;  ///< what the run used; unset: the prediction's (see above)
 };
 
 /// Throws std::invalid_argument naming measurements[i] and the field for a batch or iteration
 /// time that is not finite and > 0, a forward_s or backward_s that is not finite (< 0 means
-/// not measured), or, when both are measured, a forward + backward that is not finite and > 0
-/// or is above twice the iteration.
+/// not measured), when both are measured a forward + backward that is not finite and > 0 or is
+/// above twice the iteration, or a set precision that is no Precision value.
 void validate_measurements(const std::vector<Measurement>& measurements);
 
 /// The least-squares line of measured compute time on the batch that anchor_to_measurements

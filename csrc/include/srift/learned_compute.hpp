@@ -47,6 +47,7 @@
 #include "srift/compute.hpp"
 #include "srift/hardware.hpp"
 #include "srift/learned.hpp"
+#include "srift/measurements.hpp"
 #include "srift/workload.hpp"
 
 namespace srift {
@@ -215,7 +216,9 @@ class LearnedCompute {
   /// At PyTorch's FP32 on a target with TF32, a ratio reference without TF32 that the target
   /// dominates also bounds it from above, as predict_anchored predicts that reference
   /// (learned_compute.cpp note "across the fp32 paths").
-  /// Throws std::invalid_argument on no measurements or a bad batch.
+  /// Throws std::invalid_argument on no measurements or a bad batch, or naming
+  /// measurements[i].precision for a run timed at another precision than `precision`
+  /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                         const std::vector<Measurement>& measurements, const GpuSpec& target,
                                         Precision precision, double max_batch = 0) const;
@@ -224,6 +227,8 @@ class LearnedCompute {
   /// `max_batch` (as predict_absolute) and split as the target's roofline; one anchor: exactly
   /// predict_anchored. Anchors that share no FP16 path with the target under AMP are left out
   /// unless none has one. The band is a single anchor's (held-out residuals of one anchor).
+  /// Throws std::invalid_argument as the one-anchor overload does, naming
+  /// anchors[j].measurements[i].precision for a run at another precision, or on no anchors.
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
                                         const GpuSpec& target, Precision precision, double max_batch) const;
   /// Compute on `target` with no measurement; `max_batch`: the largest local batch that fits
@@ -244,7 +249,9 @@ class LearnedCompute {
   /// batches, no line"). One batch says nothing of how the time grows with the batch, so it scales
   /// predict_absolute's line (on the batch grid of `max_batch`) through the measurement, its
   /// terms split as `roofline` (this GPU's roofline estimate, seconds).
-  /// Throws std::invalid_argument on no measurements or a bad batch or time.
+  /// Throws std::invalid_argument on no measurements or a bad batch or time, or naming
+  /// measurements[i].precision for a run timed at another precision than `precision`
+  /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
   ComputeModel measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                               const std::vector<Measurement>& measurements, Precision precision,
                               double max_batch) const;

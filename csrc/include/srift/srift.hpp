@@ -5,6 +5,7 @@
 #include "srift/hardware.hpp"
 #include "srift/learned.hpp"
 #include "srift/learned_compute.hpp"
+#include "srift/measurements.hpp"
 #include "srift/search.hpp"
 #include "srift/simulator.hpp"
 #include "srift/version.hpp"
