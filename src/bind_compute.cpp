@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -135,17 +136,21 @@ void bind_compute(py::module_& m) {
       .def_readwrite("launch_overhead_s", &RooflineParams::launch_overhead_s)
       .def_readwrite("backward_bytes_factor", &RooflineParams::backward_bytes_factor);
 
-  py::class_<Measurement>(m, "Measurement", "A measured single-GPU iteration (seconds).")
+  py::class_<Measurement>(m, "Measurement",
+                          "A measured single-GPU iteration (seconds). precision: what the run used; None: the "
+                          "precision of the prediction it is passed to (the caller vouches for it).")
       .def(py::init<>())
-      .def(py::init([](double local_batch, double iteration_s, double forward_s, double backward_s) {
-             return Measurement{local_batch, iteration_s, forward_s, backward_s};
+      .def(py::init([](double local_batch, double iteration_s, double forward_s, double backward_s,
+                       std::optional<Precision> precision) {
+             return Measurement{local_batch, iteration_s, forward_s, backward_s, precision};
            }),
            py::arg("local_batch"), py::arg("iteration_s"), py::arg("forward_s") = -1.0,
-           py::arg("backward_s") = -1.0)
+           py::arg("backward_s") = -1.0, py::arg("precision") = py::none())
       .def_readwrite("local_batch", &Measurement::local_batch)
       .def_readwrite("iteration_s", &Measurement::iteration_s)
       .def_readwrite("forward_s", &Measurement::forward_s)
-      .def_readwrite("backward_s", &Measurement::backward_s);
+      .def_readwrite("backward_s", &Measurement::backward_s)
+      .def_readwrite("precision", &Measurement::precision);
 
   m.def(
       "roofline_compute",

@@ -40,6 +40,7 @@ std::vector<LayerCost> to_layers(const pybind11::object& kind, const DoubleArray
 
 void bind_hardware(pybind11::module_& m);
 void bind_compute(pybind11::module_& m);
+void bind_measurements(pybind11::module_& m);
 void bind_simulator(pybind11::module_& m);
 void bind_search(pybind11::module_& m);
 void bind_spot(pybind11::module_& m);

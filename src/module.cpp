@@ -9,6 +9,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("__version__") = srift::version();
   srift::bindings::bind_hardware(m);
   srift::bindings::bind_compute(m);
+  srift::bindings::bind_measurements(m);
   srift::bindings::bind_simulator(m);
   srift::bindings::bind_spot(m);
   srift::bindings::bind_band(m);

@@ -172,8 +172,9 @@ def _warn_if_no_line(gpu_key: str, points: list[_core.Measurement], model: _core
 # and of Sia's 1,520 pairs of repeated multi-node steps (sia_profiles_non_ec2.csv) 0.7%
 # (the median pair differs by 0.4% and 2.0%); of Gavel's two 1-GPU rows per job 3% outside its
 # host-bound Recommendation model, all 15 of those (1.5-11.8x). The engine names them and the
-# value it uses (docs/accuracy.md, "Repeated runs that disagree").
-REPEAT_SPREAD_SHARE = 0.20
+# value it uses (docs/accuracy.md, "Repeated runs that disagree"). The core merges them
+# (srift::merge_repeats, csrc/include/srift/measurements.hpp), as a C++ scheduler would.
+REPEAT_SPREAD_SHARE = _core.REPEAT_SPREAD_SHARE
 
 # A measured run is flagged as impossibly fast past this multiple of its device's fastest peak
 # (Engine._warn_if_faster_than_peak): a measured peak (an emulated CPU's) is beaten by noise.
@@ -190,59 +191,31 @@ class _Repeat:
     seconds: float        # as measured
 
 
-def _median_point(points: list[_core.Measurement]) -> _core.Measurement:
-    """The median of repeats of one configuration: the middle run by iteration time (the mean
-    of the middle two for an even count), forward and backward with it where every repeat has
-    them."""
-    ordered = sorted(points, key=lambda p: p.iteration_s)
-    n = len(ordered)
-    middle = ordered[(n - 1) // 2:n // 2 + 1]
-    split = all(p.forward_s >= 0 and p.backward_s >= 0 for p in points)
-
-    def mean(values: list[float]) -> float:
-        return sum(values) / len(values)
-
-    return _core.Measurement(ordered[0].local_batch, mean([p.iteration_s for p in middle]),
-                             mean([p.forward_s for p in middle]) if split else -1.0,
-                             mean([p.backward_s for p in middle]) if split else -1.0)
+def _core_runs(repeats: list[_Repeat]) -> list[_core.MeasuredRun]:
+    """The repeats as the core's runs: configuration (local batch, micro-steps, precision) and
+    time as measured."""
+    return [_core.MeasuredRun(r.point, r.key[1], r.seconds) for r in repeats]
 
 
 def _merged_repeats(repeats: list[_Repeat]) -> list[_core.Measurement]:
     """The points in order, each group of three or more repeats as its median (note "repeated
     measurements"); one or two as they are."""
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i, r in enumerate(repeats):
-        groups.setdefault(r.key, []).append(i)
-    points = [r.point for r in repeats]
-    for members in groups.values():
-        if len(members) >= 3:
-            median = _median_point([repeats[i].point for i in members])
-            for i in members:
-                points[i] = median
-    return points
+    return list(_core.merge_repeats(_core_runs(repeats), REPEAT_SPREAD_SHARE).points)
 
 
 def _warn_if_repeats_disagree(where: str, repeats: list[_Repeat], depth: int = 0) -> None:
     """Note "repeated measurements": repeats of one configuration whose slowest is more than
     REPEAT_SPREAD_SHARE over their fastest are named, with the value srift fits."""
-    groups: dict[tuple[int, int], list[_Repeat]] = {}
-    for r in repeats:
-        groups.setdefault(r.key, []).append(r)
-    for (batch, steps), group in groups.items():
-        times = [r.seconds for r in group]
-        if len(group) < 2 or max(times) <= (1 + REPEAT_SPREAD_SHARE) * min(times):
-            continue
-        ordered = sorted(times)
-        n = len(ordered)
-        used = (ordered[(n - 1) // 2] + ordered[n // 2]) / 2
+    for g in _core.merge_repeats(_core_runs(repeats), REPEAT_SPREAD_SHARE).disagreeing:
+        group = [repeats[i] for i in g.members]
+        batch, steps = group[0].key
         config = f"local batch {batch}" + (f", {steps} micro-steps" if steps > 1 else "")
         shown = ", ".join(f"{r.seconds:.4g} s ({r.label})" for r in group)
-        spread = max(times) / min(times) - 1
-        warnings.warn(f"measurements on {where} at {config} disagree: {shown}; the slowest is {spread:.0%} over the "
+        warnings.warn(f"measurements on {where} at {config} disagree: {shown}; the slowest is {g.spread:.0%} over the "
                       f"fastest, where 99% of the repeated runs in Lambda's and Sia's data differ by at most "
                       f"{REPEAT_SPREAD_SHARE:.0%}. srift uses "
-                      f"their {'mean' if n == 2 else 'median'}, {used:.4g} s; check the runs (a warm-up timed, a "
-                      "busy host, another GPU, batch or precision) and drop the wrong one",
+                      f"their {'mean' if len(group) == 2 else 'median'}, {g.used_s:.4g} s; check the runs (a warm-up "
+                      "timed, a busy host, another GPU, batch or precision) and drop the wrong one",
                       UserWarning, stacklevel=4 + depth)
 
 
@@ -457,7 +430,8 @@ class Engine:
                                  f"instances, so a whole-instance measurement uses all of them; got gpus={m.gpus}")
             if j in usable:
                 self._instance_repeats.setdefault(it.name, []).append(
-                    _Repeat((m.local_batch, 1), f"measurements[{j}]", _core_point(m), float(m.iteration_s)))
+                    _Repeat((m.local_batch, 1), f"measurements[{j}]", _core_point(m, self._timed_at(m)),
+                            float(m.iteration_s)))
         for name, repeats in self._instance_repeats.items():
             out[name] = _merged_repeats(repeats)
         return out
@@ -496,7 +470,7 @@ class Engine:
         if t is not None and self._timings_usable and self.profile.device_gpu == gpu_key:
             for i, b in enumerate(t.batch_sizes):
                 point = _core.Measurement(float(b), float(t.iteration_s[i]), float(t.forward_s[i]),
-                                          float(t.backward_s[i]))
+                                          float(t.backward_s[i]), PRECISIONS[self.profile.precision])
                 out.append(_Repeat((int(b), 1), "the profile's own timing", point, float(t.iteration_s[i])))
         return out
 
@@ -511,7 +485,7 @@ class Engine:
         then reads it as it reads any other."""
         steps = m.accumulation_steps
         if steps == 1:
-            return _core_point(m)
+            return _core_point(m, self._timed_at(m))
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1 or m.gpus != 1:
             raise ValueError(f"measurement on {m.device}: accumulation_steps must be an integer >= 1 on one GPU, "
                              f"got {steps!r} with gpus={m.gpus!r}")
@@ -529,7 +503,13 @@ class Engine:
                              f"({optimizer_s + (steps - 1) * add_s:.4g} s)")
         return _core.Measurement(float(m.local_batch), micro_steps_s / steps + optimizer_s,
                                  -1.0 if m.forward_s is None else float(m.forward_s),
-                                 -1.0 if m.backward_s is None else float(m.backward_s))
+                                 -1.0 if m.backward_s is None else float(m.backward_s), self._timed_at(m))
+
+    def _timed_at(self, m: Any) -> _core.Precision:
+        """The core's precision of a profile measurement (Profile.measurement_precision): the
+        core refuses a point at another precision than the one it predicts (srift::
+        require_precision), should one pass the filter of note "measurement precision"."""
+        return PRECISIONS[self.profile.measurement_precision(m)]
 
     def _resolve(self, device: str) -> list[str]:
         try:
@@ -868,11 +848,12 @@ def _factors(p10: float, p90: float) -> _core.BandFactors:
     return _core.BandFactors(min(1.0, float(p10)), max(1.0, float(p90)))
 
 
-def _core_point(m: Any) -> _core.Measurement:
-    """A profile Measurement as the core's (-1: forward/backward not measured)."""
+def _core_point(m: Any, precision: _core.Precision | None = None) -> _core.Measurement:
+    """A profile Measurement as the core's (-1: forward/backward not measured), timed at
+    `precision` (None: the prediction's, vouched for by the caller)."""
     return _core.Measurement(float(m.local_batch), float(m.iteration_s),
                              -1.0 if m.forward_s is None else float(m.forward_s),
-                             -1.0 if m.backward_s is None else float(m.backward_s))
+                             -1.0 if m.backward_s is None else float(m.backward_s), precision)
 
 
 def hours_to_seconds(hours: float | None) -> float:

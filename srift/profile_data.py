@@ -582,7 +582,10 @@ class Profile:
         gpus > 1: a DDP iteration on all ``gpus`` GPUs of instance type ``device``.
         accumulation_steps > 1: one GPU's optimizer step of that many micro-steps at
         ``local_batch`` each (Measurement). precision: what the run used ("fp32", "tf32",
-        "amp"); None: the profile's. Predictions at another precision do not use it."""
+        "amp", in any case: "AMP" is "amp", as the CLI's ``@AMP``); None: the profile's.
+        Predictions at another precision do not use it."""
+        if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
+            precision = precision.strip().lower()  # anything else is refused as given
         m = _checked_measurement(device, local_batch, iteration_s, forward_s, backward_s, source=source, gpus=gpus,
                                  accumulation_steps=accumulation_steps, precision=precision)
         self.measurements.append(m)

@@ -153,7 +153,8 @@ def test_load_never_unpickles(tmp_path):
         ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "forward_s": 0.2, "backward_s": 0.3}, "iteration_s"),
         ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "source": ""}, "source"),
         ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "precision": "fp16"}, "precision"),
-        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "precision": "AMP"}, "precision"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "precision": "half"}, "precision"),
+        ({"device": "T4", "local_batch": 8, "iteration_s": 0.1, "precision": 2}, "precision"),
     ],
 )
 def test_add_measurement_validates(kwargs, field):
@@ -189,6 +190,17 @@ def test_a_measurement_records_its_precision_and_old_files_read_as_the_profiles(
     data["measurements"][1]["precision"] = "fp16"
     with pytest.raises(ValueError, match=r"bad\.json: \$\.measurements\[1\]\.precision: invalid value \"fp16\""):
         Profile.load(_write(tmp_path, data))
+
+
+def test_add_measurement_takes_a_precision_in_any_case_as_the_cli_does(tmp_path):
+    """`--measure T4:16:0.3@AMP` was read as amp while add_measurement(precision="AMP") was
+    refused: the API takes any case too, and records the lowercase name."""
+    p = _profile()
+    for given, kept in (("AMP", "amp"), ("Tf32", "tf32"), (" fp32 ", "fp32"), ("amp", "amp")):
+        assert p.add_measurement("T4", 16, 0.3, precision=given).precision == kept
+    assert [m.precision for m in Profile.load(p.save(tmp_path / "p.json")).measurements] == ["amp", "tf32", "fp32", "amp"]
+    with pytest.raises(ValueError, match=r"^precision: expected one of fp32, tf32, amp.*got 'FP16'"):
+        p.add_measurement("T4", 16, 0.3, precision="FP16")
 
 
 def test_schema_is_draft_2020_12_and_self_consistent():
