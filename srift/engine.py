@@ -386,7 +386,11 @@ class Engine:
         2-3x FP32, and srift has no model from one to the other that a measurement should
         pass through), so it anchors nothing: the prediction is made as without it, and one
         warning names every run left out, so a profile may hold runs at several precisions and
-        each prediction uses its own. Kept: (index in profile.measurements, measurement)."""
+        each prediction uses its own. The points the core reads carry their precision
+        (_timed_at), and the core refuses one at another precision than it predicts
+        (srift::require_precision, csrc/include/srift/compute.hpp note "measurement
+        precision"), as it does for a C++ caller. Kept: (index in profile.measurements,
+        measurement)."""
         p = self.profile
         self._usable: list[tuple[int, Any]] = []
         skipped: list[str] = []

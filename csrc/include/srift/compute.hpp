@@ -103,7 +103,7 @@ struct Measurement {
   double iteration_s = 0;   ///< forward + backward + optimizer, seconds (> 0)
   double forward_s = -1;    ///< optional, seconds; < 0 when not measured
   double backward_s = -1;   ///< optional, seconds; < 0 when not measured
-  std::optional<Precision> precision;  ///< what the run used; unset: the prediction's (see above)
+  std::optional<Precision> precision = std::nullopt;  ///< what the run used; unset: the prediction's (see above)
 };
 
 /// Throws std::invalid_argument naming measurements[i] and the field for a batch or iteration

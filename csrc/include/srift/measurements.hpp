@@ -58,7 +58,7 @@ struct MeasuredRun {
 struct RepeatGroup {
   double local_batch = 0;      ///< samples per GPU
   int accumulation_steps = 1;  ///< micro-steps per optimizer step
-  std::optional<Precision> precision;  ///< the runs' (unset: as given)
+  std::optional<Precision> precision = std::nullopt;  ///< the runs' (unset: as given)
   std::vector<std::size_t> members;    ///< indices of its runs, ascending (2 or more)
   double spread = 0;  ///< slowest / fastest measured time - 1 (> the share given)
   double used_s = 0;  ///< what the fit reads of their measured times: the mean of 2, the median of 3+, seconds
