@@ -245,6 +245,8 @@ class Engine:
         self.config = config or EngineConfig()
         _check_config(self.config)
         precision = self.config.precision or profile.precision
+        if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
+            precision = precision.strip().lower()  # "AMP" as the CLI and add_measurement take it
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self.precision = precision

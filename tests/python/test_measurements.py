@@ -271,3 +271,14 @@ def test_no_run_combination_changes_with_the_core_doing_the_merge():
     for k in range(1, len(base) + 1):
         for combo in itertools.permutations(base, k):
             _assert_same_as_before(list(combo))
+
+
+def test_an_engine_takes_a_precision_in_any_case_as_add_measurement_does(fresh_profile, catalog):
+    """EngineConfig(precision="AMP") is the engine at "amp", as --precision and
+    add_measurement(precision="AMP") read it; a name that is no precision is still refused."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert Engine(fresh_profile, catalog, EngineConfig(precision=" AMP ")).precision == "amp"
+        assert Engine(fresh_profile, catalog, EngineConfig(precision="TF32")).precision == "tf32"
+    with pytest.raises(ValueError, match=r"precision must be one of fp32, tf32, amp, got 'fp16'"):
+        Engine(fresh_profile, catalog, EngineConfig(precision="fp16"))
