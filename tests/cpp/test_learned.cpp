@@ -442,7 +442,8 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
     "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
   const std::vector<Case> cases = {
       {replaced(kLinear, "\"residuals\"", "\"residual\""),
-       "$.residual is not a known field (did you mean 'residuals'?); known here: absolute_blend, data_edge, "},
+       "$.residual is not a known field of a document named 'lin' (did you mean 'residuals'?); known here: "
+       "description, features, input_scaler, model, name, residuals, schema, target, training"},
       {replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercpt\":1"),
        "$.model.intercpt is not a known field (did you mean 'intercept'?); known here: coef, intercept, type"},
       {replaced(kLinear, "\"scale\":[2,4]", "\"scale\":[2,4],\"std\":[2,4]"),
@@ -465,15 +466,51 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
     const std::string what = what_of(c.doc);
     EXPECT_NE(what.find("learned model: " + c.what), std::string::npos) << what;
   }
-  // every optional field the schema lists is still read (records the core does not use included)
-  const std::string full =
-      replaced(kLinear, "\"residuals\":{\"p10\":-0.1,\"p90\":0.2}",
-               R"("residuals":{"p10":-0.1,"p50":0,"p90":0.2,"n":3,"split":"s","within_lab":{"p10":0,"p90":0},
-                   "convolved":{"p10":0,"p90":0},"lab_shifts":{}},
-                  "description":"d","target":"t","training":{"anything":{"goes":1}},"roofline_residuals":{},
-                  "absolute_blend":{},"dominance_guard":{},"data_edge":{},"measured_band":{},"instance_anchor":{},
-                  "scaling_band":{})");
-  EXPECT_EQ(what_of(full), "");
+  // every optional field the schema lists for the document's kind is still read (records the
+  // core does not use included): a model's own fields in any document, and each kind's (its
+  // name: learned_document.hpp document_kinds) in that kind's
+  const std::string residuals = "\"residuals\":{\"p10\":-0.1,\"p90\":0.2}";
+  const std::string common =
+      R"("residuals":{"p10":-0.1,"p50":0,"p90":0.2,"n":3,"split":"s","within_lab":{"p10":0,"p90":0},
+          "convolved":{"p10":0,"p90":0},"lab_shifts":{"lab":{"log_shift":0,"factor":1,"rows":2,"cells":["c"]}}},
+         "description":"d","target":"t","training":{"anything":{"goes":1},"feature_range":{"min":[0,0],"max":[1,1]},
+         "domain":{"factor":2,"beyond":{"any":1}}})";
+  EXPECT_EQ(what_of(replaced(kLinear, residuals, common)), "");
+  const std::vector<std::pair<std::string, std::string>> kinds = {
+      {"compute_ratio", R"(,"roofline_residuals":{},"absolute_blend":{},"data_edge":{})"},
+      {"compute_absolute", R"(,"roofline_residuals":{},"dominance_guard":{},"measured_band":{},"data_edge":{})"},
+      {"iteration_overhead", R"(,"instance_anchor":{},"scaling_band":{})"},
+      {"link_tcp_efficiency", ""},
+      {"link_tcp_latency", ""},
+      {"link_pcie_efficiency", ""}};
+  for (const auto& [kind, fields] : kinds) {
+    const std::string named = replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"" + kind + "\"");
+    EXPECT_EQ(what_of(replaced(named, residuals, common + fields)), "") << kind;
+  }
+  // a kind's field in another kind's document, or in a model of its own, is refused, naming the
+  // kinds that hold it
+  const std::vector<Case> elsewhere = {
+      {replaced(kLinear, residuals, residuals + ",\"scaling_band\":{}"),
+       "$.scaling_band is not a known field of a document named 'lin' (a field of iteration_overhead documents); "
+       "known here: description, features, input_scaler, model, name, residuals, schema, target, training"},
+      {replaced(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"compute_ratio\""), residuals,
+                residuals + ",\"measured_band\":{}"),
+       "$.measured_band is not a known field of a document named 'compute_ratio' (a field of compute_absolute "
+       "documents); known here: absolute_blend, data_edge, description, features, input_scaler, model, name, "
+       "residuals, roofline_residuals, schema, target, training"},
+      {replaced(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"link_tcp_latency\""), residuals,
+                residuals + ",\"data_edge\":{}"),
+       "$.data_edge is not a known field of a document named 'link_tcp_latency' (a field of compute_ratio and "
+       "compute_absolute documents)"},
+      // no name to tell the kind by: the name is missing, whichever kind's fields it holds
+      {replaced(kLinear, "\"name\":\"lin\",", "\"scaling_band\":{},"), "$.name is missing"},
+      {replaced(kLinear, "\"name\":\"lin\"", "\"nmae\":\"lin\""),
+       "$.nmae is not a known field (did you mean 'name'?); known here: absolute_blend, data_edge, description, "},
+  };
+  for (const Case& c : elsewhere) {
+    const std::string what = what_of(c.doc);
+    EXPECT_NE(what.find("learned model: " + c.what), std::string::npos) << what;
+  }
 }
 
 TEST(LearnedModel, AScalerRefusesAnInfiniteInputAsScikitLearnsStandardScalerDoes) {

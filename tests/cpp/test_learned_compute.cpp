@@ -40,12 +40,14 @@ srift::LearnedModel constant_model(int n, double c, int feature = -1, double coe
 }
 
 // A compute document of a zero linear model of n features, residuals p10 -0.1 and p90 0.2,
-// with `extra` members appended (each starting with a comma).
+// with `extra` members appended (each starting with a comma), named by its kind (32 features:
+// compute_ratio, 9: compute_absolute), whose top-level fields it may then hold.
 std::string zero_model_doc(const std::string& extra, int n) {
   const std::string names = feature_names_json(n);
   std::string coefs;
   for (int i = 0; i < n; ++i) coefs += i ? ",0" : "0";
-  return R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
+  const std::string name = n == 32 ? "compute_ratio" : n == 9 ? "compute_absolute" : "m";
+  return R"({"schema":"srift.learned-model/1","name":")" + name + R"(","features":[)" + names +
          R"(],"model":{"type":"linear","coef":[)" + coefs + R"(],"intercept":0},"residuals":{"p10":-0.1,"p90":0.2})" +
          extra + "}";
 }
@@ -835,7 +837,8 @@ TEST(LearnedCompute, UnknownKeysInTheComputeDocumentsAreRefused) {
   };
   const std::vector<Case> cases = {
       {ratio, typo(absolute, "\"dominance_guard\"", "\"dominance_gaurd\""),
-       "compute_absolute.dominance_gaurd is not a known field (did you mean 'dominance_guard'?)"},
+       "compute_absolute.dominance_gaurd is not a known field of a document named 'compute_absolute' (did you mean "
+       "'dominance_guard'?)"},
       {typo(ratio, "\"dominance_guard\"", "\"dominance_gaurd\""), absolute,
        "compute_ratio.absolute_blend.dominance_gaurd is not a known field (did you mean 'dominance_guard'?)"},
       {typo(ratio, "\"weight\"", "\"weight\":0.4,\"shrinkage\""), absolute,
@@ -863,7 +866,8 @@ TEST(LearnedCompute, UnknownKeysInTheComputeDocumentsAreRefused) {
   // at the top level, naming the document
   std::string what =
       thrown([&] { srift::LearnedCompute::from_documents(ratio, typo(absolute, "\"residuals\"", "\"residual\"")); });
-  EXPECT_NE(what.find("learned model: compute_absolute.residual is not a known field (did you mean 'residuals'?)"),
+  EXPECT_NE(what.find("learned model: compute_absolute.residual is not a known field of a document named "
+                      "'compute_absolute' (did you mean 'residuals'?)"),
             std::string::npos)
       << what;
   // in the model, which learned_compute_config does not read: LearnedModel::from_json's path,
