@@ -807,8 +807,10 @@ def test_a_dominance_guard_without_reference_specs_is_refused(tmp_path: Path, na
 
 
 # Misspelled or unknown keys: the schema closes each object with a fixed set of keys
-# ("additionalProperties": false) and the core's reader refuses the same keys in the objects it
-# reads (csrc/json_reader.hpp known_keys), each naming the JSON path and the key.
+# ("additionalProperties": false; the top level by the document's kind, its name) and the core's
+# reader refuses the same keys in every such object, whether it reads it or not
+# (csrc/learned_document.hpp document_structure, json_reader.hpp known_keys), each naming the
+# JSON path and the key.
 
 def _at(doc: dict, path: str):
     for part in re.findall(r"[^.\[\]]+", path):
@@ -816,18 +818,26 @@ def _at(doc: dict, path: str):
     return doc
 
 
-# (document, JSON path of an object the core reads)
+# (document, JSON path of a closed object: the core reads it, or refuses an unknown key there all
+# the same)
 _CORE_OBJECTS = [("compute_ratio", p) for p in ("", "input_scaler", "model", "residuals", "roofline_residuals",
                                                 "absolute_blend", "absolute_blend.residuals",
                                                 "absolute_blend.dominance_guard",
                                                 "absolute_blend.dominance_guard.reference_specs.A10",
-                                                "data_edge")] + \
+                                                "data_edge", "data_edge.years.2021")] + \
                 [("compute_absolute", p) for p in ("", "model", "model.members[0]", "model.members[0].input_scaler",
                                                    "model.members[0].model", "model.members[1].model",
                                                    "model.members[1].model.trees[0]", "residuals", "dominance_guard",
                                                    "dominance_guard.reference_specs.A10", "measured_band",
-                                                   "measured_band.noise", "measured_band.per_e_fold", "data_edge")] + \
-                [("iteration_overhead", ""), ("link_pcie_efficiency", "")]
+                                                   "measured_band.noise", "measured_band.per_e_fold", "data_edge",
+                                                   "residuals.within_lab", "residuals.convolved",
+                                                   "residuals.lab_shifts.gavel", "roofline_residuals",
+                                                   "data_edge.years.2024")] + \
+                [("iteration_overhead", p) for p in ("", "residuals", "instance_anchor", "scaling_band",
+                                                     "scaling_band.multi_instance", "scaling_band.multi_instance.2",
+                                                     "scaling_band.probed_single_instance.1")] + \
+                [("link_pcie_efficiency", ""), ("link_pcie_efficiency", "training.domain"),
+                 ("link_tcp_efficiency", "training.feature_range"), ("link_tcp_latency", "input_scaler")]
 
 
 def _core_error(name: str, doc: dict) -> str:
@@ -853,11 +863,13 @@ def test_an_unknown_key_is_refused_by_the_schema_and_the_core_alike(tmp_path: Pa
     where = re.escape("$" + ("." + path if path else "") + ".zz_unknown")
     p = tmp_path / f"{name}.json"
     p.write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match=rf"{name}\.json: {where}: 'zz_unknown' is not a known field; known here: ") \
-            as py:
+    # at the top level, the fields of the document's kind (its name)
+    of = f" of a document named '{name}'" if not path else ""
+    with pytest.raises(ValueError, match=rf"{name}\.json: {where}: 'zz_unknown' is not a known field{of}; known "
+                                         "here: ") as py:
         load_model(p)
     core = _core_error(name, doc)
-    assert "zz_unknown is not a known field; known here: " in core, core
+    assert f"zz_unknown is not a known field{of}; known here: " in core, core
     # the two list the same keys: the schema's properties are what the core reads
     assert py.value.args[0].split("known here: ")[1] == core.split("known here: ")[1], (py.value, core)
 
@@ -879,10 +891,12 @@ def test_misspelled_keys_are_refused_with_the_nearest_known_one(tmp_path: Path, 
     key = path.rsplit(".", 1)[1]
     p = tmp_path / f"{name}.json"
     p.write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match=rf"{name}\.json: {re.escape(path)}: '{key}' is not a known field \(did you "
-                                         r"mean '\w+'\?\)"):
+    # a top-level key: of the document's kind (its name)
+    of = f" of a document named '{name}'" if path.count(".") == 1 else ""
+    with pytest.raises(ValueError, match=rf"{name}\.json: {re.escape(path)}: '{key}' is not a known field{of} \(did "
+                                         r"you mean '\w+'\?\)"):
         load_model(p)
-    assert f"{key} is not a known field (did you mean" in _core_error(name, doc)
+    assert f"{key} is not a known field{of} (did you mean" in _core_error(name, doc)
 
 
 def test_records_keep_keys_of_their_own(tmp_path: Path) -> None:
