@@ -426,45 +426,53 @@ inline std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+// The key nearest `key` among `known` where it is close enough to be a misspelling (at most
+// max(2, |key| / 4) edits; srift.learn.loader nearest_key is the same rule), else "".
+inline std::string nearest_key(const std::string& key, const std::vector<std::string>& known) {
+  std::vector<std::string> names(known);
+  std::sort(names.begin(), names.end());
+  std::string nearest;
+  std::size_t best = std::max<std::size_t>(2, key.size() / 4) + 1;
+  for (const std::string& k : names) {
+    const std::size_t d = edit_distance(key, k);
+    if (d < best) best = d, nearest = k;
+  }
+  return nearest;
+}
+
 // Refuses a key of object `obj` (at `path`) that is not among `known`, naming its JSON path and
 // the key, the nearest known key where one is close, and the keys the object may hold: a
 // misspelled optional field ("residual", "dominance_gaurd") was skipped as if absent. `known`
 // is the object's properties in srift/schemas/learned_model.schema.json, whose
-// "additionalProperties": false refuses the same keys in Python. Not an object: nothing to check
-// here (the caller's own reads name the type).
-inline void known_keys(const Json& obj, const std::string& path, std::initializer_list<const char*> known) {
+// "additionalProperties": false refuses the same keys in Python. `of` (optional) says whose
+// field it is not ("of a document named 'compute_ratio'"), and `hint` (a function of the key,
+// optional) adds a parenthesis after it. Not an object: nothing to check here (the caller's own
+// reads, or the caller, name the type).
+template <typename Hint>
+void known_keys(const Json& obj, const std::string& path, const std::vector<std::string>& known, const std::string& of,
+                Hint hint) {
   if (obj.t != Json::T::object) return;
   for (const auto& kv : obj.obj) {
     const std::string& key = kv.first;
-    if (std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) continue;
-    std::vector<std::string> names(known.begin(), known.end());
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::vector<std::string> names(known);
     std::sort(names.begin(), names.end());
-    std::string nearest, list;
-    std::size_t best = std::max<std::size_t>(2, key.size() / 4) + 1;
-    for (const std::string& k : names) {
-      list += (list.empty() ? "" : ", ") + k;
-      const std::size_t d = edit_distance(key, k);
-      if (d < best) best = d, nearest = k;
-    }
-    bad(path + "." + key, "is not a known field" + (nearest.empty() ? "" : " (did you mean '" + nearest + "'?)") +
-                              "; known here: " + list);
+    std::string list;
+    for (const std::string& k : names) list += (list.empty() ? "" : ", ") + k;
+    const std::string nearest = nearest_key(key, names);
+    const std::string extra = hint(key);
+    bad(path + "." + key, "is not a known field" + (of.empty() ? "" : " " + of) +
+                              (nearest.empty() ? "" : " (did you mean '" + nearest + "'?)") +
+                              (extra.empty() ? "" : " (" + extra + ")") + "; known here: " + list);
   }
 }
 
-// The fields a srift.learned-model/1 document may hold at its top level (the schema's
-// properties), whichever model it is: LearnedModel::from_json and learned_compute_config each
-// check them.
-inline void document_keys(const Json& doc, const std::string& path) {
-  known_keys(doc, path,
-             {"schema", "name", "description", "target", "features", "input_scaler", "model", "residuals", "training",
-              "roofline_residuals", "absolute_blend", "dominance_guard", "data_edge", "measured_band",
-              "instance_anchor", "scaling_band"});
+inline void known_keys(const Json& obj, const std::string& path, const std::vector<std::string>& known) {
+  known_keys(obj, path, known, "", [](const std::string&) { return std::string(); });
 }
 
-// The fields of a residuals object ($.residuals, $.roofline_residuals, an absolute_blend's
-// residuals), each a record of held-out quantiles.
-inline void residual_keys(const Json& r, const std::string& path) {
-  known_keys(r, path, {"p10", "p50", "p90", "n", "split", "within_lab", "convolved", "lab_shifts"});
+inline void known_keys(const Json& obj, const std::string& path, std::initializer_list<const char*> known) {
+  known_keys(obj, path, std::vector<std::string>(known.begin(), known.end()));
 }
 
 inline void require_size(std::size_t got, std::size_t want, const std::string& path) {

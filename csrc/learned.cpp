@@ -1,6 +1,7 @@
 #include "srift/learned.hpp"
 
 #include "json_reader.hpp"
+#include "learned_document.hpp"
 #include "validate.hpp"
 
 #include <algorithm>
@@ -201,7 +202,10 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
   if (schema != "srift.learned-model/1") {
     bad("$.schema", "must be 'srift.learned-model/1', got '" + schema + "'");
   }
-  document_keys(doc, "$");
+  // Every key of the document the schema refuses, for the kind its name says (compute_ratio,
+  // iteration_overhead, ...; another name: a model of its own), read or not
+  // (learned_document.hpp): the model's and input_scaler's as they are read below.
+  document_structure(doc, "$", document_kind(doc));
   LearnedModel m;
   // As the schema (srift/schemas/learned_model.schema.json): a non-empty name and feature
   // names, and residuals, where the document has them, an object with both quantiles (a lone
@@ -217,7 +221,6 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
   }
   if (const Json* r = doc.find("residuals"); r != nullptr) {
     if (r->t != Json::T::object) bad("$.residuals", "must be an object with p10 and p90");
-    residual_keys(*r, "$.residuals");
     m.p10_ = number(field(*r, "$.residuals", "p10"), "$.residuals.p10");
     m.p90_ = number(field(*r, "$.residuals", "p90"), "$.residuals.p90");
     if (m.p10_ > m.p90_) {

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "json_reader.hpp"
+#include "learned_document.hpp"
 #include "layers_internal.hpp"
 #include "srift/measurements.hpp"
 #include "validate.hpp"
@@ -562,30 +563,12 @@ std::pair<double, double> p10_p90(const Json& obj, const std::string& path) {
           detail::json::number(detail::json::field(obj, path, "p90"), path + ".p90")};
 }
 
-// A residuals object's p10 and p90 (its keys checked).
-std::pair<double, double> residual_pair(const Json& obj, const std::string& path) {
-  detail::json::residual_keys(obj, path);
-  return p10_p90(obj, path);
-}
-
-// A measured_band's noise or per_e_fold: p10 and p90 factors (its keys checked; per_e_fold also
-// records how the other sources' pairs fall in the band).
-std::pair<double, double> band_pair(const Json& obj, const std::string& path, bool per_e_fold) {
-  if (per_e_fold) {
-    detail::json::known_keys(obj, path, {"p10", "p90", "n", "data", "coverage_from_other_source"});
-  } else {
-    detail::json::known_keys(obj, path, {"p10", "p90", "n", "data"});
-  }
-  return p10_p90(obj, path);
-}
-
 // A dominance_guard's reference GPUs with their specs; none where the object has no guard.
 std::vector<GpuSpec> guard_references(const Json& owner, const std::string& path) {
   std::vector<GpuSpec> out;
   const Json* guard = owner.find("dominance_guard");
   if (guard == nullptr || guard->t == Json::T::null) return out;
   const std::string g = path + ".dominance_guard";
-  detail::json::known_keys(*guard, g, {"references", "reference_specs", "scores", "candidates"});
   const Json& keys = detail::json::field(*guard, g, "references");
   const Json& specs = detail::json::field(*guard, g, "reference_specs");
   if (keys.t != Json::T::array || keys.arr.empty()) detail::json::bad(g + ".references", "must be a non-empty array");
@@ -593,7 +576,6 @@ std::vector<GpuSpec> guard_references(const Json& owner, const std::string& path
     const std::string key = detail::json::string(keys.arr[i], g + ".references[" + std::to_string(i) + "]");
     const std::string sp = g + ".reference_specs." + key;
     const Json& spec = detail::json::field(specs, g + ".reference_specs", key);
-    detail::json::known_keys(spec, sp, {"fp32_flops", "tf32_flops", "fp16_flops", "memory_bandwidth", "memory_bytes"});
     GpuSpec gpu;
     gpu.name = key;
     gpu.fp32_flops = detail::json::number(detail::json::field(spec, sp, "fp32_flops"), sp + ".fp32_flops");
@@ -624,8 +606,6 @@ DataEdge data_edge(const Json& doc, const std::string& path) {
   const Json* edge = doc.find("data_edge");
   if (edge == nullptr || edge->t == Json::T::null) return e;
   const std::string p = path + ".data_edge";
-  detail::json::known_keys(*edge, p, {"launch_year", "p10", "p50", "p90", "n", "split", "lean_factor",
-                                      "min_training_chips", "years"});
   const double year = detail::json::number(detail::json::field(*edge, p, "launch_year"), p + ".launch_year");
   if (!(year >= 1990 && year <= 2100 && year == std::floor(year))) {
     detail::json::bad(p + ".launch_year", "must be a whole year in 1990-2100, got " + detail::fmt(year));
@@ -644,39 +624,35 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
   const Json absolute = detail::json::Parser(absolute_json).parse_document();
   if (ratio.t != Json::T::object) detail::json::bad("compute_ratio", "must be an object");
   if (absolute.t != Json::T::object) detail::json::bad("compute_absolute", "must be an object");
-  // Each object read here refuses a key it does not know, naming it (json_reader.hpp
-  // known_keys), so that a misspelled optional field is no silent default.
-  detail::json::document_keys(ratio, "compute_ratio");
-  detail::json::document_keys(absolute, "compute_absolute");
+  // Every key of each document the schema refuses is refused first, naming it, whether this
+  // reads it or not (learned_document.hpp document_structure; the kind is the argument's
+  // role), so that a misspelled optional field is no silent default.
+  detail::json::document_structure(ratio, "compute_ratio", std::string("compute_ratio"));
+  detail::json::document_structure(absolute, "compute_absolute", std::string("compute_absolute"));
   LearnedComputeConfig cfg;
-  std::tie(cfg.anchored_p10, cfg.anchored_p90) = residual_pair(detail::json::field(ratio, "compute_ratio", "residuals"),
-                                                               "compute_ratio.residuals");
+  std::tie(cfg.anchored_p10, cfg.anchored_p90) =
+      p10_p90(detail::json::field(ratio, "compute_ratio", "residuals"), "compute_ratio.residuals");
   const Json* roof = ratio.find("roofline_residuals");
   std::tie(cfg.roofline_p10, cfg.roofline_p90) =
-      (roof != nullptr && roof->t != Json::T::null) ? residual_pair(*roof, "compute_ratio.roofline_residuals")
+      (roof != nullptr && roof->t != Json::T::null) ? p10_p90(*roof, "compute_ratio.roofline_residuals")
                                                     : std::make_pair(cfg.anchored_p10, cfg.anchored_p90);
   if (const Json* blend = ratio.find("absolute_blend"); blend != nullptr && blend->t != Json::T::null) {
     const std::string b = "compute_ratio.absolute_blend";
-    detail::json::known_keys(*blend, b, {"weight", "shrink", "absolute_model", "residuals", "selection",
-                                         "dominance_guard"});
     cfg.blend = true;
     cfg.blend_weight = detail::json::number(detail::json::field(*blend, b, "weight"), b + ".weight");
     const Json* shrink = blend->find("shrink");
     cfg.shrink = shrink != nullptr ? detail::json::number(*shrink, b + ".shrink") : 0.0;
-    std::tie(cfg.anchored_p10, cfg.anchored_p90) = residual_pair(detail::json::field(*blend, b, "residuals"),
-                                                                 b + ".residuals");
+    std::tie(cfg.anchored_p10, cfg.anchored_p90) = p10_p90(detail::json::field(*blend, b, "residuals"), b + ".residuals");
     cfg.ratio_references = guard_references(*blend, b);
   }
   std::tie(cfg.absolute_p10, cfg.absolute_p90) =
-      residual_pair(detail::json::field(absolute, "compute_absolute", "residuals"), "compute_absolute.residuals");
+      p10_p90(detail::json::field(absolute, "compute_absolute", "residuals"), "compute_absolute.residuals");
   cfg.absolute_references = guard_references(absolute, "compute_absolute");
   if (const Json* band = absolute.find("measured_band"); band != nullptr && band->t != Json::T::null) {
     const std::string m = "compute_absolute.measured_band";
-    detail::json::known_keys(*band, m, {"noise", "per_e_fold"});
-    std::tie(cfg.measured_p10, cfg.measured_p90) =
-        band_pair(detail::json::field(*band, m, "noise"), m + ".noise", false);
+    std::tie(cfg.measured_p10, cfg.measured_p90) = p10_p90(detail::json::field(*band, m, "noise"), m + ".noise");
     std::tie(cfg.measured_per_e_fold_p10, cfg.measured_per_e_fold_p90) =
-        band_pair(detail::json::field(*band, m, "per_e_fold"), m + ".per_e_fold", true);
+        p10_p90(detail::json::field(*band, m, "per_e_fold"), m + ".per_e_fold");
   }
   const DataEdge ratio_edge = data_edge(ratio, "compute_ratio"), absolute_edge = data_edge(absolute, "compute_absolute");
   if (ratio_edge.launch_year != absolute_edge.launch_year) {

@@ -172,12 +172,13 @@ def export_estimator(estimator: Any, name: str, features: list[str], **metadata:
     """A "srift.learned-model/1" document for a fitted estimator (or Pipeline of a
     StandardScaler and an estimator, or a VotingRegressor of those with equal weights: model
     type "mean"). `metadata` goes in as is (target, residuals, training, ...): each key must be
-    one of the document's optional top-level fields (the schema's; a record of your own goes
-    under `training`, which holds any keys), as the loader refuses any other: ValueError naming
-    the key."""
+    one of the optional top-level fields of a document of this name (the schema's: srift's own
+    models, by name, carry fields of their own, srift.learn.loader document_fields; a record of
+    your own goes under `training`, which holds any keys), as the loader refuses any other:
+    ValueError naming the key."""
     from sklearn.ensemble import VotingRegressor
 
-    _check_metadata_keys(metadata)
+    _check_metadata_keys(metadata, name)
 
     if isinstance(estimator, VotingRegressor):
         if estimator.weights is not None and len(set(estimator.weights)) > 1:
@@ -199,13 +200,14 @@ def export_estimator(estimator: Any, name: str, features: list[str], **metadata:
 _STRUCTURE = ("schema", "name", "features", "input_scaler", "model")
 
 
-def _check_metadata_keys(metadata: dict[str, Any]) -> None:
-    """ValueError naming a metadata key that is not an optional top-level field of the schema
-    (a misspelled "residual" was written, then refused by the loader or, before the schema
-    closed its objects, skipped as if absent)."""
-    from srift.learn.loader import model_schema, nearest_key
+def _check_metadata_keys(metadata: dict[str, Any], name: Any) -> None:
+    """ValueError naming a metadata key that is not an optional top-level field of a document
+    named `name` (its kind: srift.learn.loader document_fields; a misspelled "residual" was
+    written, then refused by the loader or, before the schema closed its objects, skipped as if
+    absent)."""
+    from srift.learn.loader import document_fields, document_kinds, nearest_key
 
-    allowed = sorted(set(model_schema()["properties"]) - set(_STRUCTURE))
+    allowed = sorted(set(document_fields(name)) - set(_STRUCTURE))
     for key in metadata:
         if key in _STRUCTURE:
             raise ValueError(f"export_estimator: metadata {key!r} would replace the {key} export_estimator writes "
@@ -213,8 +215,12 @@ def _check_metadata_keys(metadata: dict[str, Any]) -> None:
         if key not in allowed:
             nearest = nearest_key(key, allowed)
             hint = f" (did you mean {nearest!r}?)" if nearest else ""
-            raise ValueError(f"export_estimator: metadata {key!r} is not a field of a {SCHEMA_ID} document{hint}; "
-                             f"known: {', '.join(allowed)} (a record of your own goes under 'training')")
+            owners = [k for k, fields in document_kinds().items() if key in fields]
+            if owners:
+                hint += f" (a field of {' and '.join(owners)} documents)"
+            raise ValueError(f"export_estimator: metadata {key!r} is not a field of a {SCHEMA_ID} document named "
+                             f"{name!r}{hint}; known: {', '.join(allowed)} (a record of your own goes under "
+                             "'training')")
 
 
 def _scaler_and_model(estimator: Any, features: list[str]) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from typing import Any
 from srift.files import read_input_text
 
 __all__ = ["validate_model_dict", "load_model", "model_from_dict", "model_schema", "read_json", "check_numbers",
-           "check_residual_order", "nearest_key"]
+           "check_residual_order", "nearest_key", "document_fields", "document_kinds", "check_document_fields",
+           "check_reference_specs"]
 
 # Python refuses int(str) of more digits than this (sys.get_int_max_str_digits; 4300 by default).
 _INT_DIGITS = getattr(sys, "get_int_max_str_digits", lambda: 4300)() or 4300
@@ -107,6 +108,94 @@ def model_schema() -> dict[str, Any]:
     return json.loads(resources.files("srift").joinpath("schemas/learned_model.schema.json").read_text())
 
 
+@lru_cache(maxsize=1)
+def document_kinds() -> dict[str, tuple[str, ...]]:
+    """srift's own models by document name, each with the top-level fields a document of that
+    kind may hold (the schema's allOf, one if/then a name; the core's
+    csrc/learned_document.hpp document_kinds), in the schema's order."""
+    out = {}
+    for branch in model_schema().get("allOf", []):
+        name = branch.get("if", {}).get("properties", {}).get("name", {}).get("const")
+        fields = branch.get("then", {}).get("propertyNames", {}).get("enum")
+        if isinstance(name, str) and fields is not None:
+            out[name] = tuple(sorted(fields))
+    return out
+
+
+def document_fields(name: Any = None) -> tuple[str, ...]:
+    """The top-level fields a document named `name` may hold, sorted: a kind of srift's
+    (document_kinds), its fields; any other name (a model exported for its own use), a model's
+    fields alone; a name that is not a string (the schema then refuses it), every kind's, so that
+    a misspelled "nmae" is named as such."""
+    if not isinstance(name, str):
+        return tuple(sorted(model_schema()["properties"]))
+    return document_kinds().get(name) or _other_name_fields()
+
+
+@lru_cache(maxsize=1)
+def _other_name_fields() -> tuple[str, ...]:
+    """The top-level fields of a document named none of srift's kinds (the schema's last allOf
+    branch: a name not among them)."""
+    for branch in model_schema().get("allOf", []):
+        cond = branch.get("if", {}).get("properties", {}).get("name", {})
+        fields = branch.get("then", {}).get("propertyNames", {}).get("enum")
+        if fields is not None and "not" in cond:  # every other name
+            return tuple(sorted(fields))
+    raise ValueError("learned_model.schema.json: no top-level fields for a document of another name")  # pragma: no cover
+
+
+def _not_known(key: str, known: Any, name: Any) -> str:
+    """How the loader and the core word a top-level key the document's kind does not hold:
+    naming the document's kind, the nearest known key and the kinds that do hold it."""
+    text = f"{key!r} is not a known field"
+    if isinstance(name, str):
+        text += f" of a document named {name!r}"
+    nearest = nearest_key(key, known)
+    if nearest:
+        text += f" (did you mean {nearest!r}?)"
+    owners = [k for k, fields in document_kinds().items() if key in fields]
+    if owners:
+        text += f" (a field of {' and '.join(owners)} documents)"
+    return text
+
+
+def check_document_fields(doc: dict[str, Any], origin: str = "learned model") -> None:
+    """ValueError naming a top-level key that a document of this kind (its name) does not hold,
+    as the core refuses it (csrc/learned_document.hpp document_keys): measured_band belongs in
+    compute_absolute, scaling_band in iteration_overhead, and neither in a model of your own."""
+    name = doc.get("name")
+    known = document_fields(name)
+    for key in doc:
+        if key not in known:
+            raise ValueError(f"{origin}: {_json_path((key,))}: {_not_known(key, known, name)}; "
+                             f"known here: {', '.join(known)}")
+
+
+def check_reference_specs(doc: dict[str, Any], origin: str = "learned model") -> None:
+    """ValueError where a dominance_guard's reference_specs is not one entry for each of its
+    references exactly (an entry for another GPU, a misspelled key, or a reference without its
+    specs), naming the entry, as the core refuses it (csrc/learned_document.hpp guard_keys;
+    JSON Schema cannot compare keys with values). CostModels then checks the specs themselves
+    against this srift's GPU table."""
+    for where, owner in (("$", doc), ("$.absolute_blend", doc.get("absolute_blend"))):
+        guard = owner.get("dominance_guard") if isinstance(owner, dict) else None
+        if not isinstance(guard, dict):
+            continue
+        refs, specs = guard.get("references"), guard.get("reference_specs")
+        if not (isinstance(specs, dict) and isinstance(refs, list) and all(isinstance(r, str) for r in refs)):
+            continue  # the schema names what is wrong there
+        at = f"{where}.dominance_guard.reference_specs"
+        for key in specs:
+            if key not in refs:
+                nearest = nearest_key(key, refs)
+                hint = f" (did you mean {nearest!r}?)" if nearest else ""
+                raise ValueError(f"{origin}: {at}.{key}: {key!r} is not one of references{hint}: reference_specs "
+                                 f"holds the specs of each reference and of no other GPU; references: {', '.join(refs)}")
+        for ref in refs:
+            if ref not in specs:
+                raise ValueError(f"{origin}: {at}.{ref}: missing: reference_specs holds the specs of each reference")
+
+
 def validate_model_dict(doc: Any, origin: str = "learned model") -> None:
     """ValueError naming the JSON path of the first problem."""
     import jsonschema
@@ -116,6 +205,9 @@ def validate_model_dict(doc: Any, origin: str = "learned model") -> None:
     if doc.get("schema") != "srift.learned-model/1":
         raise ValueError(f"{origin}: $.schema = {doc.get('schema')!r}: must be 'srift.learned-model/1'")
     check_numbers(doc, origin)
+    # the top level by the document's kind first, with the loader's own words (the schema's
+    # allOf holds the same fields, and its propertyNames failure would name no key)
+    check_document_fields(doc, origin)
     validator = jsonschema.Draft202012Validator(model_schema())
     # an unknown key before another failure at the same path: a misspelled "featurs" is the
     # cause of "features" missing
@@ -124,6 +216,7 @@ def validate_model_dict(doc: Any, origin: str = "learned model") -> None:
     if errors:
         e = _unknown_key(_deepest(errors[0]))
         raise ValueError(f"{origin}: {_json_path(tuple(e.absolute_path))}: {_describe(e)}")
+    check_reference_specs(doc, origin)
     check_residual_order(doc, origin)
 
 

@@ -4,9 +4,12 @@
 #include <clocale>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <initializer_list>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "srift/learned.hpp"
@@ -442,7 +445,8 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
     "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
   const std::vector<Case> cases = {
       {replaced(kLinear, "\"residuals\"", "\"residual\""),
-       "$.residual is not a known field (did you mean 'residuals'?); known here: absolute_blend, data_edge, "},
+       "$.residual is not a known field of a document named 'lin' (did you mean 'residuals'?); known here: "
+       "description, features, input_scaler, model, name, residuals, schema, target, training"},
       {replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercpt\":1"),
        "$.model.intercpt is not a known field (did you mean 'intercept'?); known here: coef, intercept, type"},
       {replaced(kLinear, "\"scale\":[2,4]", "\"scale\":[2,4],\"std\":[2,4]"),
@@ -465,15 +469,51 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
     const std::string what = what_of(c.doc);
     EXPECT_NE(what.find("learned model: " + c.what), std::string::npos) << what;
   }
-  // every optional field the schema lists is still read (records the core does not use included)
-  const std::string full =
-      replaced(kLinear, "\"residuals\":{\"p10\":-0.1,\"p90\":0.2}",
-               R"("residuals":{"p10":-0.1,"p50":0,"p90":0.2,"n":3,"split":"s","within_lab":{"p10":0,"p90":0},
-                   "convolved":{"p10":0,"p90":0},"lab_shifts":{}},
-                  "description":"d","target":"t","training":{"anything":{"goes":1}},"roofline_residuals":{},
-                  "absolute_blend":{},"dominance_guard":{},"data_edge":{},"measured_band":{},"instance_anchor":{},
-                  "scaling_band":{})");
-  EXPECT_EQ(what_of(full), "");
+  // every optional field the schema lists for the document's kind is still read (records the
+  // core does not use included): a model's own fields in any document, and each kind's (its
+  // name: learned_document.hpp document_kinds) in that kind's
+  const std::string residuals = "\"residuals\":{\"p10\":-0.1,\"p90\":0.2}";
+  const std::string common =
+      R"("residuals":{"p10":-0.1,"p50":0,"p90":0.2,"n":3,"split":"s","within_lab":{"p10":0,"p90":0},
+          "convolved":{"p10":0,"p90":0},"lab_shifts":{"lab":{"log_shift":0,"factor":1,"rows":2,"cells":["c"]}}},
+         "description":"d","target":"t","training":{"anything":{"goes":1},"feature_range":{"min":[0,0],"max":[1,1]},
+         "domain":{"factor":2,"beyond":{"any":1}}})";
+  EXPECT_EQ(what_of(replaced(kLinear, residuals, common)), "");
+  const std::vector<std::pair<std::string, std::string>> kinds = {
+      {"compute_ratio", R"(,"roofline_residuals":{},"absolute_blend":{},"data_edge":{})"},
+      {"compute_absolute", R"(,"roofline_residuals":{},"dominance_guard":{},"measured_band":{},"data_edge":{})"},
+      {"iteration_overhead", R"(,"instance_anchor":{},"scaling_band":{})"},
+      {"link_tcp_efficiency", ""},
+      {"link_tcp_latency", ""},
+      {"link_pcie_efficiency", ""}};
+  for (const auto& [kind, fields] : kinds) {
+    const std::string named = replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"" + kind + "\"");
+    EXPECT_EQ(what_of(replaced(named, residuals, common + fields)), "") << kind;
+  }
+  // a kind's field in another kind's document, or in a model of its own, is refused, naming the
+  // kinds that hold it
+  const std::vector<Case> elsewhere = {
+      {replaced(kLinear, residuals, residuals + ",\"scaling_band\":{}"),
+       "$.scaling_band is not a known field of a document named 'lin' (a field of iteration_overhead documents); "
+       "known here: description, features, input_scaler, model, name, residuals, schema, target, training"},
+      {replaced(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"compute_ratio\""), residuals,
+                residuals + ",\"measured_band\":{}"),
+       "$.measured_band is not a known field of a document named 'compute_ratio' (a field of compute_absolute "
+       "documents); known here: absolute_blend, data_edge, description, features, input_scaler, model, name, "
+       "residuals, roofline_residuals, schema, target, training"},
+      {replaced(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"link_tcp_latency\""), residuals,
+                residuals + ",\"data_edge\":{}"),
+       "$.data_edge is not a known field of a document named 'link_tcp_latency' (a field of compute_ratio and "
+       "compute_absolute documents)"},
+      // no name to tell the kind by: the name is missing, whichever kind's fields it holds
+      {replaced(kLinear, "\"name\":\"lin\",", "\"scaling_band\":{},"), "$.name is missing"},
+      {replaced(kLinear, "\"name\":\"lin\"", "\"nmae\":\"lin\""),
+       "$.nmae is not a known field (did you mean 'name'?); known here: absolute_blend, data_edge, description, "},
+  };
+  for (const Case& c : elsewhere) {
+    const std::string what = what_of(c.doc);
+    EXPECT_NE(what.find("learned model: " + c.what), std::string::npos) << what;
+  }
 }
 
 TEST(LearnedModel, AScalerRefusesAnInfiniteInputAsScikitLearnsStandardScalerDoes) {
@@ -523,4 +563,114 @@ TEST(LearnedModel, AScalerRefusesAnInfiniteInputAsScikitLearnsStandardScalerDoes
   }
   EXPECT_NE(what.find("learned model 'avg': feature x0 (index 0) is -inf: its input_scaler"), std::string::npos)
       << what;
+}
+
+// ---- the shipped documents (srift/data/models) ------------------------------------------------
+
+namespace {
+// srift's own models, by document name (learned_document.hpp document_kinds).
+const char* const kShipped[] = {"compute_ratio",    "compute_absolute", "iteration_overhead",
+                                "link_tcp_efficiency", "link_tcp_latency", "link_pcie_efficiency"};
+
+std::string shipped(const std::string& name) {
+  std::ifstream in(std::string(SRIFT_MODELS_DIR) + "/" + name + ".json", std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read the shipped " + name + ".json");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `doc` with `text` inserted after `anchor`, which must occur in it exactly once (the shipped
+// documents are compact JSON: an anchor ending in '{' opens the object to insert into); "": at
+// the top level.
+std::string inserted(const std::string& doc, const std::string& anchor, const std::string& text) {
+  if (anchor.empty()) return "{" + text + doc.substr(1);
+  const std::size_t at = doc.find(anchor);
+  if (at == std::string::npos || doc.find(anchor, at + 1) != std::string::npos) {
+    throw std::logic_error("'" + anchor + "' is not in the document exactly once");
+  }
+  std::string out = doc;
+  return out.insert(at + anchor.size(), text);
+}
+}  // namespace
+
+TEST(ShippedDocuments, EveryShippedDocumentLoads) {
+  for (const char* name : kShipped) {
+    const std::string doc = shipped(name);
+    EXPECT_EQ(what_of(doc), "") << name;
+    EXPECT_EQ(srift::LearnedModel::from_json(doc).name(), name);
+  }
+}
+
+TEST(ShippedDocuments, AnUnknownKeyAtAnyClosedLevelIsRefusedNamingItsPath) {
+  // A misspelled key in a part only Python reads (compute_absolute's lab band, the overhead
+  // model's scaling band, a link model's feature_range) was accepted by the core, so a C++
+  // embedder loading a document took a typo the schema refuses; every object whose keys are a
+  // fixed set in the schema is now closed in the core too (learned_document.hpp), read or not.
+  struct Case {
+    const char* doc;
+    const char* anchor;  // the object to add "zz_unknown" to opens here
+    const char* path;    // its JSON path
+  };
+  const Case cases[] = {
+      {"compute_absolute", "", "$"},
+      {"compute_absolute", "\"residuals\":{", "$.residuals"},
+      {"compute_absolute", "\"within_lab\":{", "$.residuals.within_lab"},
+      {"compute_absolute", "\"convolved\":{", "$.residuals.convolved"},
+      {"compute_absolute", "\"lab_shifts\":{\"gavel\":{", "$.residuals.lab_shifts.gavel"},
+      {"compute_absolute", "\"roofline_residuals\":{", "$.roofline_residuals"},
+      {"compute_absolute", "\"dominance_guard\":{", "$.dominance_guard"},
+      {"compute_absolute", "\"A10\":{", "$.dominance_guard.reference_specs.A10"},
+      {"compute_absolute", "\"measured_band\":{", "$.measured_band"},
+      {"compute_absolute", "\"noise\":{", "$.measured_band.noise"},
+      {"compute_absolute", "\"per_e_fold\":{", "$.measured_band.per_e_fold"},
+      {"compute_absolute", "\"data_edge\":{", "$.data_edge"},
+      {"compute_absolute", "\"years\":{\"2021\":{", "$.data_edge.years.2021"},
+      {"compute_absolute", "\"members\":[{", "$.model.members[0]"},
+      {"compute_ratio", "\"input_scaler\":{", "$.input_scaler"},
+      {"compute_ratio", "\"model\":{", "$.model"},
+      {"compute_ratio", "\"absolute_blend\":{", "$.absolute_blend"},
+      {"compute_ratio", "\"dominance_guard\":{", "$.absolute_blend.dominance_guard"},
+      {"compute_ratio", "\"A10\":{", "$.absolute_blend.dominance_guard.reference_specs.A10"},
+      {"compute_ratio", "\"years\":{\"2021\":{", "$.data_edge.years.2021"},
+      {"iteration_overhead", "", "$"},
+      {"iteration_overhead", "\"instance_anchor\":{", "$.instance_anchor"},
+      {"iteration_overhead", "\"scaling_band\":{", "$.scaling_band"},
+      {"iteration_overhead", "\"multi_instance\":{", "$.scaling_band.multi_instance"},
+      {"iteration_overhead", "\"multi_instance\":{\"1\":{", "$.scaling_band.multi_instance.1"},
+      {"link_tcp_efficiency", "\"feature_range\":{", "$.training.feature_range"},
+      {"link_pcie_efficiency", "\"domain\":{", "$.training.domain"},
+      {"link_tcp_latency", "", "$"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = what_of(inserted(shipped(c.doc), c.anchor, "\"zz_unknown\":1,"));
+    EXPECT_NE(what.find(std::string("learned model: ") + c.path + ".zz_unknown is not a known field"), std::string::npos)
+        << c.doc << ": " << what;
+  }
+  // a misspelled year, lab record field and scaling-band bucket name the nearest known key
+  const std::string years = inserted(shipped("compute_ratio"), "\"years\":{", "\"2O24\":{\"p10\":0,\"p90\":0},");
+  EXPECT_NE(what_of(years).find("$.data_edge.years.2O24 is not a launch year (four digits)"), std::string::npos)
+      << what_of(years);
+  const std::string shift =
+      inserted(shipped("compute_absolute"), "\"lab_shifts\":{\"gavel\":{", "\"log_shfit\":0,");
+  EXPECT_NE(what_of(shift).find("$.residuals.lab_shifts.gavel.log_shfit is not a known field (did you mean "
+                                "'log_shift'?); known here: cells, factor, log_shift, rows"),
+            std::string::npos)
+      << what_of(shift);
+  const std::string bucket = inserted(shipped("iteration_overhead"), "\"multi_instance\":{", "\"3-5\":{},");
+  EXPECT_NE(what_of(bucket).find("$.scaling_band.multi_instance.3-5 is not a known field (did you mean '3-4'?); "
+                                 "known here: 1, 2, 3-4, 5+"),
+            std::string::npos)
+      << what_of(bucket);
+  // a field of another kind at the top level names the kind that holds it
+  const std::string other = inserted(shipped("compute_ratio"), "", "\"scaling_band\":{},");
+  EXPECT_NE(what_of(other).find("$.scaling_band is not a known field of a document named 'compute_ratio' (a field "
+                                "of iteration_overhead documents)"),
+            std::string::npos)
+      << what_of(other);
+  // the records stay open: training (but for feature_range and domain), selections, scores
+  for (const char* name : kShipped) {
+    EXPECT_EQ(what_of(inserted(shipped(name), "\"training\":{", "\"zz_unknown\":{\"any\":1},")), "") << name;
+  }
+  EXPECT_EQ(what_of(inserted(shipped("compute_absolute"), "\"lab_shifts\":{", "\"new_lab\":{\"log_shift\":0},")), "");
 }

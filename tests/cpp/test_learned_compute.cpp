@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -40,12 +42,14 @@ srift::LearnedModel constant_model(int n, double c, int feature = -1, double coe
 }
 
 // A compute document of a zero linear model of n features, residuals p10 -0.1 and p90 0.2,
-// with `extra` members appended (each starting with a comma).
+// with `extra` members appended (each starting with a comma), named by its kind (32 features:
+// compute_ratio, 9: compute_absolute), whose top-level fields it may then hold.
 std::string zero_model_doc(const std::string& extra, int n) {
   const std::string names = feature_names_json(n);
   std::string coefs;
   for (int i = 0; i < n; ++i) coefs += i ? ",0" : "0";
-  return R"({"schema":"srift.learned-model/1","name":"m","features":[)" + names +
+  const std::string name = n == 32 ? "compute_ratio" : n == 9 ? "compute_absolute" : "m";
+  return R"({"schema":"srift.learned-model/1","name":")" + name + R"(","features":[)" + names +
          R"(],"model":{"type":"linear","coef":[)" + coefs + R"(],"intercept":0},"residuals":{"p10":-0.1,"p90":0.2})" +
          extra + "}";
 }
@@ -835,7 +839,8 @@ TEST(LearnedCompute, UnknownKeysInTheComputeDocumentsAreRefused) {
   };
   const std::vector<Case> cases = {
       {ratio, typo(absolute, "\"dominance_guard\"", "\"dominance_gaurd\""),
-       "compute_absolute.dominance_gaurd is not a known field (did you mean 'dominance_guard'?)"},
+       "compute_absolute.dominance_gaurd is not a known field of a document named 'compute_absolute' (did you mean "
+       "'dominance_guard'?)"},
       {typo(ratio, "\"dominance_guard\"", "\"dominance_gaurd\""), absolute,
        "compute_ratio.absolute_blend.dominance_gaurd is not a known field (did you mean 'dominance_guard'?)"},
       {typo(ratio, "\"weight\"", "\"weight\":0.4,\"shrinkage\""), absolute,
@@ -863,7 +868,8 @@ TEST(LearnedCompute, UnknownKeysInTheComputeDocumentsAreRefused) {
   // at the top level, naming the document
   std::string what =
       thrown([&] { srift::LearnedCompute::from_documents(ratio, typo(absolute, "\"residuals\"", "\"residual\"")); });
-  EXPECT_NE(what.find("learned model: compute_absolute.residual is not a known field (did you mean 'residuals'?)"),
+  EXPECT_NE(what.find("learned model: compute_absolute.residual is not a known field of a document named "
+                      "'compute_absolute' (did you mean 'residuals'?)"),
             std::string::npos)
       << what;
   // in the model, which learned_compute_config does not read: LearnedModel::from_json's path,
@@ -928,4 +934,81 @@ TEST(LearnedCompute, RunsAtAnotherPrecisionAreRefusedAndTheirOwnAnswerAsUnset) {
   // a precision that is no Precision value is refused as such
   mixed[0].precision = static_cast<Precision>(7);
   EXPECT_THROW(lc.predict_anchored(w, a, mixed, b, Precision::fp32), std::invalid_argument);
+}
+
+namespace {
+std::string shipped_doc(const std::string& name) {
+  std::ifstream in(std::string(SRIFT_MODELS_DIR) + "/" + name + ".json", std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read the shipped " + name + ".json");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `doc` with `from` (which must occur once) replaced by `to`; "" : `to` at the top level.
+std::string edited(const std::string& doc, const std::string& from, const std::string& to) {
+  if (from.empty()) return "{" + to + doc.substr(1);
+  const std::size_t at = doc.find(from);
+  if (at == std::string::npos || doc.find(from, at + 1) != std::string::npos) {
+    throw std::logic_error("'" + from + "' is not in the document exactly once");
+  }
+  std::string out = doc;
+  return out.replace(at, from.size(), to);
+}
+}  // namespace
+
+TEST(LearnedCompute, TheShippedDocumentsLoadAndAnUnknownKeyAnywhereInThemIsRefused) {
+  const std::string ratio = shipped_doc("compute_ratio"), absolute = shipped_doc("compute_absolute");
+  const srift::LearnedComputeConfig cfg = srift::learned_compute_config(ratio, absolute);
+  EXPECT_TRUE(cfg.blend);
+  EXPECT_EQ(cfg.ratio_references.size(), cfg.absolute_references.size());
+  EXPECT_GT(cfg.edge_year, 0);
+  ASSERT_NO_THROW(srift::LearnedCompute::from_documents(ratio, absolute));
+  // learned_compute_config checks each whole document (its role is its kind), the parts it does
+  // not read included: a C++ embedder gets no silent typo there
+  const std::string key = "\"zz_unknown\":1,";
+  struct Case {
+    bool in_ratio;
+    std::string from, to, what;
+  };
+  const std::vector<Case> cases = {
+      {false, "\"within_lab\":{", "\"within_lab\":{" + key, "compute_absolute.residuals.within_lab.zz_unknown is not a known field"},
+      {false, "\"lab_shifts\":{\"gavel\":{", "\"lab_shifts\":{\"gavel\":{" + key,
+       "compute_absolute.residuals.lab_shifts.gavel.zz_unknown is not a known field"},
+      {false, "\"years\":{\"2021\":{", "\"years\":{\"2021\":{" + key,
+       "compute_absolute.data_edge.years.2021.zz_unknown is not a known field"},
+      {true, "\"years\":{\"2021\":{", "\"years\":{\"2021\":{" + key,
+       "compute_ratio.data_edge.years.2021.zz_unknown is not a known field"},
+      {true, "\"roofline_residuals\":{", "\"roofline_residuals\":{" + key,
+       "compute_ratio.roofline_residuals.zz_unknown is not a known field"},
+      {true, "", "\"measured_band\":{},",
+       "compute_ratio.measured_band is not a known field of a document named 'compute_ratio' (a field of "
+       "compute_absolute documents)"},
+      {false, "", "\"absolute_blend\":{},",
+       "compute_absolute.absolute_blend is not a known field of a document named 'compute_absolute' (a field of "
+       "compute_ratio documents)"},
+      // reference_specs holds each reference's specs and no other GPU's: an extra entry was skipped
+      {false, "\"reference_specs\":{",
+       "\"reference_specs\":{\"Gaudi3\":{\"fp32_flops\":1e13,\"tf32_flops\":0,\"fp16_flops\":0,"
+       "\"memory_bandwidth\":1e12,\"memory_bytes\":1e10},",
+       "compute_absolute.dominance_guard.reference_specs.Gaudi3 is not one of references: reference_specs holds the "
+       "specs of each reference and of no other GPU; references: A10, A100-40GB, "},
+      {true, "\"references\":[\"A10\",", "\"references\":[",
+       "compute_ratio.absolute_blend.dominance_guard.reference_specs.A10 is not one of references"},
+      {false, "\"A10\":{", "\"A1O\":{",
+       "compute_absolute.dominance_guard.reference_specs.A1O is not one of references (did you mean 'A10'?)"},
+      {false, "\"references\":[\"A10\",", "\"references\":[\"Gaudi3\",\"A10\",",
+       "compute_absolute.dominance_guard.reference_specs.Gaudi3 is missing"},
+  };
+  for (const Case& c : cases) {
+    const std::string r = c.in_ratio ? edited(ratio, c.from, c.to) : ratio;
+    const std::string a = c.in_ratio ? absolute : edited(absolute, c.from, c.to);
+    const std::string what = thrown([&] { srift::learned_compute_config(r, a); });
+    EXPECT_NE(what.find("learned model: " + c.what), std::string::npos) << what;
+    EXPECT_NE(thrown([&] { srift::LearnedCompute::from_documents(r, a); }).find(c.what), std::string::npos) << c.what;
+    // LearnedModel::from_json, whose kind is the document's name, refuses the same key
+    const std::string one = thrown([&] { srift::LearnedModel::from_json(c.in_ratio ? r : a); });
+    const std::string at = c.what.substr(c.what.find('.'));
+    EXPECT_NE(one.find("learned model: $" + at), std::string::npos) << one;
+  }
 }

@@ -440,8 +440,19 @@ def test_export_refuses_metadata_the_loader_would_refuse() -> None:
     est = Ridge().fit(x, y)
     names = [f"x{i}" for i in range(x.shape[1])]
     with pytest.raises(ValueError, match=r"metadata 'residual' is not a field of a srift\.learned-model/1 document "
-                                         r"\(did you mean 'residuals'\?\); known: absolute_blend, "):
+                                         r"named 'r' \(did you mean 'residuals'\?\); known: description, residuals, "
+                                         r"target, training \(a record of your own"):
         export_estimator(est, "r", names, residual={"p10": -0.1, "p90": 0.1})
+    # the top-level fields are the document's kind's (its name): srift's own models carry more
+    with pytest.raises(ValueError, match=r"metadata 'scaling_band' is not a field of a srift\.learned-model/1 "
+                                         r"document named 'r' \(a field of iteration_overhead documents\)"):
+        export_estimator(est, "r", names, scaling_band={})
+    with pytest.raises(ValueError, match=r"metadata 'measured_band' is not a field of a srift\.learned-model/1 "
+                                         r"document named 'compute_ratio' \(a field of compute_absolute documents\); "
+                                         r"known: absolute_blend, data_edge, description, residuals, "
+                                         r"roofline_residuals, target, training"):
+        export_estimator(est, "compute_ratio", names, measured_band={})
+    assert export_estimator(est, "iteration_overhead", names, scaling_band={})["scaling_band"] == {}
     with pytest.raises(ValueError, match=r"metadata 'model' would replace the model export_estimator writes"):
         export_estimator(est, "r", names, model={"type": "linear", "coef": [0.0] * 6, "intercept": 1.0})
     doc = export_estimator(est, "r", names, target="t", description="d", residuals={"p10": -0.1, "p90": 0.1},

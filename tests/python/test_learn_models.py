@@ -807,8 +807,10 @@ def test_a_dominance_guard_without_reference_specs_is_refused(tmp_path: Path, na
 
 
 # Misspelled or unknown keys: the schema closes each object with a fixed set of keys
-# ("additionalProperties": false) and the core's reader refuses the same keys in the objects it
-# reads (csrc/json_reader.hpp known_keys), each naming the JSON path and the key.
+# ("additionalProperties": false; the top level by the document's kind, its name) and the core's
+# reader refuses the same keys in every such object, whether it reads it or not
+# (csrc/learned_document.hpp document_structure, json_reader.hpp known_keys), each naming the
+# JSON path and the key.
 
 def _at(doc: dict, path: str):
     for part in re.findall(r"[^.\[\]]+", path):
@@ -816,18 +818,26 @@ def _at(doc: dict, path: str):
     return doc
 
 
-# (document, JSON path of an object the core reads)
+# (document, JSON path of a closed object: the core reads it, or refuses an unknown key there all
+# the same)
 _CORE_OBJECTS = [("compute_ratio", p) for p in ("", "input_scaler", "model", "residuals", "roofline_residuals",
                                                 "absolute_blend", "absolute_blend.residuals",
                                                 "absolute_blend.dominance_guard",
                                                 "absolute_blend.dominance_guard.reference_specs.A10",
-                                                "data_edge")] + \
+                                                "data_edge", "data_edge.years.2021")] + \
                 [("compute_absolute", p) for p in ("", "model", "model.members[0]", "model.members[0].input_scaler",
                                                    "model.members[0].model", "model.members[1].model",
                                                    "model.members[1].model.trees[0]", "residuals", "dominance_guard",
                                                    "dominance_guard.reference_specs.A10", "measured_band",
-                                                   "measured_band.noise", "measured_band.per_e_fold", "data_edge")] + \
-                [("iteration_overhead", ""), ("link_pcie_efficiency", "")]
+                                                   "measured_band.noise", "measured_band.per_e_fold", "data_edge",
+                                                   "residuals.within_lab", "residuals.convolved",
+                                                   "residuals.lab_shifts.gavel", "roofline_residuals",
+                                                   "data_edge.years.2024")] + \
+                [("iteration_overhead", p) for p in ("", "residuals", "instance_anchor", "scaling_band",
+                                                     "scaling_band.multi_instance", "scaling_band.multi_instance.2",
+                                                     "scaling_band.probed_single_instance.1")] + \
+                [("link_pcie_efficiency", ""), ("link_pcie_efficiency", "training.domain"),
+                 ("link_tcp_efficiency", "training.feature_range"), ("link_tcp_latency", "input_scaler")]
 
 
 def _core_error(name: str, doc: dict) -> str:
@@ -853,11 +863,13 @@ def test_an_unknown_key_is_refused_by_the_schema_and_the_core_alike(tmp_path: Pa
     where = re.escape("$" + ("." + path if path else "") + ".zz_unknown")
     p = tmp_path / f"{name}.json"
     p.write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match=rf"{name}\.json: {where}: 'zz_unknown' is not a known field; known here: ") \
-            as py:
+    # at the top level, the fields of the document's kind (its name)
+    of = f" of a document named '{name}'" if not path else ""
+    with pytest.raises(ValueError, match=rf"{name}\.json: {where}: 'zz_unknown' is not a known field{of}; known "
+                                         "here: ") as py:
         load_model(p)
     core = _core_error(name, doc)
-    assert "zz_unknown is not a known field; known here: " in core, core
+    assert f"zz_unknown is not a known field{of}; known here: " in core, core
     # the two list the same keys: the schema's properties are what the core reads
     assert py.value.args[0].split("known here: ")[1] == core.split("known here: ")[1], (py.value, core)
 
@@ -879,10 +891,12 @@ def test_misspelled_keys_are_refused_with_the_nearest_known_one(tmp_path: Path, 
     key = path.rsplit(".", 1)[1]
     p = tmp_path / f"{name}.json"
     p.write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match=rf"{name}\.json: {re.escape(path)}: '{key}' is not a known field \(did you "
-                                         r"mean '\w+'\?\)"):
+    # a top-level key: of the document's kind (its name)
+    of = f" of a document named '{name}'" if path.count(".") == 1 else ""
+    with pytest.raises(ValueError, match=rf"{name}\.json: {re.escape(path)}: '{key}' is not a known field{of} \(did "
+                                         r"you mean '\w+'\?\)"):
         load_model(p)
-    assert f"{key} is not a known field (did you mean" in _core_error(name, doc)
+    assert f"{key} is not a known field{of} (did you mean" in _core_error(name, doc)
 
 
 def test_records_keep_keys_of_their_own(tmp_path: Path) -> None:
@@ -916,3 +930,127 @@ def test_the_overhead_documents_bands_are_closed_too(tmp_path: Path, path: str) 
     p.write_text(json.dumps(doc))
     with pytest.raises(ValueError, match=rf"\$\.{re.escape(path)}\.zz_unknown: 'zz_unknown' is not a known field"):
         load_model(p)
+
+
+# The top level by the document's kind (its name): srift's own models carry fields of their own,
+# a model of another name a model's fields alone; the schema (allOf, one if/then a kind), the
+# loader (document_fields) and the core (csrc/learned_document.hpp document_kinds) hold one table.
+
+_SHIPPED = ["compute_ratio", "compute_absolute", "iteration_overhead", "link_tcp_efficiency", "link_tcp_latency",
+            "link_pcie_efficiency"]
+
+
+def test_the_kinds_are_the_shipped_documents_and_each_passes_the_schema_alone() -> None:
+    import jsonschema
+
+    from srift.learn.loader import document_kinds, model_schema
+
+    assert list(document_kinds()) == _SHIPPED
+    assert sorted(p.stem for p in MODELS.glob("*.json") if p.stem != "workloads") == sorted(_SHIPPED)
+    validator = jsonschema.Draft202012Validator(model_schema())
+    for name in _SHIPPED:
+        doc = json.loads((MODELS / f"{name}.json").read_text())
+        assert doc["name"] == name
+        assert validator.is_valid(doc), name
+        assert set(doc) <= set(document_kinds()[name]), name
+
+
+@pytest.mark.parametrize("name", _SHIPPED + ["mine"])
+def test_a_field_of_another_kind_is_refused_by_the_schema_the_loader_and_the_core(tmp_path: Path, name: str) -> None:
+    import jsonschema
+
+    from srift import _core
+    from srift.learn.loader import document_fields, document_kinds, model_schema
+
+    doc = json.loads((MODELS / f"{'link_tcp_latency' if name == 'mine' else name}.json").read_text())
+    doc["name"] = name
+    known = document_fields(name)
+    assert name in document_kinds() or known == ("description", "features", "input_scaler", "model", "name",
+                                                 "residuals", "schema", "target", "training")
+    others = sorted(set(model_schema()["properties"]) - set(known))
+    assert others
+    validator = jsonschema.Draft202012Validator(model_schema())
+    for field in others:
+        edited = {**doc, field: {}}
+        owners = " and ".join(k for k, fields in document_kinds().items() if field in fields)
+        said = (f"is not a known field of a document named '{name}' (a field of {owners} documents); known here: "
+                + ", ".join(known))
+        with pytest.raises(ValueError, match=re.escape(f"$.{field}: '{field}' {said}")):
+            validate_model_dict(edited)
+        with pytest.raises(ValueError, match=re.escape(f"$.{field} {said}")):
+            _core.LearnedModel.from_json(json.dumps(edited))
+        # the schema alone refuses it too (its allOf's propertyNames)
+        assert any("propertyNames" in e.schema_path for e in validator.iter_errors(edited)), field
+
+
+def test_a_document_without_a_name_is_refused_for_its_name_whichever_kinds_fields_it_holds() -> None:
+    from srift import _core
+
+    doc = json.loads((MODELS / "iteration_overhead.json").read_text())
+    doc.pop("name")
+    with pytest.raises(ValueError, match=r"\$: .*'name' is a required property"):
+        validate_model_dict(doc)
+    with pytest.raises(ValueError, match=r"\$\.name is missing"):
+        _core.LearnedModel.from_json(json.dumps(doc))
+    doc["nmae"] = "iteration_overhead"
+    with pytest.raises(ValueError, match=r"\$\.nmae: 'nmae' is not a known field \(did you mean 'name'\?\)"):
+        validate_model_dict(doc)
+    with pytest.raises(ValueError, match=r"\$\.nmae is not a known field \(did you mean 'name'\?\)"):
+        _core.LearnedModel.from_json(json.dumps(doc))
+
+
+def _guard(doc: dict, name: str) -> dict:
+    return doc["dominance_guard"] if name == "compute_absolute" else doc["absolute_blend"]["dominance_guard"]
+
+
+_SPEC = {"fp32_flops": 1e13, "tf32_flops": 0.0, "fp16_flops": 0.0, "memory_bandwidth": 1e12, "memory_bytes": 1e10}
+
+
+@pytest.mark.parametrize("name", ["compute_absolute", "compute_ratio"])
+@pytest.mark.parametrize("edit, key, said", [
+    (lambda g: g["reference_specs"].__setitem__("Gaudi3", dict(_SPEC)), "Gaudi3", "is not one of references: "),
+    (lambda g: g["reference_specs"].__setitem__("A1O", g["reference_specs"].pop("A10")), "A1O",
+     "is not one of references (did you mean 'A10'?): "),
+    (lambda g: g["references"].remove("RTX6000Ada"), "RTX6000Ada", "is not one of references: "),
+    (lambda g: g["references"].append("Gaudi3"), "Gaudi3", "is missing"),
+], ids=["extra", "misspelled", "not-a-reference", "missing"])
+def test_reference_specs_are_the_references_specs_exactly(tmp_path: Path, name: str, edit, key: str, said: str) -> None:
+    # The core skipped a reference_specs entry for a GPU that is not a reference, and the loader
+    # took it (only CostModels refused it, as differing from this srift's GPU table).
+    doc = json.loads((MODELS / f"{name}.json").read_text())
+    edit(_guard(doc, name))
+    where = ("$" if name == "compute_absolute" else "$.absolute_blend") + f".dominance_guard.reference_specs.{key}"
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps(doc))
+    py = "missing" if said == "is missing" else f"'{key}' {said}"
+    with pytest.raises(ValueError, match=re.escape(f"{name}.json: {where}: {py}")):
+        load_model(p)
+    core = _core_error(name, doc)
+    assert f"{name}{where[1:]} {said}" in core, core
+    with pytest.raises(ValueError, match=re.escape(f"{where} {said}")):
+        from srift import _core
+
+        _core.LearnedModel.from_json(json.dumps(doc))
+
+
+def test_a_lab_shift_record_is_closed_and_the_labs_open(tmp_path: Path) -> None:
+    from srift import _core
+
+    doc = json.loads((MODELS / "compute_absolute.json").read_text())
+    doc["residuals"]["lab_shifts"]["new_lab"] = {"log_shift": 0.1, "factor": 1.105, "rows": 3, "cells": ["V100 fp32"]}
+    validate_model_dict(doc)
+    assert _core_error("compute_absolute", doc) == ""
+    doc["residuals"]["lab_shifts"]["new_lab"]["log_shfit"] = 0.1
+    said = "is not a known field (did you mean 'log_shift'?); known here: cells, factor, log_shift, rows"
+    with pytest.raises(ValueError, match=re.escape(f"$.residuals.lab_shifts.new_lab.log_shfit: 'log_shfit' {said}")):
+        validate_model_dict(doc)
+    with pytest.raises(ValueError, match=re.escape(f"$.residuals.lab_shifts.new_lab.log_shfit {said}")):
+        _core.LearnedModel.from_json(json.dumps(doc))
+
+
+def test_a_data_edge_year_must_be_a_year_in_the_loader_and_the_core() -> None:
+    doc = json.loads((MODELS / "compute_ratio.json").read_text())
+    doc["data_edge"]["years"]["2O24"] = {"p10": 0.0, "p90": 0.1}
+    with pytest.raises(ValueError, match=re.escape("$.data_edge.years: '2O24' does not match")):
+        validate_model_dict(doc)
+    assert "compute_ratio.data_edge.years.2O24 is not a launch year (four digits)" in _core_error("compute_ratio", doc)

@@ -57,7 +57,11 @@ class LearnedModel {
   /// Parses and validates a "srift.learned-model/1" document. Throws std::invalid_argument
   /// naming the JSON path of the first bad field (unknown schema, ragged arrays, child
   /// indices out of range, cycles, non-finite numbers, a key the object does not know, with
-  /// the nearest known one: json_reader.hpp known_keys, ...).
+  /// the nearest known one: json_reader.hpp known_keys, ...). Keys are checked in the whole
+  /// document, read here or not: the top level by the document's kind, its name (srift's
+  /// compute_ratio, compute_absolute, iteration_overhead, link_* models carry fields of their
+  /// own; any other name, a model's fields alone), and every object whose keys the schema
+  /// closes (csrc/learned_document.hpp). Values are checked where they are read.
   static LearnedModel from_json(const std::string& text);
 
   Type type() const { return type_; }

@@ -158,7 +158,10 @@ struct LearnedComputeConfig {
 /// optional, but both or neither, with one launch_year); each dominance_guard lists its
 /// reference GPUs and their specs (reference_specs: FLOP/s, bytes/s, bytes). A document
 /// without roofline_residuals uses its own residuals there. Throws std::invalid_argument
-/// naming the JSON path of a missing or bad field.
+/// naming the JSON path of a missing or bad field, or of a key either document may not hold
+/// anywhere (the top level as a compute_ratio / compute_absolute document, whatever its name;
+/// every object whose keys the schema closes, read here or not; a reference_specs entry for a
+/// GPU that is not one of its references).
 LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const std::string& absolute_json);
 
 /// A predicted compute model with its p10/p90 factors (multiply the predicted time).
