@@ -123,6 +123,20 @@ ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpe
   return m;
 }
 
+double peak_flop_seconds_per_sample(const std::vector<LayerCost>& layers, const GpuSpec& gpu, Precision precision) {
+  gpu.validate();
+  detail::require_enum("precision", static_cast<int>(precision), 0, 2);
+  detail::validate_layers(layers);
+  RooflineParams at_peak;
+  at_peak.tensor_core_efficiency = 1.0;
+  at_peak.cuda_core_efficiency = 1.0;
+  double seconds = 0;
+  for (const LayerCost& layer : layers) {
+    seconds += (layer.forward_flops + layer.backward_flops) / achieved_flops(layer.kind, gpu, precision, at_peak);
+  }
+  return std::isfinite(seconds) ? seconds : 0.0;  // past a double's range: no floor (the roofline refuses it)
+}
+
 double gradient_accumulate_s(double gradient_bytes, const GpuSpec& gpu, const RooflineParams& params) {
   detail::require_finite_nonneg("gradient_bytes", gradient_bytes);
   gpu.validate();

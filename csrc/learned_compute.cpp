@@ -127,6 +127,42 @@ ComputeModel pytorch_fp32(const WorkloadStats& w, const GpuSpec& g, const Comput
   return termwise(tf32_model, termwise(default_over_tf32(w, g, tf32_model), strict_model, smaller), larger);
 }
 
+// Note "peak floor": a learned prediction is no faster than the target's FLOPs take at its very
+// peak (peak_flop_seconds_per_sample: each layer on the unit the roofline gives it at the
+// precision, at efficiency 1). The ratio model extrapolates far outside its rows on workloads
+// unlike them: anchored on a T4 at its own no-measurement time, an attention-bound transformer
+// (sequence 4096, 83% of its FLOPs in attention) at PyTorch's FP32 came out 66 ms on an H100,
+// whose FP32 peak needs 155 ms for those FLOPs, and 20 ms on a B200 (138 ms); GPT-2 anchored on
+// an A100 put a V100 below its FP32 peak. Anchored, the floor is calibrated on the measurement:
+// a run faster than its own GPU's floor (a FLOP count that overstates what ran, causal attention
+// counted in full; a precision mislabelled) lowers every target's floor by the same factor, so the
+// floor never overrules the measurement nor reorders two GPUs one of which dominates the other
+// (a GPU that dominates another has a floor no higher). A no-op wherever the models keep to physics.
+double peak_floor_per_sample(const WorkloadStats& w, const GpuSpec& target, Precision precision,
+                             const GpuSpec* anchor = nullptr, const std::vector<Measurement>* measured = nullptr) {
+  double scale = 1.0;
+  if (anchor != nullptr && measured != nullptr) {
+    const double k = peak_flop_seconds_per_sample(w.layers(), *anchor, precision);
+    if (k > 0) {
+      for (const Measurement& m : *measured) scale = std::min(scale, m.iteration_s / (k * m.local_batch));
+    }
+  }
+  return scale * peak_flop_seconds_per_sample(w.layers(), target, precision);
+}
+
+void hold_to_floor(std::vector<double>& t, const std::vector<double>& grid, double per_sample_floor) {
+  for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::max(t[i], per_sample_floor * grid[i]);
+}
+
+// The slope of the line fixed + per_sample x b, raised by the least that keeps it on or above the
+// floor at every batch of the grid (the line fitted through held points can dip under it by the
+// fit's residual); unchanged, bit for bit, where it does not dip.
+double slope_held_to_floor(const std::vector<double>& grid, double fixed, double per_sample, double per_sample_floor) {
+  double lift = 0;
+  for (double b : grid) lift = std::max(lift, per_sample_floor - (fixed + per_sample * b) / b);
+  return lift > 0 ? per_sample + lift : per_sample;
+}
+
 // Measurements taken under roofline `from`, restated under roofline `to` (the ratio at each batch).
 std::vector<Measurement> restated(const std::vector<Measurement>& ms, const ComputeModel& from, const ComputeModel& to) {
   std::vector<Measurement> out = ms;
@@ -1005,8 +1041,10 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
         for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
       }
     }
+    const double floor = peak_floor_per_sample(w, target, precision, &anchor, &measurements);  // note "peak floor"
+    hold_to_floor(t, grid, floor);
     const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_default.per_sample_s());
-    r.model = split_like(target_default, fixed, per_sample);
+    r.model = split_like(target_default, fixed, slope_held_to_floor(grid, fixed, per_sample, floor));
     return r;
   }
   const ComputeModel roof = w.roofline(anchor, precision);
@@ -1025,10 +1063,12 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     const double observed = config_.blend ? std::log(on_anchor / total(roof, b)) : std::numeric_limits<double>::quiet_NaN();
     t[i] = on_anchor * std::exp(guarded_log_ratio_memo(w, anchor, target, b, precision, observed, memo));
   }
+  const double floor = peak_floor_per_sample(w, target, precision, &anchor, &measurements);  // note "peak floor"
+  hold_to_floor(t, grid, floor);
   // A flat or falling curve (a fixed cost the grid's batches do not grow) is that cost plus a
   // token slope (kMinSlopeShare), not a line through the origin.
   const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_roof.per_sample_s());
-  r.model = split_like(target_roof, fixed, per_sample);
+  r.model = split_like(target_roof, fixed, slope_held_to_floor(grid, fixed, per_sample, floor));
   if (!ratio_model_covers) {
     r.p10_factor = std::exp(config_.roofline_p10);
     r.p90_factor = std::exp(config_.roofline_p90);
@@ -1111,8 +1151,9 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
   const std::vector<double> corr = absolute_corrections_memo(target, grid, precision, memo);
   std::vector<double> t(grid.size());
   double least_per_sample = std::numeric_limits<double>::infinity();
+  const double floor_per_sample = peak_floor_per_sample(w, target, precision);  // note "peak floor"
   for (std::size_t i = 0; i < grid.size(); ++i) {
-    t[i] = (prior.compute_s(grid[i]) + prior.optimizer_s) * std::exp(corr[i]);
+    t[i] = std::max((prior.compute_s(grid[i]) + prior.optimizer_s) * std::exp(corr[i]), floor_per_sample * grid[i]);
     least_per_sample = std::min(least_per_sample, t[i] / grid[i]);
   }
   // A flat or falling curve (a launch-bound model over a short grid) is its fixed time plus a
@@ -1123,7 +1164,7 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
   // is no token here: where the learned curve sits far below the roofline it outgrew the curve.)
   const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * least_per_sample);
   LearnedComputeResult r;
-  r.model = split_like(prior, fixed, per_sample);
+  r.model = split_like(prior, fixed, slope_held_to_floor(grid, fixed, per_sample, floor_per_sample));
   r.p10_factor = std::exp(config_.absolute_p10);
   r.p90_factor = std::exp(config_.absolute_p90);
   // Note "data edge": the band (the lean is in the corrections; the TF32 path above is built

@@ -167,6 +167,20 @@ void bind_compute(py::module_& m) {
       py::arg("params") = RooflineParams{},
       "Roofline ComputeModel from per-layer, per-sample FLOPs and bytes.");
 
+  m.def(
+      "peak_flop_seconds_per_sample",
+      [](const py::object& kind, const DoubleArray& forward_flops, const DoubleArray& backward_flops,
+         const DoubleArray& forward_bytes, const DoubleArray& param_bytes, const GpuSpec& gpu, Precision precision) {
+        std::vector<LayerCost> layers =
+            to_layers(kind, forward_flops, backward_flops, forward_bytes, param_bytes);
+        py::gil_scoped_release release;
+        return peak_flop_seconds_per_sample(layers, gpu, precision);
+      },
+      py::arg("kind"), py::arg("forward_flops"), py::arg("backward_flops"), py::arg("forward_bytes"),
+      py::arg("param_bytes"), py::arg("gpu"), py::arg("precision"),
+      "Seconds per sample the layers' FLOPs take at the very peak each runs against (note \"peak floor\"): "
+      "no GPU computes a sample faster, and the learned models are held to it.");
+
   m.def("gradient_accumulate_s", &gradient_accumulate_s, py::arg("gradient_bytes"), py::arg("gpu"),
         py::arg("params") = RooflineParams{},
         "Seconds to add one micro-step's gradients into the accumulated ones: 3 x gradient_bytes at the "

@@ -417,12 +417,15 @@ def batch_grid(max_batch: float | None) -> np.ndarray:
 
 
 def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, min_per_sample: float = 0.0, *,
-                     token_slope: bool = False) -> Any:
+                     token_slope: bool = False, floor_per_sample: float = 0.0) -> Any:
     """The roofline `prior` (a _core.ComputeModel) anchored to its corrected iteration times
     on batch_grid(max_batch); log_corrections(batches) -> log(t / roofline) at each batch;
     min_per_sample: affine_relative_fit's floor on the slope (0: none); token_slope: the floor is
     instead MIN_SLOPE_SHARE of the corrected curve's least per-sample time, as the core's
-    prediction with no measurement (predict_absolute) takes it."""
+    prediction with no measurement (predict_absolute) takes it. floor_per_sample (seconds per
+    sample; 0: none): the core's note "peak floor", each grid time at least this times its batch
+    and the fitted line's slope raised by the least that keeps it there (the core's
+    predictions pass peak_floor_per_sample; 0 leaves every result as it was)."""
     from srift import _core
 
     grid = batch_grid(max_batch)
@@ -430,9 +433,14 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, 
     if corr.shape != grid.shape or not np.all(np.isfinite(corr)):
         raise ValueError(f"log_corrections: expected {grid.size} finite values, got {corr.tolist()!r}")
     t = np.array([prior.compute_s(b) + prior.optimizer_s for b in grid]) * np.exp(corr)
+    if floor_per_sample > 0:
+        t = np.maximum(t, floor_per_sample * grid)
     if token_slope:
         min_per_sample = MIN_SLOPE_SHARE * float(np.min(t / grid))
     fixed, per_sample = affine_relative_fit(grid, t, min_per_sample)
+    if floor_per_sample > 0:
+        lift = max(floor_per_sample - (fixed + per_sample * b) / b for b in grid)
+        per_sample = per_sample + lift if lift > 0 else per_sample
     # The line split as the prior splits its terms (the core's split_like): the optimizer step
     # the prior's, at most half the fixed time; forward and backward in the prior's proportions.
     # (Anchoring to two points on the line did the same, except where rounding left a line

@@ -248,7 +248,10 @@ TEST(LearnedCompute, AFlatCurveIsAFixedTimeNotALineThroughTheOrigin) {
   // iteration time is flat-to-falling over the grid (a launch-bound model: NCF). Its line is the
   // fixed time plus a token slope; the mean per-sample time through the origin it got before
   // took batch 1's per-sample time for every batch (NCF ~170x at batch 1024 with no max_batch).
-  const srift::WorkloadStats w = two_layers();
+  // Launch-bound as NCF is: few FLOPs per sample, so a flat time at batch 1024 beats no peak
+  // (two_layers' 9 GFLOP per sample would, and the note "peak floor" lifts such a curve).
+  const srift::WorkloadStats w({LayerCost{OpKind::matmul, 3e5, 6e5, 1e6, 4e6}, LayerCost{OpKind::elementwise, 0, 0, 5e7, 0}},
+                               2e7);
   const GpuSpec b = gpu("b", 31.2, 125, 600);
   const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 4, -1.0), srift::LearnedComputeConfig{});
   const srift::ComputeModel roof = w.roofline(b, Precision::amp);
@@ -1012,3 +1015,54 @@ TEST(LearnedCompute, TheShippedDocumentsLoadAndAnUnknownKeyAnywhereInThemIsRefus
     EXPECT_NE(one.find("learned model: $" + at), std::string::npos) << one;
   }
 }
+
+namespace {
+
+TEST(LearnedCompute, PredictionsAreNoFasterThanThePeakAllows) {
+  // Note "peak floor": a ratio model that calls every target e^5 (148x) faster than its roofline
+  // ratio says, and an absolute model that puts every GPU e^5 under its roofline, would run the
+  // matmul past the target's FP16 peak; held, no prediction beats its FLOPs at that peak.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec slow = gpu("slow", 10, 50, 400), fast = gpu("fast", 20, 100, 800);
+  const double floor_fast = srift::peak_flop_seconds_per_sample(w.layers(), fast, Precision::amp);
+  const double floor_slow = srift::peak_flop_seconds_per_sample(w.layers(), slow, Precision::amp);
+  EXPECT_NEAR(floor_fast, 9e9 / 100e12, 1e-18);  // the matmul's 3e9 + 6e9 FLOPs at the FP16 peak
+  EXPECT_NEAR(floor_slow, 9e9 / 50e12, 1e-18);
+  // at FP32 without TF32 units the matmul runs at the FP32 peak; with them, PyTorch's FP32
+  // keeps matmuls on CUDA cores, TF32 moves them to the tensor cores
+  GpuSpec tf32 = fast;
+  tf32.tf32_flops = 80e12;
+  EXPECT_NEAR(srift::peak_flop_seconds_per_sample(w.layers(), tf32, Precision::fp32), 9e9 / 20e12, 1e-18);
+  EXPECT_NEAR(srift::peak_flop_seconds_per_sample(w.layers(), tf32, Precision::tf32), 9e9 / 80e12, 1e-18);
+
+  srift::LearnedComputeConfig cfg;
+  cfg.ratio_references = {slow, fast};
+  const srift::LearnedCompute lc(constant_model(32, -5.0), constant_model(9, -5.0), cfg);
+  for (double batch : {1.0, 32.0, 1000.0}) {
+    // a plausible run on the slow GPU: its roofline time
+    const srift::ComputeModel roof = w.roofline(slow, Precision::amp);
+    const double seconds = roof.compute_s(batch) + roof.optimizer_s;
+    const std::vector<srift::Measurement> meas = {{batch, seconds}};
+    const srift::ComputeModel up = lc.predict_anchored(w, slow, meas, fast, Precision::amp, 1000).model;
+    for (double b : {1.0, 8.0, 64.0, 1000.0}) {
+      EXPECT_GE(up.compute_s(b) + up.optimizer_s, floor_fast * b * (1 - 1e-9)) << batch << " " << b;
+    }
+    // a run faster than its own GPU's floor (a FLOP count above what ran) lowers the target's
+    // floor by as much, so the floor never puts a faster GPU behind the measurement
+    const double quick = 0.5 * floor_slow * batch;
+    const srift::ComputeModel fast_run =
+        lc.predict_anchored(w, slow, {{batch, quick}}, fast, Precision::amp, 1000).model;
+    EXPECT_LE(fast_run.compute_s(batch) + fast_run.optimizer_s, quick * (1 + 1e-9)) << batch;
+    EXPECT_GE(fast_run.compute_s(1000.0), 0.5 * floor_fast * 1000.0 * (1 - 1e-9)) << batch;
+  }
+  const srift::ComputeModel none = lc.predict_absolute(w, fast, Precision::amp, 1000).model;
+  for (double b : {1.0, 8.0, 64.0, 1000.0}) EXPECT_GE(none.compute_s(b) + none.optimizer_s, floor_fast * b * (1 - 1e-9));
+  // models that keep to physics are not moved: a ratio of 0 and an absolute correction of 0
+  const srift::LearnedCompute neutral(constant_model(32, 0.0), constant_model(9, 0.0), cfg);
+  const srift::ComputeModel roof_fast = w.roofline(fast, Precision::amp);
+  const srift::ComputeModel plain = neutral.predict_absolute(w, fast, Precision::amp, 1000).model;
+  EXPECT_NEAR(plain.compute_s(64) + plain.optimizer_s, roof_fast.compute_s(64) + roof_fast.optimizer_s,
+              1e-3 * (roof_fast.compute_s(64) + roof_fast.optimizer_s));
+}
+
+}  // namespace

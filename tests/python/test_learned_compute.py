@@ -17,7 +17,7 @@ from srift.learn.blend import anchored_log_ratio, has_fp16_path
 from srift.learn.datasets import device_peaks
 from srift.learn.dominance import dominates, guarded_correction, guarded_log_ratio
 from srift.learn.features import (PRECISIONS, absolute_features, core_precision, core_workload_stats, gpu_spec,
-                                  ratio_features, roofline)
+                                  peak_floor_per_sample, ratio_features, roofline)
 from srift.learn.gpus import peaks_from_catalog
 from srift.learn.models import absolute_on_grid, default_models
 from srift.learn.workloads import load_workloads
@@ -117,7 +117,10 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
                     out.append(math.log(on_anchor / (target_roof.compute_s(g) + target_roof.optimizer_s)) + ratio)
                 return out
 
-            want = absolute_on_grid(target_roof, log_corrections, 64.0, 0.01 * target_roof.per_sample_s())
+            # note "peak floor": no grid point faster than the target's FLOPs at its peaks, scaled
+            # by as much as the measurements beat the anchor's own
+            want = absolute_on_grid(target_roof, log_corrections, 64.0, 0.01 * target_roof.per_sample_s(),
+                                    floor_per_sample=peak_floor_per_sample(wl, b, prec, a, meas))
             # srift.learn.data_edge note "data edge": a GPU past the models' data moved by the
             # lean (divided, anchored from one) before the clip, and banded
             _, lo, hi = _edge(models, "anchored", a, b, (blend["residuals"]["p10"], blend["residuals"]["p90"]))
@@ -150,7 +153,7 @@ def test_absolute_prediction_equals_the_python_composition(catalog_gpus) -> None
             prior = roofline(wl, g, prec)
             expected = absolute_on_grid(prior, lambda grid: guarded_correction(models.absolute.core.predict, wl, g, grid,
                                                                                 prec, refs, _lean(models, "absolute")),
-                                        max_batch, token_slope=True)
+                                        max_batch, token_slope=True, floor_per_sample=peak_floor_per_sample(wl, g, prec))
             r = models.learned_compute.predict_absolute(core_workload_stats(wl), gpu_spec(g), core_precision(prec),
                                                         max_batch or 0.0)
             _, lo, hi = _edge(models, "absolute", None, g, (models.absolute.p10, models.absolute.p90))

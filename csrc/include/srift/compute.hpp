@@ -70,6 +70,12 @@ ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpe
                               Precision precision, double optimizer_bytes,
                               const RooflineParams& params = RooflineParams{});
 
+/// Note "peak floor": seconds per sample that the layers' FLOPs (forward + backward) take at the
+/// very peak each runs against at `precision` (the roofline's choice of unit, at efficiency 1,
+/// with no memory traffic and no launches). No GPU computes a sample faster; the learned
+/// models, which extrapolate, are held to it (srift::LearnedCompute note "peak floor").
+double peak_flop_seconds_per_sample(const std::vector<LayerCost>& layers, const GpuSpec& gpu, Precision precision);
+
 /// Seconds to add one micro-step's gradients into the accumulated ones (ComputeModel::
 /// accumulate_s): autograd's in-place add reads both and writes one, 3 x `gradient_bytes`
 /// (bytes of the trainable parameters' gradients) at the memory-bound efficiency. Measured on

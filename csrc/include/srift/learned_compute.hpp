@@ -218,7 +218,9 @@ class LearnedCompute {
   /// the anchor's measured curve at every measured batch, one the anchor dominates no faster.
   /// At PyTorch's FP32 on a target with TF32, a ratio reference without TF32 that the target
   /// dominates also bounds it from above, as predict_anchored predicts that reference
-  /// (learned_compute.cpp note "across the fp32 paths").
+  /// (learned_compute.cpp note "across the fp32 paths"). No grid point is faster than the
+  /// target's FLOPs at its peak (peak_flop_seconds_per_sample), scaled down by as much as the
+  /// measurements beat the anchor's own (learned_compute.cpp note "peak floor").
   /// Throws std::invalid_argument on no measurements or a bad batch, or naming
   /// measurements[i].precision for a run timed at another precision than `precision`
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
@@ -242,7 +244,8 @@ class LearnedCompute {
   /// memory limit's grid the zoo models stay within 0.78-1.26x). Precision::fp32 on a GPU with
   /// TF32 (PyTorch's default: TF32 convolutions, FP32 matmuls) is the TF32 prediction times the
   /// roofline's default/all-TF32 ratio, term by term, in both predictions (learned_compute.cpp
-  /// note "fp32 via tf32").
+  /// note "fp32 via tf32"). No grid point is faster than the target's FLOPs at its peak
+  /// (learned_compute.cpp note "peak floor").
   LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                                         double max_batch) const;
   /// Compute on a GPU type the workload was measured on (note "measured batch shape"). Two or
