@@ -168,19 +168,18 @@ def core_workload_stats(w: WorkloadInfo):  # -> _core.WorkloadStats
 def peak_floor_per_sample(w: WorkloadInfo, target: GpuPeaks, precision: str, anchor: GpuPeaks | None = None,
                           measurements: list | None = None) -> float:
     """The core's note "peak floor" (csrc/learned_compute.cpp): seconds per sample the workload's
-    FLOPs take at `target`'s peaks at `precision`, scaled down by as much as `measurements`
-    (_core.Measurement) on `anchor` beat the anchor's own floor."""
+    FLOPs take at `target`'s peaks at `precision`; 0 (no floor) when one of `measurements`
+    (_core.Measurement) on `anchor` beats the anchor's own floor."""
     from srift import _core
 
     columns = (np.asarray(w.kinds, dtype=np.int32), np.asarray(w.forward_flops, dtype=np.float64),
                np.asarray(w.backward_flops, dtype=np.float64), np.asarray(w.forward_bytes, dtype=np.float64),
                np.asarray(w.param_bytes, dtype=np.float64))
-    scale = 1.0
     if anchor is not None and measurements:
         k = _core.peak_flop_seconds_per_sample(*columns, gpu_spec(anchor), core_precision(precision))
-        if k > 0:
-            scale = min([1.0] + [m.iteration_s / (k * m.local_batch) for m in measurements])
-    return scale * _core.peak_flop_seconds_per_sample(*columns, gpu_spec(target), core_precision(precision))
+        if any(m.iteration_s < k * m.local_batch for m in measurements):
+            return 0.0
+    return _core.peak_flop_seconds_per_sample(*columns, gpu_spec(target), core_precision(precision))
 
 
 _STATS: dict[int, WorkloadStats] = {}  # id(WorkloadInfo) -> stats; holds the info alive

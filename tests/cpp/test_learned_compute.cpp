@@ -1047,13 +1047,13 @@ TEST(LearnedCompute, PredictionsAreNoFasterThanThePeakAllows) {
     for (double b : {1.0, 8.0, 64.0, 1000.0}) {
       EXPECT_GE(up.compute_s(b) + up.optimizer_s, floor_fast * b * (1 - 1e-9)) << batch << " " << b;
     }
-    // a run faster than its own GPU's floor (a FLOP count above what ran) lowers the target's
-    // floor by as much, so the floor never puts a faster GPU behind the measurement
+    // a run faster than its own GPU's floor (a FLOP count above what ran) says nothing of the
+    // target's: no floor, and the faster GPU stays no slower than the measurement
     const double quick = 0.5 * floor_slow * batch;
     const srift::ComputeModel fast_run =
         lc.predict_anchored(w, slow, {{batch, quick}}, fast, Precision::amp, 1000).model;
     EXPECT_LE(fast_run.compute_s(batch) + fast_run.optimizer_s, quick * (1 + 1e-9)) << batch;
-    EXPECT_GE(fast_run.compute_s(1000.0), 0.5 * floor_fast * 1000.0 * (1 - 1e-9)) << batch;
+    EXPECT_LT(fast_run.compute_s(1000.0), 0.5 * floor_fast * 1000.0) << batch;
   }
   const srift::ComputeModel none = lc.predict_absolute(w, fast, Precision::amp, 1000).model;
   for (double b : {1.0, 8.0, 64.0, 1000.0}) EXPECT_GE(none.compute_s(b) + none.optimizer_s, floor_fast * b * (1 - 1e-9));

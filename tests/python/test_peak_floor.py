@@ -90,11 +90,15 @@ def test_anchored_predictions_are_no_faster_than_the_peak(attention_profile, pre
                 assert model.compute_s(b) + model.optimizer_s >= 0.97 * _floor_s(engine, gpu, b), (gpu, source, b)
 
 
-def test_a_run_faster_than_its_own_floor_lowers_every_floor_alike(attention_profile) -> None:
+def test_a_run_faster_than_its_own_floor_drops_the_floor(attention_profile) -> None:
+    """A run that beats its GPU's peak for the counted FLOPs says the count is off by a factor
+    nobody knows (causal attention counted in full, a stand-in model), so no floor is set from
+    it: scaled by the run's excess, it capped every target's share of its peak at the anchor's,
+    which Gavel's Transformer refutes (1.4-3.0x past the count on a V100, 1.8-2.0x on a K80)."""
     cat = Catalog.default()
     engine = Engine(attention_profile, cat, EngineConfig(precision="amp"))
     measured = srift.Profile.from_dict(attention_profile.to_dict())
-    quick = 0.5 * _floor_s(engine, "A10G", 16)  # a FLOP count above what ran (causal attention counted in full)
+    quick = 0.5 * _floor_s(engine, "A10G", 16)
     measured.add_measurement("A10G", local_batch=16, iteration_s=quick, precision="amp")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the run beats the A10G's peak only by 2x: no warning is asserted here
@@ -102,4 +106,15 @@ def test_a_run_faster_than_its_own_floor_lowers_every_floor_alike(attention_prof
         # a GPU that beats the A10G on every spec stays no slower than the run
         l40s = anchored.compute_model("L40S")[0]
     assert l40s.compute_s(16) + l40s.optimizer_s <= quick * (1 + 1e-9)
-    assert l40s.compute_s(16) >= 0.97 * 0.5 * _floor_s(anchored, "L40S", 16)
+    # the Python twin says the same
+    from srift.learn.features import peak_floor_per_sample
+    from srift.learn.gpus import peaks_from_catalog
+    from srift.learn.workloads import workload_from_profile
+
+    info = workload_from_profile(measured)
+    l40s_peaks, a10g_peaks = peaks_from_catalog(cat, "L40S"), peaks_from_catalog(cat, "A10G")
+    run = [_core.Measurement(16, quick)]
+    assert peak_floor_per_sample(info, l40s_peaks, "amp", anchor=a10g_peaks, measurements=run) == 0.0
+    slow = [_core.Measurement(16, 3 * _floor_s(engine, "A10G", 16))]
+    assert peak_floor_per_sample(info, l40s_peaks, "amp", anchor=a10g_peaks, measurements=slow) == \
+        pytest.approx(_floor_s(engine, "L40S", 1.0), rel=1e-9)

@@ -219,8 +219,9 @@ class LearnedCompute {
   /// At PyTorch's FP32 on a target with TF32, a ratio reference without TF32 that the target
   /// dominates also bounds it from above, as predict_anchored predicts that reference
   /// (learned_compute.cpp note "across the fp32 paths"). No grid point is faster than the
-  /// target's FLOPs at its peak (peak_flop_seconds_per_sample), scaled down by as much as the
-  /// measurements beat the anchor's own (learned_compute.cpp note "peak floor").
+  /// target's FLOPs at its peak (peak_flop_seconds_per_sample), unless a measurement beats the
+  /// anchor's own: then the FLOP count is off and there is no floor (learned_compute.cpp note
+  /// "peak floor").
   /// Throws std::invalid_argument on no measurements or a bad batch, or naming
   /// measurements[i].precision for a run timed at another precision than `precision`
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
