@@ -1038,8 +1038,8 @@ def ratio_engine_path(w) -> None:
                        (engine, anchored_correction(corr, corr_a, corr_b, observed, weight, shrink))):
             out[i] = math.log(on_anchor * math.exp(f[0] + c) / b.batch / a.per_sample_s)
         guarded[i] = math.log(on_anchor * math.exp(ratio_at(b.batch, on_anchor)) / b.batch / a.per_sample_s)
-        # the core's note "peak floor": no faster than the target's FLOPs at its peak, scaled by
-        # as much as the anchor's run beats its own
+        # the core's note "peak floor": no faster than the target's FLOPs at its peak; none where
+        # the anchor's run beats its own
         floor = peak_floor_per_sample(wl, pb, a.precision, anchor=pa, measurements=measurement)
         floored[i] = max(guarded[i], math.log(floor / a.per_sample_s)) if floor > 0 else guarded[i]
     ok = ~np.isnan(engine)

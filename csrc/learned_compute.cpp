@@ -225,6 +225,26 @@ ComputeModel split_like(const ComputeModel& prior, double fixed, double per_samp
   return out;
 }
 
+// The line `m` held to the floor about batch `pivot` (note "peak floor", predict_anchored's
+// order at the measurement): turned about its value at `pivot` by the least slope that keeps it
+// on or above the floor at every batch of the grid above `pivot`, its fixed cost lowered as much
+// at `pivot` (at most to 0); then, where the floor is still not met (the line under it at
+// `pivot` itself), its slope raised as slope_held_to_floor does. `m` itself, bit for bit, where
+// it is on the floor's side at every batch of the grid.
+ComputeModel held_to_floor_about(const ComputeModel& m, const std::vector<double>& grid, double per_sample_floor,
+                                 double pivot) {
+  double fixed = m.fixed_s() + m.optimizer_s, per_sample = m.per_sample_s();
+  if (slope_held_to_floor(grid, fixed, per_sample, per_sample_floor) == per_sample) return m;
+  double lift = 0;
+  for (double b : grid) {
+    if (b > pivot) lift = std::max(lift, (per_sample_floor * b - (fixed + per_sample * b)) / (b - pivot));
+  }
+  lift = std::min(lift, fixed / pivot);  // no negative fixed cost
+  fixed -= lift * pivot;
+  per_sample += lift;
+  return split_like(m, fixed, slope_held_to_floor(grid, fixed, per_sample, per_sample_floor));
+}
+
 // The specs dominance compares: (matmul peak, convolutions' peak, FP32 peak, memory bandwidth).
 // PyTorch's FP32 runs convolutions on TF32 (compute.hpp note "fp32 is PyTorch's"); at TF32 and
 // AMP the convolutions' peak is the matmul peak.
@@ -950,6 +970,8 @@ std::vector<double> LearnedCompute::absolute_corrections_memo(const GpuSpec& tar
 // residual (NCF measured on an H100 at batch 32: an A100, slower on every spec, was predicted
 // 0.006% faster than the measurement there). The line is scaled by the least factor that puts it
 // back on its side at every measured batch: a no-op wherever the fit already keeps the order.
+// Scaled down, a line the note "peak floor" held up at the grid's far end is turned about the
+// measured batch instead where the scaling would put it under the floor (held_to_floor_about).
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision,
@@ -972,11 +994,14 @@ LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& 
   for (const Measurement& m : measurements) span = std::max(span, m.local_batch);
   const ComputeModel measured =
       measured_model_memo(w, anchor, w.roofline(anchor, precision), measurements, precision, span, memo);
-  double factor = 1.0;
+  double factor = 1.0, pivot = 0.0;  // pivot: the measured batch that sets the factor
   for (const Measurement& m : measurements) {
     const double b = m.local_batch;
     const double ratio = (measured.compute_s(b) + measured.optimizer_s) / (r.model.compute_s(b) + r.model.optimizer_s);
-    factor = no_slower ? std::min(factor, ratio) : std::max(factor, ratio);
+    if (no_slower ? ratio < factor : ratio > factor) {
+      factor = ratio;
+      pivot = b;
+    }
   }
   if (factor != 1.0) {
     ComputeModel& m = r.model;
@@ -984,6 +1009,16 @@ LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& 
                          &m.optimizer_s}) {
       *term *= factor;
     }
+  }
+  if (factor < 1.0) {
+    // Note "peak floor" through the order: scaled down, the line held to the floor at the
+    // grid's far end falls under it there (NCF at TF32 measured on an A100-40GB at batch 64
+    // at 1.3x its floor: an A100-80GB, whose peaks are the same, 0.64x its floor at batch
+    // 1024). The line is turned about its value at the measured batch that set the factor,
+    // its slope raised by the least that puts it back on the floor above that batch (so the
+    // order there is kept); only where that leaves no fixed cost does the floor win there.
+    const double floor = peak_floor_per_sample(w, target, precision, &anchor, &measurements);
+    r.model = held_to_floor_about(r.model, batch_grid(span), floor, pivot);
   }
   return r;
 }

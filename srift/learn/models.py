@@ -428,6 +428,9 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, 
     predictions pass peak_floor_per_sample; 0 leaves every result as it was)."""
     from srift import _core
 
+    if not (isinstance(floor_per_sample, (int, float)) and math.isfinite(floor_per_sample) and floor_per_sample >= 0):
+        raise ValueError(f"floor_per_sample: expected seconds per sample, finite and >= 0 (0: no floor), "
+                         f"got {floor_per_sample!r}")
     grid = batch_grid(max_batch)
     corr = np.asarray(log_corrections(grid), dtype=np.float64)
     if corr.shape != grid.shape or not np.all(np.isfinite(corr)):

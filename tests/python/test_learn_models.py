@@ -195,6 +195,20 @@ def test_absolute_on_grid_is_exact_for_a_batch_independent_correction() -> None:
         assert m.compute_s(b) + m.optimizer_s == pytest.approx(1.7 * (prior.compute_s(b) + prior.optimizer_s), rel=1e-9)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), -1e-6, float("inf"), "0.1", None])
+def test_absolute_on_grid_refuses_a_floor_that_is_no_seconds_per_sample(bad) -> None:
+    """Note "peak floor": a NaN or negative floor_per_sample was taken as "no floor" in silence."""
+    from srift import _core
+    from srift.learn.models import absolute_on_grid
+
+    prior = _core.ComputeModel()
+    prior.forward_per_sample_s, prior.backward_per_sample_s = 1e-3, 2e-3
+    with pytest.raises(ValueError, match=r"floor_per_sample: .*got"):
+        absolute_on_grid(prior, lambda grid: np.zeros(len(grid)), 64, floor_per_sample=bad)
+    held = absolute_on_grid(prior, lambda grid: np.zeros(len(grid)), 64, floor_per_sample=4e-3)
+    assert held.compute_s(64) + held.optimizer_s >= 4e-3 * 64 * (1 - 1e-12)
+
+
 def test_memory_max_batch_is_the_simulators_limit() -> None:
     pytest.importorskip("torch")
     import srift

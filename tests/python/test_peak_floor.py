@@ -86,8 +86,8 @@ def test_anchored_predictions_are_no_faster_than_the_peak(attention_profile, pre
             for b in (1, 4, 16, 64):
                 if b > most:
                     continue
-                # the line through the held grid may dip below it by the fit's residual, no more
-                assert model.compute_s(b) + model.optimizer_s >= 0.97 * _floor_s(engine, gpu, b), (gpu, source, b)
+                # the fitted line's slope is held too, and so is the order at the measurement
+                assert model.compute_s(b) + model.optimizer_s >= (1 - 1e-9) * _floor_s(engine, gpu, b), (gpu, source, b)
 
 
 def test_a_run_faster_than_its_own_floor_drops_the_floor(attention_profile) -> None:
