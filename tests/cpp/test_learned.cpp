@@ -15,6 +15,8 @@
 #include "srift/learned.hpp"
 #include "srift/learned_compute.hpp"
 
+#include "shipped_documents.hpp"
+
 namespace {
 
 const char* kLinear = R"({"schema":"srift.learned-model/1","name":"lin","features":["a","b"],
@@ -572,25 +574,13 @@ namespace {
 const char* const kShipped[] = {"compute_ratio",    "compute_absolute", "iteration_overhead",
                                 "link_tcp_efficiency", "link_tcp_latency", "link_pcie_efficiency"};
 
-std::string shipped(const std::string& name) {
-  std::ifstream in(std::string(SRIFT_MODELS_DIR) + "/" + name + ".json", std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read the shipped " + name + ".json");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string shipped(const std::string& name) { return srift_test::shipped_document(name); }
 
 // `doc` with `text` inserted after `anchor`, which must occur in it exactly once (the shipped
 // documents are compact JSON: an anchor ending in '{' opens the object to insert into); "": at
 // the top level.
 std::string inserted(const std::string& doc, const std::string& anchor, const std::string& text) {
-  if (anchor.empty()) return "{" + text + doc.substr(1);
-  const std::size_t at = doc.find(anchor);
-  if (at == std::string::npos || doc.find(anchor, at + 1) != std::string::npos) {
-    throw std::logic_error("'" + anchor + "' is not in the document exactly once");
-  }
-  std::string out = doc;
-  return out.insert(at + anchor.size(), text);
+  return srift_test::edited_once(doc, anchor, anchor.empty() ? text : anchor + text);
 }
 }  // namespace
 

@@ -12,6 +12,8 @@
 
 #include "srift/learned_compute.hpp"
 
+#include "shipped_documents.hpp"
+
 namespace {
 
 using srift::GpuSpec;
@@ -940,23 +942,11 @@ TEST(LearnedCompute, RunsAtAnotherPrecisionAreRefusedAndTheirOwnAnswerAsUnset) {
 }
 
 namespace {
-std::string shipped_doc(const std::string& name) {
-  std::ifstream in(std::string(SRIFT_MODELS_DIR) + "/" + name + ".json", std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read the shipped " + name + ".json");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string shipped_doc(const std::string& name) { return srift_test::shipped_document(name); }
 
 // `doc` with `from` (which must occur once) replaced by `to`; "" : `to` at the top level.
 std::string edited(const std::string& doc, const std::string& from, const std::string& to) {
-  if (from.empty()) return "{" + to + doc.substr(1);
-  const std::size_t at = doc.find(from);
-  if (at == std::string::npos || doc.find(from, at + 1) != std::string::npos) {
-    throw std::logic_error("'" + from + "' is not in the document exactly once");
-  }
-  std::string out = doc;
-  return out.replace(at, from.size(), to);
+  return srift_test::edited_once(doc, from, to);
 }
 }  // namespace
 
