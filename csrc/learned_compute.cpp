@@ -1056,11 +1056,31 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
                                      without_tf32(target), Precision::fp32, span, memo)
                    .model;
     }
+    // Note "fp32 via tf32, the anchor's side": a default-FP32 run on a TF32 anchor predicting a
+    // GPU without TF32 had no bounds; the roofline's restatement alone set how much faster the
+    // run would have been all-TF32, and the roofline's matmul peaks say far more than the models
+    // do (an LSTM language model whose decoder matmul is 91% of its FLOPs: 2.6x on an H100, the
+    // absolute model 1.4x), so a T4 anchored on an H100 came out 4.5x the H100's time where
+    // anchored on the T4 the H100 came out at 1/9.1 of the T4's and with no measurement 1/7.9.
+    // The mirror of the bounds a TF32 target gets: the run is no faster than all-TF32 and no
+    // slower than strict FP32, so the target is at least what the run read as the anchor's
+    // strict-FP32 time predicts (the anchor without its TF32 units) and at most what the run
+    // read as its all-TF32 time predicts (the upper bound wins where they cross). Anchored
+    // either way, the pair's ratio now agrees (9.1x both ways for that LSTM).
+    const bool mirror = !clamp && fp32_via_tf32(anchor, precision);
+    ComputeModel as_strict, as_tf32;
+    if (mirror) {
+      as_strict = predict_anchored_memo(w, without_tf32(anchor), measurements, target, Precision::fp32, span, memo).model;
+      as_tf32 = predict_anchored_memo(w, anchor, restated(measurements, measured_roof, measured_roof), target,
+                                      Precision::tf32, span, memo)
+                    .model;
+    }
     std::vector<double> t(grid.size());
     for (std::size_t i = 0; i < grid.size(); ++i) {
       const double all_tf32 = total(r.model, grid[i]);
       t[i] = all_tf32 * total(target_default, grid[i]) / total(target_tf32, grid[i]);
       if (clamp) t[i] = std::max(all_tf32, std::min(t[i], total(strict, grid[i])));
+      if (mirror) t[i] = std::min(std::max(t[i], total(as_strict, grid[i])), total(as_tf32, grid[i]));
     }
     if (clamp) {
       // Note "across the fp32 paths": a GPU without TF32 is predicted by the TF32 route alone,

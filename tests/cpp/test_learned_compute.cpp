@@ -1095,3 +1095,46 @@ TEST(LearnedCompute, ThePeakFloorHoldsThroughTheOrderAtTheMeasurement) {
 }
 
 }  // namespace
+
+TEST(LearnedCompute, ADefaultFp32RunOnATf32AnchorHoldsAGpuWithoutTf32BetweenItsReadings) {
+  // Note "fp32 via tf32, the anchor's side": a default-FP32 run on a TF32 anchor predicting a GPU
+  // without TF32 is restated to all-TF32 by the roofline, then held at least at the run read as
+  // the anchor's strict-FP32 time and at most at the run read as its all-TF32 time.
+  const srift::WorkloadStats w = two_layers();  // a matmul: the default runs it on FP32 cores
+  GpuSpec a = gpu("a", 10, 160, 900);
+  a.tf32_flops = 80e12;  // the roofline's restatement: the run 3.5x faster all-TF32
+  GpuSpec strict_a = a;
+  strict_a.tf32_flops = 0;
+  const GpuSpec b = gpu("b", 10, 65, 500);  // no TF32; `a` beats it on every spec
+  const std::vector<srift::Measurement> run = {{32, 0.1}};  // its FP32 peak needs 0.029 s
+  const srift::LearnedComputeConfig config{};
+  auto total = [](const srift::ComputeModel& m, double batch) { return m.compute_s(batch) + m.optimizer_s; };
+  const srift::ComputeModel roof_default = w.roofline(a, Precision::fp32), roof_tf32 = w.roofline(a, Precision::tf32);
+  ASSERT_GT(total(roof_default, 32) / total(roof_tf32, 32), 3.0);
+  std::vector<srift::Measurement> as_tf32 = run;
+  as_tf32[0].iteration_s *= total(roof_tf32, 32) / total(roof_default, 32);
+  // a ratio model that follows the matmul peak less than the roofline (log ratio + 0.4 x log
+  // peak ratio): the restated route puts b 2.3x under the strict reading, which binds (the
+  // all-TF32 reading is 1.5x over it)
+  {
+    const srift::LearnedCompute lc(constant_model(32, 0.0, 1, 0.4), constant_model(9, 0.0), config);
+    const double got = total(lc.predict_anchored(w, a, run, b, Precision::fp32).model, 32);
+    const double route = total(lc.predict_anchored(w, a, as_tf32, b, Precision::tf32).model, 32);
+    const double strict = total(lc.predict_anchored(w, strict_a, run, b, Precision::fp32).model, 32);
+    const double unrestated = total(lc.predict_anchored(w, a, run, b, Precision::tf32).model, 32);
+    EXPECT_LT(route, strict / 2);  // before the note, the prediction: b faster than a's own run
+    EXPECT_LT(route, 0.1);
+    EXPECT_NEAR(got / strict, 1.0, 1e-9);
+    EXPECT_GT(unrestated, 1.4 * strict);
+    EXPECT_GE(got, 0.1);  // b, beaten by a on every spec, is no faster than a's run
+  }
+  // one that follows it more: the route lies between the readings and is the prediction
+  {
+    const srift::LearnedCompute lc(constant_model(32, 0.0, 1, -0.9), constant_model(9, 0.0), config);
+    const srift::ComputeModel got = lc.predict_anchored(w, a, run, b, Precision::fp32).model;
+    const srift::ComputeModel route = lc.predict_anchored(w, a, as_tf32, b, Precision::tf32).model;
+    const double strict = total(lc.predict_anchored(w, strict_a, run, b, Precision::fp32).model, 32);
+    ASSERT_GT(total(route, 32), strict);
+    for (double batch : {1.0, 32.0, 1024.0}) EXPECT_NEAR(total(got, batch) / total(route, batch), 1.0, 1e-9) << batch;
+  }
+}
