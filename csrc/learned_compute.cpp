@@ -1252,6 +1252,30 @@ double log_misfit(const ComputeModel& m, const std::vector<Measurement>& measure
 //   flat or falling   Sia (3,124) 18.6 / 90, 9.5 / 30, 9.5 / 30   Gavel (9) 51.7 / 121, 21.5 / 69, 21.5 / 69
 //   negative intercept Sia (317)  11.1 / 35, 27.4 / 50, 11.1 / 35  Gavel (15) 62.4 / 97, 45.0 / 108, 62.4 / 97
 // (the intercept clamped at 0 instead: Sia 15.0 / 52, Gavel 66.8 / 94; not shipped).
+namespace {
+// Note "measured floor": the measured GPU's own curve held to its peak floor (note "peak
+// floor") on the grid it is used on (batch_grid of `max_batch` or the largest measured batch),
+// turned about the measurements' mean batch, where every curve measured_model builds passes
+// through their mean time (see the note at measured_model). `m` itself, bit for bit, where it
+// is not under the floor, and with no floor where a measurement beats its own.
+ComputeModel measured_held_to_floor(const ComputeModel& m, const WorkloadStats& w, const GpuSpec& gpu,
+                                    const std::vector<Measurement>& measurements, Precision precision,
+                                    double max_batch) {
+  const double floor = peak_floor_per_sample(w, gpu, precision, &gpu, &measurements);
+  // A line with a fixed cost >= 0 dips under floor x b only where its slope is under the floor:
+  // no grid is built for the curves the floor does not touch.
+  if (!(m.per_sample_s() < floor)) return m;
+  double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
+  double mean_batch = 0;  // summed as the least-squares fit sums it (compute.cpp line_of)
+  const double n = static_cast<double>(measurements.size());
+  for (const Measurement& p : measurements) {
+    span = std::max(span, p.local_batch);
+    mean_batch += p.local_batch / n;
+  }
+  return held_to_floor_about(m, batch_grid(span), floor, mean_batch);
+}
+}  // namespace
+
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {
@@ -1274,14 +1298,18 @@ ComputeModel LearnedCompute::measured_model_memo(const WorkloadStats& w, const G
     return anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
                                   measurements);
   };
-  if (one_batch) return on_learned_curve();
+  // Note "measured floor": each curve below is held to the GPU's peak floor about the mean batch.
+  const auto held = [&](const ComputeModel& m) {
+    return measured_held_to_floor(m, w, gpu, measurements, precision, max_batch);
+  };
+  if (one_batch) return held(on_learned_curve());
   const ComputeModel on_roofline = anchor_to_measurements(roofline, measurements);
   const MeasuredLine line = measured_line(measurements);
-  if (line.slope > 0 && line.intercept >= 0) return on_roofline;  // their own line (the prior only splits it)
+  if (line.slope > 0 && line.intercept >= 0) return held(on_roofline);  // their own line (the prior only splits it)
   // Note "several batches, no line": the fit fell back to a curve scaled through the mean; of
   // the two, keep the one nearer the measurements (see the note above).
   const ComputeModel on_learned = on_learned_curve();
-  return log_misfit(on_learned, measurements) < log_misfit(on_roofline, measurements) ? on_learned : on_roofline;
+  return held(log_misfit(on_learned, measurements) < log_misfit(on_roofline, measurements) ? on_learned : on_roofline);
 }
 
 }  // namespace srift
