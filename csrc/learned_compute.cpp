@@ -1234,9 +1234,10 @@ double log_misfit(const ComputeModel& m, const std::vector<Measurement>& measure
 ComputeModel measured_held_to_floor(const ComputeModel& m, const WorkloadStats& w, const GpuSpec& gpu,
                                     const std::vector<Measurement>& measurements, Precision precision,
                                     double max_batch) {
-  const double floor = peak_floor_per_sample(w, gpu, precision, &gpu, &measurements);
   // A line with a fixed cost >= 0 dips under floor x b only where its slope is under the floor:
-  // no grid is built for the curves the floor does not touch.
+  // the curves the floor does not touch cost one pass over the layers, and no grid.
+  if (!(m.per_sample_s() < peak_floor_per_sample(w, gpu, precision))) return m;
+  const double floor = peak_floor_per_sample(w, gpu, precision, &gpu, &measurements);  // 0: a run beats it
   if (!(m.per_sample_s() < floor)) return m;
   double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
   double mean_batch = 0;  // summed as the least-squares fit sums it (compute.cpp line_of)
