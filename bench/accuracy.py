@@ -17,7 +17,12 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               transfers to another lab's software stack
   compute_measured_other_batch  a GPU measured at one batch, predicted at another: the
                               measurement scales the roofline's batch curve or the no-measurement
-                              model's (srift::LearnedCompute note "measured batch shape")
+                              model's (srift::LearnedCompute note "measured batch shape");
+                              the model's held to the GPU's peak floor (note "measured floor"),
+                              beside it without (peak_floor_moved: the predictions it moved);
+                              compute_measured_two_batches the same from two batches
+  measured_floor_sweep/*      the measured GPU's own curve under its peak floor before and after
+                              note "measured floor", over the zoo x catalog GPUs x precisions
   compute_several_anchors_*   the same held-out predictions by target row: one measured GPU type
                               at a time against the geometric mean of all the group's others
                               (srift::LearnedCompute note "several anchors")
@@ -400,6 +405,7 @@ def compute(w, kinds: list[str]) -> None:
     blend_leave_one_source_out(w)
     measured_other_batch(w)
     measured_two_batches(w)
+    measured_floor_sweep(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
     selection_nested(w)
@@ -725,14 +731,15 @@ def _measured_other_batch_rows(w, held_out: str) -> dict[str, list]:
     """Per source, one row per pair (a measured, b predicted): log truth, log predictions from
     the roofline's, the model's and the halfway curve (as the core built it before 29d84b7: the
     geometric mean of the roofline's and the model's fitted line, fitted again), the per-sample
-    constant, and |log batch ratio|. `held_out`: "chip" or "model", what the absolute model is
-    fitted without."""
+    constant, |log batch ratio|, the model's without the peak floor (srift::LearnedCompute note
+    "measured floor", which the model's column holds), and 1 where the floor moved it.
+    `held_out`: "chip" or "model", what the absolute model is fitted without."""
     from srift import _core
     from srift.learn.datasets import device_peaks
     from srift.learn.dominance import guarded_correction, reference_gpus
     from srift.learn.features import roofline
     from srift.learn.measured_band import batch_pairs
-    from srift.learn.models import absolute_on_grid
+    from srift.learn.models import absolute_on_grid, measured_held_to_floor
     from srift.learn.workloads import model_family
 
     Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
@@ -760,11 +767,14 @@ def _measured_other_batch_rows(w, held_out: str) -> dict[str, list]:
         halfway = absolute_on_grid(prior, lambda grid: [0.5 * math.log(total(learned, x) / total(prior, x))  # noqa: B023
                                                         for x in grid], span)
         row = [math.log(b.per_sample_s)]
-        for m in (_core.anchor_to_measurements(prior, point), _core.anchor_to_measurements(learned, point),
-                  _core.anchor_to_measurements(halfway, point)):
+        unheld = _core.anchor_to_measurements(learned, point)
+        held = measured_held_to_floor(unheld, wl, g, a.precision, point, span)  # as measured_model holds it
+        for m in (_core.anchor_to_measurements(prior, point), held, _core.anchor_to_measurements(halfway, point)):
             row.append(math.log(total(m, b.batch) / b.batch))
         row.append(math.log(a.per_sample_s))
         row.append(abs(math.log(b.batch / a.batch)))
+        row.append(math.log(total(unheld, b.batch) / b.batch))
+        row.append(float(held is not unheld))
         out.setdefault(source, []).append(row)
     return out
 
@@ -777,6 +787,8 @@ def _print_measured_other_batch(split: str, out: dict[str, list]) -> None:
                           "roofline_batch_shape": stats(ape(v[:, 1], v[:, 0])),
                           "learned_batch_shape": stats(ape(v[:, 2], v[:, 0])),
                           "halfway_batch_shape": stats(ape(v[:, 3], v[:, 0])),
+                          "learned_without_peak_floor": stats(ape(v[:, 6], v[:, 0])),
+                          "peak_floor_moved": int(v[:, 7].sum()),
                           "batch_ratio_p90": round(float(np.exp(np.percentile(v[:, 5], 90))), 1)}))
 
 
@@ -826,12 +838,14 @@ def measured_two_batches(w) -> None:
     "several batches, no line"). Their least-squares line where it has a positive slope and an
     intercept >= 0; else a curve scaled through their mean: the roofline's (srift before), the
     no-measurement model's (held out by chip), or the one of the two nearer the two points
-    (shipped); beside the line with its intercept clamped at 0 (refitted through the origin)."""
+    (shipped; held to the GPU's peak floor, note "measured floor", as measured_model holds every
+    one of its curves, beside it without the floor); beside the line with its intercept clamped
+    at 0 (refitted through the origin)."""
     from srift import _core
     from srift.learn.datasets import device_peaks
     from srift.learn.dominance import guarded_correction, reference_gpus
     from srift.learn.features import roofline
-    from srift.learn.models import absolute_on_grid
+    from srift.learn.models import absolute_on_grid, measured_held_to_floor
 
     Xa, ya, _, _, meta_a = shipped_absolute_dataset(w)
     chip_a = np.array([r.chip for _, r in meta_a])
@@ -868,7 +882,8 @@ def measured_two_batches(w) -> None:
                     return sum(math.log((m.compute_s(p.local_batch) + m.optimizer_s) / p.iteration_s) ** 2  # noqa: B023
                                for p in points)
 
-                shipped = learned_fallback if misfit(learned_fallback) < misfit(roofline_fallback) else roofline_fallback
+                unheld = learned_fallback if misfit(learned_fallback) < misfit(roofline_fallback) else roofline_fallback
+                shipped = measured_held_to_floor(unheld, wl, g, a.precision, points, 4 * rows[-1].batch)
                 negative = line.slope > 0 and line.intercept < 0
                 kind = "negative_intercept" if negative else ("flat_or_falling" if line.slope <= 0 else "line")
                 through_origin = sum(p.local_batch * p.iteration_s for p in points) / sum(p.local_batch ** 2 for p in points)
@@ -877,9 +892,10 @@ def measured_two_batches(w) -> None:
                         continue
                     truth = b.per_sample_s * b.batch
                     at_b = [math.log(m.compute_s(b.batch) + m.optimizer_s)
-                            for m in (roofline_fallback, learned_fallback, shipped)]
+                            for m in (roofline_fallback, learned_fallback, shipped, unheld)]
                     clamped = math.log(through_origin * b.batch) if negative else at_b[2]
-                    out.setdefault((key[0], kind), []).append([math.log(truth), *at_b, clamped])
+                    out.setdefault((key[0], kind), []).append([math.log(truth), *at_b[:3], clamped, at_b[3],
+                                                               float(shipped is not unheld)])
     for source in sorted({s for s, _ in out}):
         for kind in ("line", "negative_intercept", "flat_or_falling", "all"):
             v = np.array([r for (s, k), rows in out.items() if s == source and kind in (k, "all") for r in rows])
@@ -888,6 +904,8 @@ def measured_two_batches(w) -> None:
                                   "roofline_curve": stats(ape(v[:, 1], v[:, 0])),
                                   "learned_curve": stats(ape(v[:, 2], v[:, 0])),
                                   "nearer_curve_shipped": stats(ape(v[:, 3], v[:, 0])),
+                                  "nearer_curve_without_peak_floor": stats(ape(v[:, 5], v[:, 0])),
+                                  "peak_floor_moved": int(v[:, 6].sum()),
                                   "intercept_clamped_at_0": stats(ape(v[:, 4], v[:, 0]))}))
 
 
@@ -958,6 +976,68 @@ def peak_floor_margin(w) -> None:
                                                   "p10": round(float(np.percentile(q, 10)), 3),
                                                   "median": round(float(np.median(q)), 3)},
                           "nearest": min(pairs)[1], "below_the_floor": int((q < 1).sum())}))
+
+
+def measured_floor_sweep(w) -> None:
+    """How often the measured GPU's own curve (srift::LearnedCompute::measured_model) fell under
+    its peak floor before note "measured floor" held it, and after: every zoo workload x
+    catalog GPU x precision, one run at batch 1, 8, 64 or 512 timed at 1.25x, 2x or 4x its floor
+    (the data's nearest margins, bench peak_floor_margin) or at 0.25-2x the no-measurement
+    prediction (a faster or slower stack than srift's); predictions on batch_grid(1024).
+    "before" is the core's curve without the floor (the learned curve scaled through the run),
+    "after" the core's; runs under their own floor have none and are counted apart."""
+    from srift import _core
+    from srift.catalog import Catalog
+    from srift.learn import default_models
+    from srift.learn.features import (PRECISIONS, core_precision, core_workload_stats, gpu_spec, peak_floor_per_sample,
+                                      roofline)
+    from srift.learn.gpus import peaks_from_catalog
+    from srift.learn.models import batch_grid, split_like
+
+    cat, lc = Catalog.default(), default_models().learned_compute
+    grid = batch_grid(1024.0)
+
+    def total(m, b):
+        return m.compute_s(b) + m.optimizer_s
+
+    out: dict[str, dict] = {}
+    for key in sorted(w):
+        wl = w[key]
+        stats_w = core_workload_stats(wl)
+        for gpu_key in cat.gpu_keys():
+            g = peaks_from_catalog(cat, gpu_key)
+            spec = gpu_spec(g)
+            for prec in PRECISIONS:
+                p, floor, roof = core_precision(prec), peak_floor_per_sample(wl, g, prec), roofline(wl, g, prec)
+                learned = lc.predict_absolute(stats_w, spec, p, 1024.0).model
+                curve = split_like(roof, learned.forward_fixed_s + learned.backward_fixed_s + learned.optimizer_s,
+                                   learned.per_sample_s())
+                for batch in (1.0, 8.0, 64.0, 512.0):
+                    runs = [("floor", k * floor * batch) for k in (1.25, 2.0, 4.0)]
+                    runs += [("no_measurement", k * total(learned, batch)) for k in (0.25, 0.5, 1.0, 2.0)]
+                    for family, seconds in runs:
+                        c = out.setdefault(family, {"runs": 0, "runs_under_own_floor": 0, "curves_under_before": 0,
+                                                    "curves_under_after": 0, "predictions": 0,
+                                                    "predictions_under_before": 0, "predictions_under_after": 0,
+                                                    "least_over_floor_before": math.inf,
+                                                    "least_over_floor_after": math.inf})
+                        run = [_core.Measurement(batch, seconds)]
+                        c["runs"] += 1
+                        if seconds < floor * batch:
+                            c["runs_under_own_floor"] += 1
+                            continue
+                        before = _core.anchor_to_measurements(curve, run)
+                        after = lc.measured_model(stats_w, spec, roof, run, p, 1024.0)
+                        for name, m in (("before", before), ("after", after)):
+                            over = np.array([total(m, b) / (floor * b) for b in grid])
+                            under = int((over < 1 - 1e-9).sum())
+                            c[f"predictions_under_{name}"] += under
+                            c[f"curves_under_{name}"] += int(under > 0)
+                            c[f"least_over_floor_{name}"] = min(c[f"least_over_floor_{name}"], float(over.min()))
+                        c["predictions"] += len(grid)
+    for family, c in out.items():
+        c = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()}
+        print(json.dumps({"split": f"measured_floor_sweep/run_at_{family}", **c}))
 
 
 def ratio_engine_path(w) -> None:

@@ -444,11 +444,18 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, 
     if floor_per_sample > 0:
         lift = max(floor_per_sample - (fixed + per_sample * b) / b for b in grid)
         per_sample = per_sample + lift if lift > 0 else per_sample
-    # The line split as the prior splits its terms (the core's split_like): the optimizer step
-    # the prior's, at most half the fixed time; forward and backward in the prior's proportions.
-    # (Anchoring to two points on the line did the same, except where rounding left a line
-    # through the origin with a hair of negative intercept: its one-batch fallback then rescaled
-    # the prior's whole shape, 2000x too slow at batch 1 for NCF on an H200.)
+    # (Anchoring to two points on the line did as split_like does, except where rounding left a
+    # line through the origin with a hair of negative intercept: its one-batch fallback then
+    # rescaled the prior's whole shape, 2000x too slow at batch 1 for NCF on an H200.)
+    return split_like(prior, fixed, per_sample)
+
+
+def split_like(prior: Any, fixed: float, per_sample: float) -> Any:
+    """The line fixed + per_sample x b (seconds; seconds per sample) as a _core.ComputeModel
+    split as `prior` splits its terms (the core's split_like): the optimizer step the prior's,
+    at most half the fixed time; forward and backward in the prior's proportions."""
+    from srift import _core
+
     prior_fixed = prior.forward_fixed_s + prior.backward_fixed_s
     share_fixed = prior.forward_fixed_s / prior_fixed if prior_fixed > 0 else 0.5
     share_slope = prior.forward_per_sample_s / (prior.forward_per_sample_s + prior.backward_per_sample_s)
@@ -458,6 +465,50 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, 
     out.forward_fixed_s, out.backward_fixed_s = rest * share_fixed, rest * (1 - share_fixed)
     out.forward_per_sample_s, out.backward_per_sample_s = per_sample * share_slope, per_sample * (1 - share_slope)
     return out
+
+
+def _slope_held_to_floor(grid: np.ndarray, fixed: float, per_sample: float, floor_per_sample: float) -> float:
+    lift = max(0.0, *(floor_per_sample - (fixed + per_sample * b) / b for b in grid))
+    return per_sample + lift if lift > 0 else per_sample
+
+
+def held_to_floor_about(model: Any, grid: np.ndarray, floor_per_sample: float, pivot: float) -> Any:
+    """The core's held_to_floor_about (note "peak floor"): `model` (a _core.ComputeModel) turned
+    about its time at batch `pivot` by the least slope that keeps it on or above
+    floor_per_sample (seconds per sample) x b at every batch b of `grid` above the pivot, its
+    fixed cost lowered as much at the pivot (at most to 0), then its slope raised where it is
+    still under the floor; `model` itself where it is nowhere under it."""
+    fixed = model.forward_fixed_s + model.backward_fixed_s + model.optimizer_s
+    per_sample = model.per_sample_s()
+    if _slope_held_to_floor(grid, fixed, per_sample, floor_per_sample) == per_sample:
+        return model
+    lift = 0.0
+    for b in grid:
+        if b > pivot:
+            lift = max(lift, (floor_per_sample * b - (fixed + per_sample * b)) / (b - pivot))
+    lift = min(lift, fixed / pivot)  # no negative fixed cost
+    fixed -= lift * pivot
+    per_sample += lift
+    return split_like(model, fixed, _slope_held_to_floor(grid, fixed, per_sample, floor_per_sample))
+
+
+def measured_held_to_floor(model: Any, w: Any, peaks: Any, precision: str, measurements: list[Any],
+                           max_batch: float | None) -> Any:
+    """The core's note "measured floor" (srift::LearnedCompute::measured_model): the measured
+    GPU's curve `model` held to its peak floor on batch_grid of max_batch or the largest
+    measured batch, turned about the measurements' mean batch; no floor where one of
+    `measurements` (_core.Measurement) beats its own (w: WorkloadInfo, peaks: GpuPeaks)."""
+    from srift.learn.features import peak_floor_per_sample
+
+    floor = peak_floor_per_sample(w, peaks, precision, anchor=peaks, measurements=measurements)
+    if not model.per_sample_s() < floor:
+        return model
+    span = float(max_batch) if max_batch and math.isfinite(max_batch) and max_batch > 0 else 0.0
+    mean_batch = 0.0
+    for m in measurements:  # summed as the core sums it
+        span = max(span, m.local_batch)
+        mean_batch += m.local_batch / len(measurements)
+    return held_to_floor_about(model, batch_grid(span), floor, mean_batch)
 
 
 def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:

@@ -1138,3 +1138,117 @@ TEST(LearnedCompute, ADefaultFp32RunOnATf32AnchorHoldsAGpuWithoutTf32BetweenItsR
     for (double batch : {1.0, 32.0, 1024.0}) EXPECT_NEAR(total(got, batch) / total(route, batch), 1.0, 1e-9) << batch;
   }
 }
+
+namespace {
+
+double total_of(const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; }
+
+TEST(LearnedCompute, TheMeasuredCurveIsNoFasterThanThePeakOnItsGrid) {
+  // Note "measured floor": one run at batch 4 at 1.05x the GPU's peak floor (two_layers' 9
+  // GFLOP at the FP16 peak: 72 us a sample) scales the learned curve, whose fixed cost is a
+  // large share of it at batch 4, down by the run's ratio, and its slope with it: 0.77x the
+  // floor at batch 1024. Held, the line is turned about the run, to the floor at the grid's end.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 15.7, 125, 900);
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 8, 2.0), srift::LearnedComputeConfig{});
+  const srift::ComputeModel roof = w.roofline(g, Precision::amp);
+  const double floor = srift::peak_flop_seconds_per_sample(w.layers(), g, Precision::amp);
+  ASSERT_NEAR(floor, 9e9 / 125e12, 1e-18);
+  const double t0 = 1.05 * floor * 4;
+  const std::vector<srift::Measurement> run = {{4, t0}};
+  // the premise: the learned curve scaled through the run, as before the floor, is under it
+  const srift::ComputeModel learned = lc.predict_absolute(w, g, Precision::amp, 1024).model;
+  const double scale = t0 / total_of(learned, 4);
+  ASSERT_LT(scale * total_of(learned, 1024), 0.9 * floor * 1024);
+  const srift::ComputeModel m = lc.measured_model(w, g, roof, run, Precision::amp, 1024);
+  // the pivot by hand: the line through (4, t0) and (1024, floor x 1024)
+  const double slope = (floor * 1024 - t0) / (1024 - 4), fixed = t0 - slope * 4;
+  EXPECT_NEAR(m.per_sample_s(), slope, 1e-12 * slope);
+  EXPECT_NEAR(m.fixed_s() + m.optimizer_s, fixed, 1e-12 * t0);
+  EXPECT_GT(fixed, 0);
+  EXPECT_NEAR(total_of(m, 4), t0, 1e-12 * t0);
+  for (double b : srift::batch_grid(1024)) EXPECT_GE(total_of(m, b), floor * b * (1 - 1e-12)) << b;
+  // its forward share as the roofline's, as the unheld curve's
+  EXPECT_NEAR(m.forward_per_sample_s / m.per_sample_s(), roof.forward_per_sample_s / roof.per_sample_s(), 1e-12);
+  // the grid reaches the measured batch (max_batch 0, unknown, ends it at 1024)
+  const std::vector<srift::Measurement> big = {{4096, 1.05 * floor * 4096}};
+  const srift::ComputeModel mb = lc.measured_model(w, g, roof, big, Precision::amp, 0);
+  EXPECT_NEAR(total_of(mb, 4096), 1.05 * floor * 4096, 1e-12 * floor * 4096);
+  for (double b : srift::batch_grid(4096)) EXPECT_GE(total_of(mb, b), floor * b * (1 - 1e-12)) << b;
+
+  // a run that beats its own floor (the FLOP count is off): no floor, the scaled curve as before
+  const std::vector<srift::Measurement> quick = {{32, 0.5 * floor * 32}};
+  const srift::ComputeModel q = lc.measured_model(w, g, roof, quick, Precision::amp, 1024);
+  EXPECT_NEAR(total_of(q, 1024), 0.5 * floor * 32 / total_of(learned, 32) * total_of(learned, 1024),
+              1e-12 * total_of(q, 1024));
+  EXPECT_LT(total_of(q, 1024), floor * 1024);
+  // a run the floor does not reach is scaled as before (bit for bit: see
+  // MeasuredModelTakesTheLearnedCurveFromOneBatch)
+  const std::vector<srift::Measurement> slow = {{32, 100 * floor * 32}};
+  const srift::ComputeModel s = lc.measured_model(w, g, roof, slow, Precision::amp, 1024);
+  EXPECT_NEAR(total_of(s, 1024), 100 * floor * 32 / total_of(learned, 32) * total_of(learned, 1024),
+              1e-12 * total_of(s, 1024));
+}
+
+TEST(LearnedCompute, SeveralMeasuredBatchesTurnTheirLineAboutTheirMean) {
+  // Note "measured floor": two runs whose own line is shallower than the peak floor (each run
+  // above it, at 3x and 1.2x) extrapolate under it past batch 64; the line is turned about the
+  // runs' mean (batch 40, their mean time), where the least-squares line passes.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 15.7, 125, 900);
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0), srift::LearnedComputeConfig{});
+  const srift::ComputeModel roof = w.roofline(g, Precision::amp);
+  const double f = srift::peak_flop_seconds_per_sample(w.layers(), g, Precision::amp);
+  const std::vector<srift::Measurement> runs = {{16, 48 * f}, {64, 76.8 * f}};
+  const srift::MeasuredLine line = srift::measured_line(runs);
+  ASSERT_NEAR(line.slope, 0.6 * f, 1e-12 * f);  // its own line: 38.4 f + 0.6 f b
+  ASSERT_NEAR(line.intercept, 38.4 * f, 1e-12 * f);
+  const srift::ComputeModel m = lc.measured_model(w, g, roof, runs, Precision::amp, 1024);
+  // by hand: through (40, 62.4 f) and (1024, 1024 f)
+  const double slope = (1024 - 62.4) / (1024 - 40) * f, fixed = 62.4 * f - 40 * slope;
+  EXPECT_NEAR(m.per_sample_s(), slope, 1e-12 * f);
+  EXPECT_NEAR(m.fixed_s() + m.optimizer_s, fixed, 1e-12 * 62.4 * f);
+  EXPECT_NEAR(total_of(m, 40), 62.4 * f, 1e-12 * 62.4 * f);
+  for (double b : srift::batch_grid(1024)) EXPECT_GE(total_of(m, b), f * b * (1 - 1e-12)) << b;
+  // its residuals at the runs still sum to 0, as a least-squares line's do
+  EXPECT_NEAR(total_of(m, 16) - 48 * f + total_of(m, 64) - 76.8 * f, 0.0, 1e-12 * f);
+  // steep enough runs keep their own line, bit for bit
+  const std::vector<srift::Measurement> steep = {{16, 48 * f}, {64, 96 * f}};
+  const srift::ComputeModel k = lc.measured_model(w, g, roof, steep, Precision::amp, 1024);
+  const srift::ComputeModel fit = srift::anchor_to_measurements(roof, steep);
+  EXPECT_EQ(k.forward_fixed_s, fit.forward_fixed_s);
+  EXPECT_EQ(k.forward_per_sample_s, fit.forward_per_sample_s);
+  EXPECT_EQ(k.backward_per_sample_s, fit.backward_per_sample_s);
+  EXPECT_EQ(k.optimizer_s, fit.optimizer_s);
+  // one run under its floor: none
+  const std::vector<srift::Measurement> off = {{16, 48 * f}, {64, 0.9 * 64 * f}};
+  const srift::ComputeModel o = lc.measured_model(w, g, roof, off, Precision::amp, 1024);
+  const srift::ComputeModel o_fit = srift::anchor_to_measurements(roof, off);
+  EXPECT_EQ(total_of(o, 1024), total_of(o_fit, 1024));
+  EXPECT_LT(total_of(o, 1024), f * 1024);
+}
+
+TEST(LearnedCompute, MeasuredCurvesStayOnTheFloorAcrossRunsAndGrids) {
+  // Invariants of note "measured floor" over runs at 1x-3x the floor and grids: through the run
+  // at its batch, never under the floor on the grid, a fixed cost >= 0.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 15.7, 125, 900);
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 8, 2.0), srift::LearnedComputeConfig{});
+  const double f = srift::peak_flop_seconds_per_sample(w.layers(), g, Precision::amp);
+  const srift::ComputeModel roof = w.roofline(g, Precision::amp);
+  for (double batch : {1.0, 7.0, 32.0, 300.0, 1024.0}) {
+    for (double k : {1.0, 1.01, 1.3, 2.0, 3.0}) {
+      for (double max_batch : {0.0, 64.0, 1024.0, 100000.0}) {
+        const std::vector<srift::Measurement> run = {{batch, k * f * batch}};
+        const srift::ComputeModel m = lc.measured_model(w, g, roof, run, Precision::amp, max_batch);
+        EXPECT_NEAR(total_of(m, batch), k * f * batch, 1e-12 * k * f * batch) << batch << " " << k << " " << max_batch;
+        EXPECT_GE(m.fixed_s() + m.optimizer_s, 0.0);
+        for (double b : srift::batch_grid(std::max(max_batch, batch))) {
+          EXPECT_GE(total_of(m, b), f * b * (1 - 1e-12)) << batch << " " << k << " " << max_batch << " " << b;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace

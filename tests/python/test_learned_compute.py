@@ -609,3 +609,69 @@ def test_compute_documents_with_other_features_are_refused_by_the_core(name: str
     with pytest.raises(ValueError, match=message):
         _core.LearnedCompute(*(_core.LearnedModel.from_json(texts[k]) for k in ("ratio", "absolute")),
                              _core.LearnedComputeConfig())
+
+
+def test_the_measured_gpus_own_curve_is_no_faster_than_its_peak() -> None:
+    """Note "measured floor": NCF run on a T4 at batch 8 at 3x its peak floor (PyTorch's FP32)
+    scaled the learned curve, flat at ~32 ms, through the run and took its slope down with it:
+    0.024x the floor at batch 1024. Held, it is on the floor there, through the run, and equal to
+    the Python twin (srift.learn.models.measured_held_to_floor) that the bench backtests."""
+    from srift.learn.models import batch_grid, measured_held_to_floor, split_like
+
+    cat = Catalog.default()
+    wl, t4 = load_workloads()["ncf"], peaks_from_catalog(cat, "T4")
+    lc, stats = default_models().learned_compute, core_workload_stats(wl)
+    for prec in ("fp32", "amp"):
+        floor = peak_floor_per_sample(wl, t4, prec)
+        roof = roofline(wl, t4, prec)
+        learned = lc.predict_absolute(stats, gpu_spec(t4), core_precision(prec), 1024.0).model
+        for batch, k in ((8.0, 3.0), (1.0, 1.0), (32.0, 1.3), (64.0, 400.0), (8.0, 0.5)):
+            run = [_core.Measurement(batch, k * floor * batch)]
+            m = lc.measured_model(stats, gpu_spec(t4), roof, run, core_precision(prec), 1024.0)
+            scaled = _core.anchor_to_measurements(
+                split_like(roof, learned.forward_fixed_s + learned.backward_fixed_s + learned.optimizer_s,
+                           learned.per_sample_s()), run)
+            total = lambda c, b: c.compute_s(b) + c.optimizer_s  # noqa: E731
+            assert total(m, batch) == pytest.approx(k * floor * batch, rel=1e-12)
+            if k < 1:  # a run faster than its floor: no floor, the scaled curve as it was
+                assert _model_terms(m) == _model_terms(scaled)
+                continue
+            for b in batch_grid(1024.0):
+                assert total(m, b) >= floor * b * (1 - 1e-12), (prec, batch, k, b)
+            twin = measured_held_to_floor(scaled, wl, t4, prec, run, 1024.0)
+            np.testing.assert_allclose(_model_terms(m), _model_terms(twin), rtol=1e-12, atol=1e-18)
+            if total(scaled, 1024.0) < floor * 1024:  # bound: on the floor at the grid's end
+                assert total(m, 1024.0) == pytest.approx(floor * 1024, rel=1e-9)
+            else:
+                assert _model_terms(m) == _model_terms(scaled)
+    # the brief's case, as it read before the floor
+    floor = peak_floor_per_sample(wl, t4, "fp32")
+    run = [_core.Measurement(8.0, 3.0 * floor * 8.0)]
+    roof = roofline(wl, t4, "fp32")
+    learned = lc.predict_absolute(stats, gpu_spec(t4), core_precision("fp32"), 1024.0).model
+    scaled = _core.anchor_to_measurements(
+        split_like(roof, learned.forward_fixed_s + learned.backward_fixed_s + learned.optimizer_s,
+                   learned.per_sample_s()), run)
+    assert (scaled.compute_s(1024.0) + scaled.optimizer_s) / (floor * 1024) == pytest.approx(0.0237, abs=5e-4)
+
+
+def test_several_measured_batches_hold_the_floor_as_the_python_twin(catalog_gpus) -> None:
+    """Note "measured floor" with two runs whose own line is shallower than the floor: turned
+    about their mean batch, through their mean time, as the twin turns it."""
+    from srift.learn.models import batch_grid, measured_held_to_floor
+
+    wl = load_workloads()["resnet50"]
+    lc, stats = default_models().learned_compute, core_workload_stats(wl)
+    for g in catalog_gpus[:6]:
+        floor = peak_floor_per_sample(wl, g, "amp")
+        runs = [_core.Measurement(16.0, 3.0 * floor * 16), _core.Measurement(64.0, 1.2 * floor * 64)]
+        roof = roofline(wl, g, "amp")
+        m = lc.measured_model(stats, gpu_spec(g), roof, runs, core_precision("amp"), 512.0)
+        line = _core.anchor_to_measurements(roof, runs)
+        twin = measured_held_to_floor(line, wl, g, "amp", runs, 512.0)
+        np.testing.assert_allclose(_model_terms(m), _model_terms(twin), rtol=1e-12, atol=1e-18)
+        assert m.compute_s(40.0) + m.optimizer_s == pytest.approx((3.0 * 16 + 1.2 * 64) / 2 * floor, rel=1e-12)
+        for b in batch_grid(512.0):
+            assert m.compute_s(b) + m.optimizer_s >= floor * b * (1 - 1e-12)
+        end = batch_grid(512.0)[-1]  # the grid spans at least GRID_MIN_SPAN
+        assert m.compute_s(end) + m.optimizer_s == pytest.approx(end * floor, rel=1e-9)

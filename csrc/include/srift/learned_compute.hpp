@@ -255,7 +255,12 @@ class LearnedCompute {
   /// predict_absolute's scaled through their mean, whichever is nearer them (note "several
   /// batches, no line"). One batch says nothing of how the time grows with the batch, so it scales
   /// predict_absolute's line (on the batch grid of `max_batch`) through the measurement, its
-  /// terms split as `roofline` (this GPU's roofline estimate, seconds).
+  /// terms split as `roofline` (this GPU's roofline estimate, seconds). No batch of the grid of
+  /// `max_batch` (samples; <= 0 when unknown; the grid reaches the measured batches too) is
+  /// faster than the workload's FLOPs at this GPU's peak (peak_flop_seconds_per_sample, seconds
+  /// per sample): a curve under it is turned about the measurements' mean batch, through their
+  /// mean time, to the floor at the grid's end; no floor where a measurement beats its own
+  /// (learned_compute.cpp note "measured floor").
   /// Throws std::invalid_argument on no measurements or a bad batch or time, or naming
   /// measurements[i].precision for a run timed at another precision than `precision`
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
