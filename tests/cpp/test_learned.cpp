@@ -233,11 +233,8 @@ TEST(LearnedModel, UnicodeEscapesDecodeAsPythonsJsonDoes) {
 }
 
 namespace {
-std::string replaced(std::string doc, const std::string& from, const std::string& to) {
-  const std::size_t at = doc.find(from);
-  if (at == std::string::npos) throw std::logic_error("no '" + from + "' in the document");
-  return doc.replace(at, from.size(), to);
-}
+// `doc` with `from`, which must occur in it exactly once, replaced by `to` (shipped_documents.hpp).
+using srift_test::edited_once;
 
 std::string what_of(const std::string& doc) {
   try {
@@ -253,24 +250,24 @@ TEST(LearnedModel, OutOfRangeDecimalsWithoutAnExponentReadAsPythonReadsThem) {
   // 400 zeros then a 1: Python reads 0.0; this reader took every out-of-range number without
   // an exponent for an overflow (infinity, then "must be finite").
   const std::string tiny = "0." + std::string(400, '0') + "1";
-  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":" + tiny))
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":" + tiny))
                        .predict({3.0, 6.0}),
                    2.0);
-  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":-" + tiny))
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":-" + tiny))
                        .predict({3.0, 6.0}),
                    2.0);
   // and past the largest double, however written, is still refused naming the field
   const std::string huge = "1" + std::string(400, '0');
-  EXPECT_NE(what_of(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":" + huge)).find("intercept"), std::string::npos);
-  EXPECT_NE(what_of(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.001e312")).find("intercept"), std::string::npos);
-  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":1000e-330"))
+  EXPECT_NE(what_of(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":" + huge)).find("intercept"), std::string::npos);
+  EXPECT_NE(what_of(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":0.001e312")).find("intercept"), std::string::npos);
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":1000e-330"))
                        .predict({3.0, 6.0}),
                    2.0);
 }
 
 TEST(LearnedModel, RepeatedKeysAreRefused) {
   // Python's json keeps the last value, this reader the first: one file, two models.
-  const std::string doc = replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercept\":100");
+  const std::string doc = edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercept\":100");
   EXPECT_NE(what_of(doc).find("duplicate key 'intercept'"), std::string::npos) << what_of(doc);
 }
 
@@ -279,25 +276,25 @@ TEST(LearnedModel, AnObjectOfManyKeysReadsInLinearTime) {
   // record took 15 s, 200,000 a minute. Hashed, well under a second; a repeat is still found.
   std::string training = "{";
   for (int i = 0; i < 200000; ++i) training += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
-  const std::string many = replaced(kLinear, "\"residuals\"", "\"training\":" + training + "},\"residuals\"");
+  const std::string many = edited_once(kLinear, "\"residuals\"", "\"training\":" + training + "},\"residuals\"");
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(srift::LearnedModel::from_json(many).name(), "lin");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 5.0);
-  const std::string repeated = replaced(many, "\"k199999\":0", "\"k199999\":0,\"k7\":1");
+  const std::string repeated = edited_once(many, "\"k199999\":0", "\"k199999\":0,\"k7\":1");
   EXPECT_NE(what_of(repeated).find("duplicate key 'k7'"), std::string::npos) << what_of(repeated).substr(0, 200);
 }
 
 TEST(LearnedModel, MissingLeftIsZeroOrOne) {
   // stored as uint8: 256 read as 0 (NaN right), -7 as 249
   for (const char* bad : {"[256,0,0]", "[-7,0,0]", "[2,0,0]"}) {
-    const std::string what = what_of(replaced(kTrees, "\"missing_left\":[1,0,0]", std::string("\"missing_left\":") + bad));
+    const std::string what = what_of(edited_once(kTrees, "\"missing_left\":[1,0,0]", std::string("\"missing_left\":") + bad));
     EXPECT_NE(what.find("missing_left[0] must be 0 or 1"), std::string::npos) << bad << ": " << what;
   }
 }
 
 TEST(LearnedModel, ResidualQuantilesMustBeInOrder) {
-  const std::string what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":0.4,\"p90\":-0.4"));
+  const std::string what = what_of(edited_once(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":0.4,\"p90\":-0.4"));
   EXPECT_NE(what.find("$.residuals"), std::string::npos) << what;
   EXPECT_NE(what.find("p10 0.4 and p90 -0.4"), std::string::npos) << what;
   srift::LearnedComputeConfig config;
@@ -359,7 +356,7 @@ TEST(LearnedModel, TreesRefuseInputsTheirEstimatorRefuses) {
   // NaN: routed unless allow_nan is false (GradientBoostingRegressor)
   EXPECT_DOUBLE_EQ(f32.predict({0.0, std::nan("")}), 0.25 + 0.1 * (1 + 10));
   const auto no_nan = srift::LearnedModel::from_json(
-      replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nan\":false"));
+      edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nan\":false"));
   EXPECT_DOUBLE_EQ(no_nan.predict({0.0, 0.0}), 0.25 + 0.1 * (1 + 20));
   try {
     no_nan.predict({std::nan(""), 0.0});
@@ -370,14 +367,14 @@ TEST(LearnedModel, TreesRefuseInputsTheirEstimatorRefuses) {
   }
   // float64 inputs (HistGradientBoosting) take any double, infinities included
   const auto f64 = srift::LearnedModel::from_json(
-      replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
+      edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
   EXPECT_DOUBLE_EQ(f64.predict({1e300, -HUGE_VAL}), 0.25 + 0.1 * (2 + 10));
 }
 
 TEST(LearnedModel, TheLargestDoubleThresholdIsPlusInfinity) {
   // scikit-learn's "NaN or not" split sits at +inf (every number left, an infinite one
   // included); JSON holds the largest double in its place.
-  const std::string doc = replaced(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
+  const std::string doc = edited_once(edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
                                    "\"threshold\":[-1,0,0]", "\"threshold\":[1.7976931348623157e308,0,0]");
   const auto m = srift::LearnedModel::from_json(doc);
   EXPECT_DOUBLE_EQ(m.predict({0.0, HUGE_VAL}), 0.25 + 0.1 * (1 + 10));
@@ -387,19 +384,19 @@ TEST(LearnedModel, TheLargestDoubleThresholdIsPlusInfinity) {
 
 TEST(LearnedModel, ResidualsNameAndFeaturesAreReadAsTheSchemaHasThem) {
   // residuals with p10 alone gave p90 0, a list was skipped; an empty name was accepted
-  std::string what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":-0.5"));
+  std::string what = what_of(edited_once(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":-0.5"));
   EXPECT_NE(what.find("$.residuals.p90 is missing"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p90\":0.5"));
+  what = what_of(edited_once(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p90\":0.5"));
   EXPECT_NE(what.find("$.residuals.p10 is missing"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "[1,2]"));
+  what = what_of(edited_once(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "[1,2]"));
   EXPECT_NE(what.find("$.residuals must be an object"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "null"));
+  what = what_of(edited_once(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "null"));
   EXPECT_NE(what.find("$.residuals must be an object"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "\"p10\":-0.1", "\"p10\":\"x\""));
+  what = what_of(edited_once(kLinear, "\"p10\":-0.1", "\"p10\":\"x\""));
   EXPECT_NE(what.find("$.residuals.p10 must be a number"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"\""));
+  what = what_of(edited_once(kLinear, "\"name\":\"lin\"", "\"name\":\"\""));
   EXPECT_NE(what.find("$.name must not be empty"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "\"features\":[\"a\",\"b\"]", "\"features\":[\"a\",\"\"]"));
+  what = what_of(edited_once(kLinear, "\"features\":[\"a\",\"b\"]", "\"features\":[\"a\",\"\"]"));
   EXPECT_NE(what.find("$.features[1] must not be empty"), std::string::npos) << what;
   // a document without residuals still reads, with 0 for both
   const auto none = srift::LearnedModel::from_json(kMlp);
@@ -414,7 +411,7 @@ TEST(LearnedModel, AMeanModelRefusesAScalerOfItsOwn) {
     "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
   const std::string what = what_of(doc);
   EXPECT_NE(what.find("$.input_scaler must be null for a mean model"), std::string::npos) << what;
-  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(doc, "{\"mean\":[100],\"scale\":[2]}", "null"))
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(edited_once(doc, "{\"mean\":[100],\"scale\":[2]}", "null"))
                        .predict({10.0}),
                    10.0);
 }
@@ -430,7 +427,7 @@ TEST(LearnedModel, APredictionThatIsNotFiniteIsAnErrorNamingTheModel) {
     EXPECT_NE(what.find("feature a is nan"), std::string::npos) << what;
   }
   const auto overflow =
-      srift::LearnedModel::from_json(replaced(kLinear, "\"coef\":[3,-1]", "\"coef\":[1e308,1e308]"));
+      srift::LearnedModel::from_json(edited_once(kLinear, "\"coef\":[3,-1]", "\"coef\":[1e308,1e308]"));
   EXPECT_THROW(overflow.predict({1e10, 1e10}), std::invalid_argument);
   // trees route a NaN by missing_left, as scikit-learn does: a finite answer
   EXPECT_TRUE(std::isfinite(srift::LearnedModel::from_json(kTrees).predict({std::nan(""), std::nan("")})));
@@ -446,25 +443,25 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
   const std::string mean = R"({"schema":"srift.learned-model/1","name":"avg","features":["a"],
     "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
   const std::vector<Case> cases = {
-      {replaced(kLinear, "\"residuals\"", "\"residual\""),
+      {edited_once(kLinear, "\"residuals\"", "\"residual\""),
        "$.residual is not a known field of a document named 'lin' (did you mean 'residuals'?); known here: "
        "description, features, input_scaler, model, name, residuals, schema, target, training"},
-      {replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercpt\":1"),
+      {edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercpt\":1"),
        "$.model.intercpt is not a known field (did you mean 'intercept'?); known here: coef, intercept, type"},
-      {replaced(kLinear, "\"scale\":[2,4]", "\"scale\":[2,4],\"std\":[2,4]"),
+      {edited_once(kLinear, "\"scale\":[2,4]", "\"scale\":[2,4],\"std\":[2,4]"),
        "$.input_scaler.std is not a known field; known here: mean, scale"},
-      {replaced(kLinear, "\"p90\":0.2", "\"p90\":0.2,\"p95\":0.3"),
+      {edited_once(kLinear, "\"p90\":0.2", "\"p90\":0.2,\"p95\":0.3"),
        "$.residuals.p95 is not a known field (did you mean 'p90'?)"},
-      {replaced(kTrees, "\"missing_left\":[1,0,0]", "\"missing_right\":[1,0,0]"),
+      {edited_once(kTrees, "\"missing_left\":[1,0,0]", "\"missing_right\":[1,0,0]"),
        "$.model.trees[1].missing_right is not a known field; known here: feature, left, missing_left, right, "
        "threshold, value"},
-      {replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nans\":false"),
+      {edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nans\":false"),
        "$.model.allow_nans is not a known field (did you mean 'allow_nan'?)"},
-      {replaced(kMlp, "\"activation\":\"relu\"", "\"activaton\":\"relu\",\"activation\":\"relu\""),
+      {edited_once(kMlp, "\"activation\":\"relu\"", "\"activaton\":\"relu\",\"activation\":\"relu\""),
        "$.model.layers[0].activaton is not a known field (did you mean 'activation'?)"},
-      {replaced(mean, "{\"model\":{\"type\":\"linear\"", "{\"scaler\":null,\"model\":{\"type\":\"linear\""),
+      {edited_once(mean, "{\"model\":{\"type\":\"linear\"", "{\"scaler\":null,\"model\":{\"type\":\"linear\""),
        "$.model.members[0].scaler is not a known field; known here: input_scaler, model"},
-      {replaced(mean, "\"intercept\":0}", "\"intercept\":0,\"bias\":0}"),
+      {edited_once(mean, "\"intercept\":0}", "\"intercept\":0,\"bias\":0}"),
        "$.model.members[0].model.bias is not a known field"},
   };
   for (const Case& c : cases) {
@@ -480,7 +477,7 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
           "convolved":{"p10":0,"p90":0},"lab_shifts":{"lab":{"log_shift":0,"factor":1,"rows":2,"cells":["c"]}}},
          "description":"d","target":"t","training":{"anything":{"goes":1},"feature_range":{"min":[0,0],"max":[1,1]},
          "domain":{"factor":2,"beyond":{"any":1}}})";
-  EXPECT_EQ(what_of(replaced(kLinear, residuals, common)), "");
+  EXPECT_EQ(what_of(edited_once(kLinear, residuals, common)), "");
   const std::vector<std::pair<std::string, std::string>> kinds = {
       {"compute_ratio", R"(,"roofline_residuals":{},"absolute_blend":{},"data_edge":{})"},
       {"compute_absolute", R"(,"roofline_residuals":{},"dominance_guard":{},"measured_band":{},"data_edge":{})"},
@@ -489,27 +486,27 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
       {"link_tcp_latency", ""},
       {"link_pcie_efficiency", ""}};
   for (const auto& [kind, fields] : kinds) {
-    const std::string named = replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"" + kind + "\"");
-    EXPECT_EQ(what_of(replaced(named, residuals, common + fields)), "") << kind;
+    const std::string named = edited_once(kLinear, "\"name\":\"lin\"", "\"name\":\"" + kind + "\"");
+    EXPECT_EQ(what_of(edited_once(named, residuals, common + fields)), "") << kind;
   }
   // a kind's field in another kind's document, or in a model of its own, is refused, naming the
   // kinds that hold it
   const std::vector<Case> elsewhere = {
-      {replaced(kLinear, residuals, residuals + ",\"scaling_band\":{}"),
+      {edited_once(kLinear, residuals, residuals + ",\"scaling_band\":{}"),
        "$.scaling_band is not a known field of a document named 'lin' (a field of iteration_overhead documents); "
        "known here: description, features, input_scaler, model, name, residuals, schema, target, training"},
-      {replaced(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"compute_ratio\""), residuals,
+      {edited_once(edited_once(kLinear, "\"name\":\"lin\"", "\"name\":\"compute_ratio\""), residuals,
                 residuals + ",\"measured_band\":{}"),
        "$.measured_band is not a known field of a document named 'compute_ratio' (a field of compute_absolute "
        "documents); known here: absolute_blend, data_edge, description, features, input_scaler, model, name, "
        "residuals, roofline_residuals, schema, target, training"},
-      {replaced(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"link_tcp_latency\""), residuals,
+      {edited_once(edited_once(kLinear, "\"name\":\"lin\"", "\"name\":\"link_tcp_latency\""), residuals,
                 residuals + ",\"data_edge\":{}"),
        "$.data_edge is not a known field of a document named 'link_tcp_latency' (a field of compute_ratio and "
        "compute_absolute documents)"},
       // no name to tell the kind by: the name is missing, whichever kind's fields it holds
-      {replaced(kLinear, "\"name\":\"lin\",", "\"scaling_band\":{},"), "$.name is missing"},
-      {replaced(kLinear, "\"name\":\"lin\"", "\"nmae\":\"lin\""),
+      {edited_once(kLinear, "\"name\":\"lin\",", "\"scaling_band\":{},"), "$.name is missing"},
+      {edited_once(kLinear, "\"name\":\"lin\"", "\"nmae\":\"lin\""),
        "$.nmae is not a known field (did you mean 'name'?); known here: absolute_blend, data_edge, description, "},
   };
   for (const Case& c : elsewhere) {
@@ -522,7 +519,7 @@ TEST(LearnedModel, AScalerRefusesAnInfiniteInputAsScikitLearnsStandardScalerDoes
   // Note "scaler inputs": Pipeline(StandardScaler, HistGradientBoostingRegressor).predict raises
   // on an infinity (the scaler's check of X), where the trees alone take it; a NaN passes the
   // scaler (a missing value) and is routed by the trees.
-  const std::string scaled_hgb = replaced(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
+  const std::string scaled_hgb = edited_once(edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
                                           "\"model\"", "\"input_scaler\":{\"mean\":[0,1],\"scale\":[1,2]},\"model\"");
   const auto m = srift::LearnedModel::from_json(scaled_hgb);
   for (double bad : {HUGE_VAL, -HUGE_VAL}) {
@@ -540,7 +537,7 @@ TEST(LearnedModel, AScalerRefusesAnInfiniteInputAsScikitLearnsStandardScalerDoes
   EXPECT_DOUBLE_EQ(m.predict({0.0, std::nan("")}), 0.25 + 0.1 * (1 + 10));  // missing_left 1
   EXPECT_DOUBLE_EQ(m.predict({1e308, -1e308}), 0.25 + 0.1 * (2 + 10));     // finite inputs: taken
   // the same trees without a scaler take an infinity (HistGradientBoosting's own predict does)
-  const auto bare = srift::LearnedModel::from_json(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
+  const auto bare = srift::LearnedModel::from_json(edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
   EXPECT_DOUBLE_EQ(bare.predict({0.0, HUGE_VAL}), 0.25 + 0.1 * (1 + 20));
   // a linear model behind a scaler, and a mean model's scaled member: the scaler's refusal
   std::string what = "";
