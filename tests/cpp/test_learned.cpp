@@ -478,10 +478,19 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
          "description":"d","target":"t","training":{"anything":{"goes":1},"feature_range":{"min":[0,0],"max":[1,1]},
          "domain":{"factor":2,"beyond":{"any":1}}})";
   EXPECT_EQ(what_of(edited_once(kLinear, residuals, common)), "");
+  // (each with the fields the schema requires of it: its values are checked too)
+  const std::string roofline = R"(,"roofline_residuals":{"p10":-0.1,"p90":0.1})";
+  const std::string edge = R"(,"data_edge":{"launch_year":2024,"p10":-0.1,"p50":0,"p90":0.1})";
   const std::vector<std::pair<std::string, std::string>> kinds = {
-      {"compute_ratio", R"(,"roofline_residuals":{},"absolute_blend":{},"data_edge":{})"},
-      {"compute_absolute", R"(,"roofline_residuals":{},"dominance_guard":{},"measured_band":{},"data_edge":{})"},
-      {"iteration_overhead", R"(,"instance_anchor":{},"scaling_band":{})"},
+      {"compute_ratio", roofline + edge +
+                            R"(,"absolute_blend":{"weight":0.5,"absolute_model":"compute_absolute",
+                                                  "residuals":{"p10":-0.1,"p90":0.1}})"},
+      {"compute_absolute",
+       roofline + edge +
+           R"(,"dominance_guard":{"references":["G"],"reference_specs":{"G":{"fp32_flops":1e13,"tf32_flops":0,
+                 "fp16_flops":0,"memory_bandwidth":1e12,"memory_bytes":1e10}}},
+               "measured_band":{"noise":{"p10":0.9,"p90":1.1},"per_e_fold":{"p10":0.95,"p90":1.05}})"},
+      {"iteration_overhead", R"(,"instance_anchor":{"p10":-0.1,"p90":0.1},"scaling_band":{})"},
       {"link_tcp_efficiency", ""},
       {"link_tcp_latency", ""},
       {"link_pcie_efficiency", ""}};
@@ -660,4 +669,169 @@ TEST(ShippedDocuments, AnUnknownKeyAtAnyClosedLevelIsRefusedNamingItsPath) {
     EXPECT_EQ(what_of(inserted(shipped(name), "\"training\":{", "\"zz_unknown\":{\"any\":1},")), "") << name;
   }
   EXPECT_EQ(what_of(inserted(shipped("compute_absolute"), "\"lab_shifts\":{", "\"new_lab\":{\"log_shift\":0},")), "");
+}
+
+namespace {
+// `doc` with the JSON value after `key` (which must occur in it exactly once, e.g.
+// "\"data_edge\":") replaced by `to`: an object or array up to its closing bracket, a string,
+// or a number or literal up to the next ',', '}' or ']'.
+std::string value_replaced(const std::string& doc, const std::string& key, const std::string& to) {
+  const std::string marked = edited_once(doc, key, key + "\x01");  // throws unless exactly once
+  const std::size_t start = marked.find('\x01');
+  std::size_t end = start + 1;
+  if (marked[end] == '{' || marked[end] == '[') {
+    int depth = 0;
+    bool in_string = false;
+    for (; end < marked.size(); ++end) {
+      const char c = marked[end];
+      if (in_string) {
+        if (c == '\\') ++end;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        ++end;
+        break;
+      }
+    }
+  } else if (marked[end] == '"') {
+    end = marked.find('"', end + 1) + 1;
+  } else {
+    end = marked.find_first_of(",}]", end);
+  }
+  return marked.substr(0, start) + to + marked.substr(end);
+}
+
+// The core's error on the two compute documents (srift::learned_compute_config), "" if it takes them.
+std::string config_what(const std::string& ratio, const std::string& absolute) {
+  try {
+    srift::learned_compute_config(ratio, absolute);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(ShippedDocuments, ANullIsRefusedWhereTheSchemaHasNoNull) {
+  // The reader took a JSON null for an absent field: a null dominance_guard, data_edge,
+  // absolute_blend, measured_band or roofline_residuals was no guard, edge, blend or band, and a
+  // tree's null missing_left sent every NaN right; the schema allows null for input_scaler alone.
+  struct Case {
+    const char* doc;
+    const char* key;
+    const char* path;  // under the document: "$" from from_json, the role from the config
+  };
+  const Case cases[] = {
+      {"compute_absolute", "\"dominance_guard\":", ".dominance_guard"},
+      {"compute_absolute", "\"measured_band\":", ".measured_band"},
+      {"compute_absolute", "\"noise\":", ".measured_band.noise"},
+      {"compute_absolute", "\"data_edge\":", ".data_edge"},
+      {"compute_absolute", "\"roofline_residuals\":", ".roofline_residuals"},
+      {"compute_ratio", "\"absolute_blend\":", ".absolute_blend"},
+      {"compute_ratio", "\"dominance_guard\":", ".absolute_blend.dominance_guard"},
+      {"compute_ratio", "\"data_edge\":", ".data_edge"},
+      {"compute_ratio", "\"roofline_residuals\":", ".roofline_residuals"},
+      {"compute_ratio", "\"absolute_model\":", ".absolute_blend.absolute_model"},
+      {"iteration_overhead", "\"instance_anchor\":", ".instance_anchor"},
+      {"iteration_overhead", "\"multi_instance\":", ".scaling_band.multi_instance"},
+      {"link_pcie_efficiency", "\"domain\":", ".training.domain"},
+  };
+  for (const Case& c : cases) {
+    const std::string doc = value_replaced(shipped(c.doc), c.key, "null");
+    const std::string what = what_of(doc);
+    EXPECT_NE(what.find(std::string("learned model: $") + c.path + " must be "), std::string::npos) << c.key << what;
+    EXPECT_NE(what.find("got null"), std::string::npos) << c.key << what;
+    if (std::string(c.doc).rfind("compute_", 0) == 0) {
+      const bool ratio = std::string(c.doc) == "compute_ratio";
+      const std::string in_config = config_what(ratio ? doc : shipped("compute_ratio"),
+                                                ratio ? shipped("compute_absolute") : doc);
+      EXPECT_NE(in_config.find(std::string(c.doc) + c.path + " must be "), std::string::npos) << c.key << in_config;
+    }
+  }
+  const std::string what = what_of(edited_once(kTrees, "\"missing_left\":[1,0,0]", "\"missing_left\":null"));
+  EXPECT_NE(what.find("$.model.trees[1].missing_left must be an array of numbers, got null"), std::string::npos)
+      << what;
+  // an input_scaler may be null (and a mean model's must be), a document's or a member's
+  EXPECT_EQ(what_of(edited_once(kLinear, "{\"mean\":[1,2],\"scale\":[2,4]}", "null")), "");
+  EXPECT_EQ(what_of(shipped("compute_absolute")), "");
+}
+
+TEST(ShippedDocuments, AReferenceListedTwiceIsRefusedNamingIt) {
+  // One GPU read as two references (its specs twice): refused, by the loader's schema
+  // (uniqueItems) and here alike.
+  for (const char* name : {"compute_absolute", "compute_ratio"}) {
+    const std::string doc = edited_once(shipped(name), "\"references\":[\"A10\",", "\"references\":[\"A10\",\"A10\",");
+    const std::string where = std::string(name) == "compute_absolute" ? "" : ".absolute_blend";
+    const std::string said = where + ".dominance_guard.references[1] is 'A10', already references[0]: each "
+                                     "reference GPU is listed once";
+    EXPECT_NE(what_of(doc).find("learned model: $" + said), std::string::npos) << what_of(doc);
+    const bool ratio = std::string(name) == "compute_ratio";
+    const std::string in_config =
+        config_what(ratio ? doc : shipped("compute_ratio"), ratio ? shipped("compute_absolute") : doc);
+    EXPECT_NE(in_config.find(name + said), std::string::npos) << in_config;
+  }
+}
+
+TEST(ShippedDocuments, TheValuesOfPartsTheCoreDoesNotReadAreCheckedAsTheSchemaHasThem) {
+  // The core checked the keys of every part but the values only of what it reads: a negative
+  // count, a string for a number, a year out of range, an inverted instance_anchor, a NaN in a
+  // record passed here and failed the schema (and the Python loader).
+  struct Case {
+    const char* doc;
+    const char* key;
+    const char* to;
+    const char* what;
+  };
+  const Case cases[] = {
+      {"compute_absolute", "\"lab_shifts\":", R"({"new":{"log_shift":0,"rows":-1}})",
+       "$.residuals.lab_shifts.new.rows must be an integer >= 0, got -1"},
+      {"compute_absolute", "\"lab_shifts\":", R"({"new":{"factor":1}})", "$.residuals.lab_shifts.new.log_shift is missing"},
+      {"compute_absolute", "\"lab_shifts\":", R"({"new":{"log_shift":0,"cells":[1]}})",
+       "$.residuals.lab_shifts.new.cells[0] must be a string, got 1"},
+      {"compute_absolute", "\"within_lab\":", R"({"p10":0.2,"p90":0.1})",
+       "$.residuals.within_lab must have p10 <= p90, got p10 0.2 and p90 0.1"},
+      {"compute_absolute", "\"within_lab\":", R"({"p10":0,"p90":0.1,"n":2.5})",
+       "$.residuals.within_lab.n must be an integer, got 2.5"},
+      {"compute_absolute", "\"noise\":", R"({"p10":0.9,"p90":1.1,"n":-3})",
+       "$.measured_band.noise.n must be an integer >= 0, got -3"},
+      {"compute_absolute", "\"A10\":", R"({"fp32_flops":0,"tf32_flops":0,"fp16_flops":0,"memory_bandwidth":1,"memory_bytes":1})",
+       "$.dominance_guard.reference_specs.A10.fp32_flops must be > 0, got 0"},
+      {"compute_ratio", "\"launch_year\":", "1980", "$.data_edge.launch_year must be an integer in 1990-2100, got 1980"},
+      {"compute_ratio", "\"years\":", R"({"2021":{"p10":0}})", "$.data_edge.years.2021.p90 is missing"},
+      {"compute_ratio", "\"absolute_model\":", "\"compute_ratio\"",
+       "$.absolute_blend.absolute_model must be 'compute_absolute', got 'compute_ratio'"},
+      {"compute_ratio", "\"candidates\":", "[1]", "$.absolute_blend.dominance_guard.candidates[0] must be an object, got 1"},
+      {"iteration_overhead", "\"instance_anchor\":", R"({"p10":0.2,"p90":0.1})",
+       "$.instance_anchor must have p10 <= p90, got p10 0.2 and p90 0.1"},
+      {"iteration_overhead", "\"multi_instance\":", R"({"1":{"p10":"x","p90":0}})",
+       "$.scaling_band.multi_instance.1.p10 must be a number, got 'x'"},
+      {"link_pcie_efficiency", "\"domain\":", R"({"factor":"2"})", "$.training.domain.factor must be a number, got '2'"},
+      {"link_tcp_efficiency", "\"training\":", R"({"x":[1,NaN]})", "$.training.x[1] must be finite, got nan"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = what_of(value_replaced(shipped(c.doc), c.key, c.to));
+    EXPECT_NE(what.find(std::string("learned model: ") + c.what), std::string::npos) << c.doc << " " << c.to << ": "
+                                                                                        << what;
+  }
+  // a guard's scores are a record (an object); a null is no object
+  for (const char* scores : {"[]", "null"}) {
+    const std::string what =
+        what_of(inserted(shipped("compute_absolute"), "\"dominance_guard\":{", std::string("\"scores\":") + scores + ","));
+    EXPECT_NE(what.find(std::string("$.dominance_guard.scores must be an object, got ") +
+                        (scores[0] == '[' ? "an empty array" : "null")),
+              std::string::npos)
+        << what;
+  }
+  // and the top level's description and target are strings
+  EXPECT_NE(what_of(edited_once(kLinear, "", "\"description\":3,")).find("$.description must be a string, got 3"),
+            std::string::npos);
+  EXPECT_NE(what_of(edited_once(kLinear, "", "\"target\":null,")).find("$.target must be a string, got null"),
+            std::string::npos);
+  // the blend's weight, refused by the compute configuration before, now by the reader as well
+  EXPECT_NE(what_of(value_replaced(shipped("compute_ratio"), "\"absolute_model\":", "\"compute_absolute\",\"weight\":1.5"))
+                .find("duplicate key 'weight'"),
+            std::string::npos);
 }
