@@ -369,26 +369,55 @@ class Parser {
   throw std::invalid_argument("learned model: " + path + " " + rule);
 }
 
+// A number as an error shows it, whatever the process locale (10 significant digits).
+inline std::string shown_number(double x) {
+  std::ostringstream s;
+  s.imbue(std::locale::classic());
+  s.precision(10);
+  s << x;
+  return s.str();
+}
+
+// What a value is, for an error: null, true or false, the number, a string (quoted, cut at 40
+// characters), an array or an object. A JSON null is a value like any other: where the schema
+// does not allow it, it is refused as the wrong type, never taken as the field's absence.
+inline std::string shown(const Json& v) {
+  switch (v.t) {
+    case Json::T::null: return "null";
+    case Json::T::boolean: return v.b ? "true" : "false";
+    case Json::T::number: return shown_number(v.num);
+    case Json::T::string: return "'" + (v.str.size() > 40 ? v.str.substr(0, 37) + "..." : v.str) + "'";
+    case Json::T::array: return v.arr.empty() ? "an empty array" : "an array";
+    case Json::T::object: return v.obj.empty() ? "an empty object" : "an object";
+  }
+  return "";
+}
+
 inline const Json& field(const Json& obj, const std::string& path, const std::string& key) {
-  if (obj.t != Json::T::object) bad(path, "must be an object");
+  if (obj.t != Json::T::object) bad(path, "must be an object, got " + shown(obj));
   const Json* v = obj.find(key);
   if (v == nullptr) bad(path + "." + key, "is missing");
   return *v;
 }
 
 inline double number(const Json& v, const std::string& path) {
-  if (v.t != Json::T::number) bad(path, "must be a number");
-  if (!std::isfinite(v.num)) bad(path, "must be finite");
+  if (v.t != Json::T::number) bad(path, "must be a number, got " + shown(v));
+  if (!std::isfinite(v.num)) bad(path, "must be finite, got " + shown(v));
   return v.num;
 }
 
 inline std::string string(const Json& v, const std::string& path) {
-  if (v.t != Json::T::string) bad(path, "must be a string");
+  if (v.t != Json::T::string) bad(path, "must be a string, got " + shown(v));
   return v.str;
 }
 
+inline bool boolean(const Json& v, const std::string& path) {
+  if (v.t != Json::T::boolean) bad(path, "must be true or false, got " + shown(v));
+  return v.b;
+}
+
 inline std::vector<double> numbers(const Json& v, const std::string& path) {
-  if (v.t != Json::T::array) bad(path, "must be an array of numbers");
+  if (v.t != Json::T::array) bad(path, "must be an array of numbers, got " + shown(v));
   std::vector<double> out;
   out.reserve(v.arr.size());
   for (std::size_t i = 0; i < v.arr.size(); ++i) {

@@ -41,7 +41,8 @@ FlatTree parse_tree(const Json& t, const std::string& path, int num_features) {
   require_size(tree.left.size(), n, path + ".left");
   require_size(tree.right.size(), n, path + ".right");
   require_size(tree.value.size(), n, path + ".value");
-  if (const Json* m = t.find("missing_left"); m != nullptr && m->t != Json::T::null) {
+  // absent: NaN goes right; a null is no array (the schema refuses it), not the field's absence
+  if (const Json* m = t.find("missing_left"); m != nullptr) {
     std::vector<int> raw = integers(*m, path + ".missing_left");
     require_size(raw.size(), n, path + ".missing_left");
     for (std::size_t i = 0; i < raw.size(); ++i) {  // stored as uint8: 256 read as 0
@@ -112,19 +113,11 @@ struct LearnedModelReader {
       m.type_ = LearnedModel::Type::tree_ensemble;
       m.base_ = number(field(model, mp, "base"), mp + ".base");
       m.scale_ = number(field(model, mp, "scale"), mp + ".scale");
-      const Json& f32 = field(model, mp, "float32_inputs");
-      if (f32.t != Json::T::boolean) bad(mp + ".float32_inputs", "must be true or false");
-      m.float32_inputs_ = f32.b;
-      if (const Json* a = model.find("average"); a != nullptr) {
-        if (a->t != Json::T::boolean) bad(mp + ".average", "must be true or false");
-        m.average_ = a->b;
-      }
-      if (const Json* a = model.find("allow_nan"); a != nullptr) {
-        if (a->t != Json::T::boolean) bad(mp + ".allow_nan", "must be true or false");
-        m.allow_nan_ = a->b;
-      }
+      m.float32_inputs_ = boolean(field(model, mp, "float32_inputs"), mp + ".float32_inputs");
+      if (const Json* a = model.find("average"); a != nullptr) m.average_ = boolean(*a, mp + ".average");
+      if (const Json* a = model.find("allow_nan"); a != nullptr) m.allow_nan_ = boolean(*a, mp + ".allow_nan");
       const Json& trees = field(model, mp, "trees");
-      if (trees.t != Json::T::array || trees.arr.empty()) bad(mp + ".trees", "must be a non-empty array");
+      if (trees.t != Json::T::array || trees.arr.empty()) bad(mp + ".trees", "must be a non-empty array, got " + shown(trees));
       for (std::size_t i = 0; i < trees.arr.size(); ++i) {
         m.trees_.push_back(parse_tree(trees.arr[i], mp + ".trees[" + std::to_string(i) + "]", nf));
       }
@@ -132,7 +125,7 @@ struct LearnedModelReader {
       known_keys(model, mp, {"type", "layers"});
       m.type_ = LearnedModel::Type::mlp;
       const Json& layers = field(model, mp, "layers");
-      if (layers.t != Json::T::array || layers.arr.empty()) bad(mp + ".layers", "must be a non-empty array");
+      if (layers.t != Json::T::array || layers.arr.empty()) bad(mp + ".layers", "must be a non-empty array, got " + shown(layers));
       int inputs = nf;
       m.widest_ = nf;
       for (std::size_t li = 0; li < layers.arr.size(); ++li) {
@@ -140,7 +133,7 @@ struct LearnedModelReader {
         const Json& layer = layers.arr[li];
         known_keys(layer, path, {"weights", "bias", "activation"});
         const Json& w = field(layer, path, "weights");
-        if (w.t != Json::T::array) bad(path + ".weights", "must be an array of rows");
+        if (w.t != Json::T::array) bad(path + ".weights", "must be an array of rows, got " + shown(w));
         require_size(w.arr.size(), static_cast<std::size_t>(inputs), path + ".weights");
         DenseLayer d;
         d.inputs = inputs;
@@ -176,11 +169,11 @@ struct LearnedModelReader {
       known_keys(model, mp, {"type", "members"});
       m.type_ = LearnedModel::Type::mean;
       const Json& members = field(model, mp, "members");
-      if (members.t != Json::T::array || members.arr.empty()) bad(mp + ".members", "must be a non-empty array");
+      if (members.t != Json::T::array || members.arr.empty()) bad(mp + ".members", "must be a non-empty array, got " + shown(members));
       for (std::size_t i = 0; i < members.arr.size(); ++i) {
         const std::string path = mp + ".members[" + std::to_string(i) + "]";
         const Json& member = members.arr[i];
-        if (member.t != Json::T::object) bad(path, "must be an object");
+        if (member.t != Json::T::object) bad(path, "must be an object, got " + shown(member));
         known_keys(member, path, {"input_scaler", "model"});
         LearnedModel sub;
         sub.name_ = m.name_;
@@ -197,7 +190,7 @@ struct LearnedModelReader {
 
 LearnedModel LearnedModel::from_json(const std::string& text) {
   const Json doc = Parser(text).parse_document();
-  if (doc.t != Json::T::object) bad("$", "must be an object");
+  if (doc.t != Json::T::object) bad("$", "must be an object, got " + shown(doc));
   const std::string schema = string(field(doc, "$", "schema"), "$.schema");
   if (schema != "srift.learned-model/1") {
     bad("$.schema", "must be 'srift.learned-model/1', got '" + schema + "'");
@@ -213,14 +206,14 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
   m.name_ = string(field(doc, "$", "name"), "$.name");
   if (m.name_.empty()) bad("$.name", "must not be empty");
   const Json& feats = field(doc, "$", "features");
-  if (feats.t != Json::T::array || feats.arr.empty()) bad("$.features", "must be a non-empty array of names");
+  if (feats.t != Json::T::array || feats.arr.empty()) bad("$.features", "must be a non-empty array of names, got " + shown(feats));
   for (std::size_t i = 0; i < feats.arr.size(); ++i) {
     const std::string at = "$.features[" + std::to_string(i) + "]";
     m.features_.push_back(string(feats.arr[i], at));
     if (m.features_.back().empty()) bad(at, "must not be empty");
   }
   if (const Json* r = doc.find("residuals"); r != nullptr) {
-    if (r->t != Json::T::object) bad("$.residuals", "must be an object with p10 and p90");
+    if (r->t != Json::T::object) bad("$.residuals", "must be an object with p10 and p90, got " + shown(*r));
     m.p10_ = number(field(*r, "$.residuals", "p10"), "$.residuals.p10");
     m.p90_ = number(field(*r, "$.residuals", "p90"), "$.residuals.p90");
     if (m.p10_ > m.p90_) {

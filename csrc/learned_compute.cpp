@@ -622,11 +622,12 @@ std::pair<double, double> p10_p90(const Json& obj, const std::string& path) {
           detail::json::number(detail::json::field(obj, path, "p90"), path + ".p90")};
 }
 
-// A dominance_guard's reference GPUs with their specs; none where the object has no guard.
+// A dominance_guard's reference GPUs with their specs; none where the object has no guard (a
+// null is no guard: document_structure refused it, as the schema does).
 std::vector<GpuSpec> guard_references(const Json& owner, const std::string& path) {
   std::vector<GpuSpec> out;
   const Json* guard = owner.find("dominance_guard");
-  if (guard == nullptr || guard->t == Json::T::null) return out;
+  if (guard == nullptr) return out;
   const std::string g = path + ".dominance_guard";
   const Json& keys = detail::json::field(*guard, g, "references");
   const Json& specs = detail::json::field(*guard, g, "reference_specs");
@@ -663,7 +664,7 @@ struct DataEdge {
 DataEdge data_edge(const Json& doc, const std::string& path) {
   DataEdge e;
   const Json* edge = doc.find("data_edge");
-  if (edge == nullptr || edge->t == Json::T::null) return e;
+  if (edge == nullptr) return e;
   const std::string p = path + ".data_edge";
   const double year = detail::json::number(detail::json::field(*edge, p, "launch_year"), p + ".launch_year");
   if (!(year >= 1990 && year <= 2100 && year == std::floor(year))) {
@@ -685,7 +686,9 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
   if (absolute.t != Json::T::object) detail::json::bad("compute_absolute", "must be an object");
   // Every key of each document the schema refuses is refused first, naming it, whether this
   // reads it or not (learned_document.hpp document_structure; the kind is the argument's
-  // role), so that a misspelled optional field is no silent default.
+  // role), so that a misspelled optional field is no silent default; so is every value the
+  // schema refuses, a null included (a null dominance_guard, data_edge, absolute_blend,
+  // measured_band or roofline_residuals was taken for an absent one).
   detail::json::document_structure(ratio, "compute_ratio", std::string("compute_ratio"));
   detail::json::document_structure(absolute, "compute_absolute", std::string("compute_absolute"));
   LearnedComputeConfig cfg;
@@ -693,9 +696,9 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
       p10_p90(detail::json::field(ratio, "compute_ratio", "residuals"), "compute_ratio.residuals");
   const Json* roof = ratio.find("roofline_residuals");
   std::tie(cfg.roofline_p10, cfg.roofline_p90) =
-      (roof != nullptr && roof->t != Json::T::null) ? p10_p90(*roof, "compute_ratio.roofline_residuals")
-                                                    : std::make_pair(cfg.anchored_p10, cfg.anchored_p90);
-  if (const Json* blend = ratio.find("absolute_blend"); blend != nullptr && blend->t != Json::T::null) {
+      roof != nullptr ? p10_p90(*roof, "compute_ratio.roofline_residuals")
+                      : std::make_pair(cfg.anchored_p10, cfg.anchored_p90);
+  if (const Json* blend = ratio.find("absolute_blend"); blend != nullptr) {
     const std::string b = "compute_ratio.absolute_blend";
     cfg.blend = true;
     cfg.blend_weight = detail::json::number(detail::json::field(*blend, b, "weight"), b + ".weight");
@@ -707,7 +710,7 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
   std::tie(cfg.absolute_p10, cfg.absolute_p90) =
       p10_p90(detail::json::field(absolute, "compute_absolute", "residuals"), "compute_absolute.residuals");
   cfg.absolute_references = guard_references(absolute, "compute_absolute");
-  if (const Json* band = absolute.find("measured_band"); band != nullptr && band->t != Json::T::null) {
+  if (const Json* band = absolute.find("measured_band"); band != nullptr) {
     const std::string m = "compute_absolute.measured_band";
     std::tie(cfg.measured_p10, cfg.measured_p90) = p10_p90(detail::json::field(*band, m, "noise"), m + ".noise");
     std::tie(cfg.measured_per_e_fold_p10, cfg.measured_per_e_fold_p90) =

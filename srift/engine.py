@@ -197,16 +197,25 @@ def _core_runs(repeats: list[_Repeat]) -> list[_core.MeasuredRun]:
     return [_core.MeasuredRun(r.point, r.key[1], r.seconds) for r in repeats]
 
 
+def _merge(repeats: list[_Repeat]) -> _core.MergedRepeats:
+    """The core's merge of the repeats (note "repeated measurements"): its ``points`` are the
+    points in order, each group of three or more repeats as its median, one or two as they are;
+    its ``disagreeing`` the groups _warn_if_repeats_disagree names. One call gives both."""
+    return _core.merge_repeats(_core_runs(repeats), REPEAT_SPREAD_SHARE)
+
+
 def _merged_repeats(repeats: list[_Repeat]) -> list[_core.Measurement]:
     """The points in order, each group of three or more repeats as its median (note "repeated
     measurements"); one or two as they are."""
-    return list(_core.merge_repeats(_core_runs(repeats), REPEAT_SPREAD_SHARE).points)
+    return list(_merge(repeats).points)
 
 
-def _warn_if_repeats_disagree(where: str, repeats: list[_Repeat], depth: int = 0) -> None:
+def _warn_if_repeats_disagree(where: str, repeats: list[_Repeat], merged: _core.MergedRepeats,
+                              depth: int = 0) -> None:
     """Note "repeated measurements": repeats of one configuration whose slowest is more than
-    REPEAT_SPREAD_SHARE over their fastest are named, with the value srift fits."""
-    for g in _core.merge_repeats(_core_runs(repeats), REPEAT_SPREAD_SHARE).disagreeing:
+    REPEAT_SPREAD_SHARE over their fastest are named, with the value srift fits. `merged` is
+    _merge(repeats), the merge the points were read from."""
+    for g in merged.disagreeing:
         group = [repeats[i] for i in g.members]
         batch, steps = group[0].key
         config = f"local batch {batch}" + (f", {steps} micro-steps" if steps > 1 else "")
@@ -272,6 +281,9 @@ class Engine:
         self._instances: dict[str, _core.InstanceSpec] = {}
         self._group_bands: dict[tuple[str, bool], _core.GroupBand] = {}
         self._select_measurements()
+        # the core's merge of each instance type's repeats, read once for its points and once
+        # for the disagreeing groups (_instance_entry's warning)
+        self._instance_merged: dict[str, _core.MergedRepeats] = {}
         self._instance_points = self._instance_measurements()
         self._check_gpu_measurements()
         self._layers = self._layer_columns()
@@ -439,7 +451,8 @@ class Engine:
                     _Repeat((m.local_batch, 1), f"measurements[{j}]", _core_point(m, self._timed_at(m)),
                             float(m.iteration_s)))
         for name, repeats in self._instance_repeats.items():
-            out[name] = _merged_repeats(repeats)
+            merged = self._instance_merged[name] = _merge(repeats)
+            out[name] = list(merged.points)
         return out
 
     def _check_gpu_measurements(self) -> None:
@@ -574,11 +587,14 @@ class Engine:
         cached = self._compute.get(gpu_key)
         if cached is not None:
             return cached
-        points = self._measurements_for(gpu_key)
+        # one merge of the repeats gives the points and the groups that disagree
+        repeats = self._gpu_repeats(gpu_key)
+        merged = _merge(repeats)
+        points = list(merged.points)
         if points:
             # a name that resolves to several GPUs (V100: 16 and 32 GB) may have run on the larger
             mine = [m for _, m in self._usable if m.gpus == 1 and self._resolve(m.device) == [gpu_key]]
-            _warn_if_repeats_disagree(gpu_key, self._gpu_repeats(gpu_key), _depth)
+            _warn_if_repeats_disagree(gpu_key, repeats, merged, _depth)
             self._warn_if_over_memory(gpu_key, mine, depth=_depth)
             self._warn_if_faster_than_peak(gpu_key, mine, depth=_depth)
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers
@@ -830,7 +846,8 @@ class Engine:
         if cached is None:
             whole = [m for _, m in self._usable
                      if m.gpus > 1 and self.catalog.instance(m.device.strip()).name == it.name]
-            _warn_if_repeats_disagree(f"{it.name} ({it.gpu})", self._instance_repeats[it.name])
+            _warn_if_repeats_disagree(f"{it.name} ({it.gpu})", self._instance_repeats[it.name],
+                                      self._instance_merged[it.name])
             self._warn_if_over_memory(it.gpu, whole, on=it.name)
             self._warn_if_faster_than_peak(it.gpu, whole, on=it.name)
             single, _, _, _ = self._compute_entry(it.gpu)

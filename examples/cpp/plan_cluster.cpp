@@ -79,8 +79,10 @@ int main(int argc, char** argv) {
   SearchRequest request;
   request.workload = workload;
   request.instances = {big, small};
-  request.offers = {Offer{0, 0, Market::on_demand, 24.48, 8, compute},
-                    Offer{1, 0, Market::on_demand, 3.06, 16, compute}};
+  // Every field given (-Wextra names one left out): on demand, no reclaims per hour, and no
+  // band yet (set below).
+  request.offers = {Offer{0, 0, Market::on_demand, 24.48, 8, compute, 0.0, GroupBand{}},
+                    Offer{1, 0, Market::on_demand, 3.06, 16, compute, 0.0, GroupBand{}}};
   request.global_batch = 256;
   request.iterations = 100000;
   request.objective = Objective::min_cost;

@@ -214,7 +214,7 @@ def validate_model_dict(doc: Any, origin: str = "learned model") -> None:
     errors = sorted(validator.iter_errors(doc),
                     key=lambda e: ([str(p) for p in e.absolute_path], e.validator != "additionalProperties"))
     if errors:
-        e = _unknown_key(_deepest(errors[0]))
+        e = _repeated_item(_unknown_key(_deepest(errors[0])))
         raise ValueError(f"{origin}: {_json_path(tuple(e.absolute_path))}: {_describe(e)}")
     check_reference_specs(doc, origin)
     check_residual_order(doc, origin)
@@ -278,6 +278,23 @@ def _unknown_key(error: Any) -> Any:
     nearest = nearest_key(key, known)
     hint = f" (did you mean {nearest!r}?)" if nearest else ""
     return _Explained((*error.absolute_path, key), f"{key!r} is not a known field{hint}; known here: {', '.join(known)}")
+
+
+def _repeated_item(error: Any) -> Any:
+    """A "uniqueItems" failure (a dominance_guard's references, each GPU once) as the JSON path
+    of the first item that repeats an earlier one, naming both, as the core words it
+    (csrc/learned_document.hpp guard_keys); jsonschema's own message names neither. Other
+    errors as they are."""
+    if getattr(error, "validator", None) != "uniqueItems" or not isinstance(error.instance, list):
+        return error
+    seen: list[Any] = []
+    for j, item in enumerate(error.instance):
+        if item in seen:
+            field = error.absolute_path[-1] if error.absolute_path else "items"
+            rule = "each reference GPU is listed once" if field == "references" else "each item is listed once"
+            return _Explained((*error.absolute_path, j), f"{item!r} is already {field}[{seen.index(item)}]: {rule}")
+        seen.append(item)
+    return error  # pragma: no cover (jsonschema found a repeat)
 
 
 def nearest_key(key: str, known: Any) -> str | None:

@@ -522,6 +522,10 @@ def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:
     keys = guard.get("references") if isinstance(guard, dict) else None
     if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
         raise ValueError(f"{where}: dominance_guard.references must be a list of GPU keys, got {keys!r}")
+    for j, k in enumerate(keys):
+        if keys.index(k) < j:
+            raise ValueError(f"{where}: dominance_guard.references[{j}]: {k!r} is already references[{keys.index(k)}]: "
+                             "each reference GPU is listed once")
     unknown = [k for k in keys if k not in TRAINING_GPUS]
     if unknown:
         raise ValueError(f"{where}: dominance_guard.references names GPUs this srift does not know: {unknown!r}")

@@ -233,11 +233,8 @@ TEST(LearnedModel, UnicodeEscapesDecodeAsPythonsJsonDoes) {
 }
 
 namespace {
-std::string replaced(std::string doc, const std::string& from, const std::string& to) {
-  const std::size_t at = doc.find(from);
-  if (at == std::string::npos) throw std::logic_error("no '" + from + "' in the document");
-  return doc.replace(at, from.size(), to);
-}
+// `doc` with `from`, which must occur in it exactly once, replaced by `to` (shipped_documents.hpp).
+using srift_test::edited_once;
 
 std::string what_of(const std::string& doc) {
   try {
@@ -253,24 +250,24 @@ TEST(LearnedModel, OutOfRangeDecimalsWithoutAnExponentReadAsPythonReadsThem) {
   // 400 zeros then a 1: Python reads 0.0; this reader took every out-of-range number without
   // an exponent for an overflow (infinity, then "must be finite").
   const std::string tiny = "0." + std::string(400, '0') + "1";
-  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":" + tiny))
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":" + tiny))
                        .predict({3.0, 6.0}),
                    2.0);
-  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":-" + tiny))
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":-" + tiny))
                        .predict({3.0, 6.0}),
                    2.0);
   // and past the largest double, however written, is still refused naming the field
   const std::string huge = "1" + std::string(400, '0');
-  EXPECT_NE(what_of(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":" + huge)).find("intercept"), std::string::npos);
-  EXPECT_NE(what_of(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.001e312")).find("intercept"), std::string::npos);
-  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(kLinear, "\"intercept\":0.5", "\"intercept\":1000e-330"))
+  EXPECT_NE(what_of(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":" + huge)).find("intercept"), std::string::npos);
+  EXPECT_NE(what_of(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":0.001e312")).find("intercept"), std::string::npos);
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":1000e-330"))
                        .predict({3.0, 6.0}),
                    2.0);
 }
 
 TEST(LearnedModel, RepeatedKeysAreRefused) {
   // Python's json keeps the last value, this reader the first: one file, two models.
-  const std::string doc = replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercept\":100");
+  const std::string doc = edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercept\":100");
   EXPECT_NE(what_of(doc).find("duplicate key 'intercept'"), std::string::npos) << what_of(doc);
 }
 
@@ -279,25 +276,25 @@ TEST(LearnedModel, AnObjectOfManyKeysReadsInLinearTime) {
   // record took 15 s, 200,000 a minute. Hashed, well under a second; a repeat is still found.
   std::string training = "{";
   for (int i = 0; i < 200000; ++i) training += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
-  const std::string many = replaced(kLinear, "\"residuals\"", "\"training\":" + training + "},\"residuals\"");
+  const std::string many = edited_once(kLinear, "\"residuals\"", "\"training\":" + training + "},\"residuals\"");
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(srift::LearnedModel::from_json(many).name(), "lin");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 5.0);
-  const std::string repeated = replaced(many, "\"k199999\":0", "\"k199999\":0,\"k7\":1");
+  const std::string repeated = edited_once(many, "\"k199999\":0", "\"k199999\":0,\"k7\":1");
   EXPECT_NE(what_of(repeated).find("duplicate key 'k7'"), std::string::npos) << what_of(repeated).substr(0, 200);
 }
 
 TEST(LearnedModel, MissingLeftIsZeroOrOne) {
   // stored as uint8: 256 read as 0 (NaN right), -7 as 249
   for (const char* bad : {"[256,0,0]", "[-7,0,0]", "[2,0,0]"}) {
-    const std::string what = what_of(replaced(kTrees, "\"missing_left\":[1,0,0]", std::string("\"missing_left\":") + bad));
+    const std::string what = what_of(edited_once(kTrees, "\"missing_left\":[1,0,0]", std::string("\"missing_left\":") + bad));
     EXPECT_NE(what.find("missing_left[0] must be 0 or 1"), std::string::npos) << bad << ": " << what;
   }
 }
 
 TEST(LearnedModel, ResidualQuantilesMustBeInOrder) {
-  const std::string what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":0.4,\"p90\":-0.4"));
+  const std::string what = what_of(edited_once(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":0.4,\"p90\":-0.4"));
   EXPECT_NE(what.find("$.residuals"), std::string::npos) << what;
   EXPECT_NE(what.find("p10 0.4 and p90 -0.4"), std::string::npos) << what;
   srift::LearnedComputeConfig config;
@@ -359,7 +356,7 @@ TEST(LearnedModel, TreesRefuseInputsTheirEstimatorRefuses) {
   // NaN: routed unless allow_nan is false (GradientBoostingRegressor)
   EXPECT_DOUBLE_EQ(f32.predict({0.0, std::nan("")}), 0.25 + 0.1 * (1 + 10));
   const auto no_nan = srift::LearnedModel::from_json(
-      replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nan\":false"));
+      edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nan\":false"));
   EXPECT_DOUBLE_EQ(no_nan.predict({0.0, 0.0}), 0.25 + 0.1 * (1 + 20));
   try {
     no_nan.predict({std::nan(""), 0.0});
@@ -370,14 +367,14 @@ TEST(LearnedModel, TreesRefuseInputsTheirEstimatorRefuses) {
   }
   // float64 inputs (HistGradientBoosting) take any double, infinities included
   const auto f64 = srift::LearnedModel::from_json(
-      replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
+      edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
   EXPECT_DOUBLE_EQ(f64.predict({1e300, -HUGE_VAL}), 0.25 + 0.1 * (2 + 10));
 }
 
 TEST(LearnedModel, TheLargestDoubleThresholdIsPlusInfinity) {
   // scikit-learn's "NaN or not" split sits at +inf (every number left, an infinite one
   // included); JSON holds the largest double in its place.
-  const std::string doc = replaced(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
+  const std::string doc = edited_once(edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
                                    "\"threshold\":[-1,0,0]", "\"threshold\":[1.7976931348623157e308,0,0]");
   const auto m = srift::LearnedModel::from_json(doc);
   EXPECT_DOUBLE_EQ(m.predict({0.0, HUGE_VAL}), 0.25 + 0.1 * (1 + 10));
@@ -387,19 +384,19 @@ TEST(LearnedModel, TheLargestDoubleThresholdIsPlusInfinity) {
 
 TEST(LearnedModel, ResidualsNameAndFeaturesAreReadAsTheSchemaHasThem) {
   // residuals with p10 alone gave p90 0, a list was skipped; an empty name was accepted
-  std::string what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":-0.5"));
+  std::string what = what_of(edited_once(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":-0.5"));
   EXPECT_NE(what.find("$.residuals.p90 is missing"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p90\":0.5"));
+  what = what_of(edited_once(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p90\":0.5"));
   EXPECT_NE(what.find("$.residuals.p10 is missing"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "[1,2]"));
+  what = what_of(edited_once(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "[1,2]"));
   EXPECT_NE(what.find("$.residuals must be an object"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "null"));
+  what = what_of(edited_once(kLinear, "{\"p10\":-0.1,\"p90\":0.2}", "null"));
   EXPECT_NE(what.find("$.residuals must be an object"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "\"p10\":-0.1", "\"p10\":\"x\""));
+  what = what_of(edited_once(kLinear, "\"p10\":-0.1", "\"p10\":\"x\""));
   EXPECT_NE(what.find("$.residuals.p10 must be a number"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"\""));
+  what = what_of(edited_once(kLinear, "\"name\":\"lin\"", "\"name\":\"\""));
   EXPECT_NE(what.find("$.name must not be empty"), std::string::npos) << what;
-  what = what_of(replaced(kLinear, "\"features\":[\"a\",\"b\"]", "\"features\":[\"a\",\"\"]"));
+  what = what_of(edited_once(kLinear, "\"features\":[\"a\",\"b\"]", "\"features\":[\"a\",\"\"]"));
   EXPECT_NE(what.find("$.features[1] must not be empty"), std::string::npos) << what;
   // a document without residuals still reads, with 0 for both
   const auto none = srift::LearnedModel::from_json(kMlp);
@@ -414,7 +411,7 @@ TEST(LearnedModel, AMeanModelRefusesAScalerOfItsOwn) {
     "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
   const std::string what = what_of(doc);
   EXPECT_NE(what.find("$.input_scaler must be null for a mean model"), std::string::npos) << what;
-  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(replaced(doc, "{\"mean\":[100],\"scale\":[2]}", "null"))
+  EXPECT_DOUBLE_EQ(srift::LearnedModel::from_json(edited_once(doc, "{\"mean\":[100],\"scale\":[2]}", "null"))
                        .predict({10.0}),
                    10.0);
 }
@@ -430,7 +427,7 @@ TEST(LearnedModel, APredictionThatIsNotFiniteIsAnErrorNamingTheModel) {
     EXPECT_NE(what.find("feature a is nan"), std::string::npos) << what;
   }
   const auto overflow =
-      srift::LearnedModel::from_json(replaced(kLinear, "\"coef\":[3,-1]", "\"coef\":[1e308,1e308]"));
+      srift::LearnedModel::from_json(edited_once(kLinear, "\"coef\":[3,-1]", "\"coef\":[1e308,1e308]"));
   EXPECT_THROW(overflow.predict({1e10, 1e10}), std::invalid_argument);
   // trees route a NaN by missing_left, as scikit-learn does: a finite answer
   EXPECT_TRUE(std::isfinite(srift::LearnedModel::from_json(kTrees).predict({std::nan(""), std::nan("")})));
@@ -446,25 +443,25 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
   const std::string mean = R"({"schema":"srift.learned-model/1","name":"avg","features":["a"],
     "model":{"type":"mean","members":[{"model":{"type":"linear","coef":[1],"intercept":0}}]}})";
   const std::vector<Case> cases = {
-      {replaced(kLinear, "\"residuals\"", "\"residual\""),
+      {edited_once(kLinear, "\"residuals\"", "\"residual\""),
        "$.residual is not a known field of a document named 'lin' (did you mean 'residuals'?); known here: "
        "description, features, input_scaler, model, name, residuals, schema, target, training"},
-      {replaced(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercpt\":1"),
+      {edited_once(kLinear, "\"intercept\":0.5", "\"intercept\":0.5,\"intercpt\":1"),
        "$.model.intercpt is not a known field (did you mean 'intercept'?); known here: coef, intercept, type"},
-      {replaced(kLinear, "\"scale\":[2,4]", "\"scale\":[2,4],\"std\":[2,4]"),
+      {edited_once(kLinear, "\"scale\":[2,4]", "\"scale\":[2,4],\"std\":[2,4]"),
        "$.input_scaler.std is not a known field; known here: mean, scale"},
-      {replaced(kLinear, "\"p90\":0.2", "\"p90\":0.2,\"p95\":0.3"),
+      {edited_once(kLinear, "\"p90\":0.2", "\"p90\":0.2,\"p95\":0.3"),
        "$.residuals.p95 is not a known field (did you mean 'p90'?)"},
-      {replaced(kTrees, "\"missing_left\":[1,0,0]", "\"missing_right\":[1,0,0]"),
+      {edited_once(kTrees, "\"missing_left\":[1,0,0]", "\"missing_right\":[1,0,0]"),
        "$.model.trees[1].missing_right is not a known field; known here: feature, left, missing_left, right, "
        "threshold, value"},
-      {replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nans\":false"),
+      {edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":true,\"allow_nans\":false"),
        "$.model.allow_nans is not a known field (did you mean 'allow_nan'?)"},
-      {replaced(kMlp, "\"activation\":\"relu\"", "\"activaton\":\"relu\",\"activation\":\"relu\""),
+      {edited_once(kMlp, "\"activation\":\"relu\"", "\"activaton\":\"relu\",\"activation\":\"relu\""),
        "$.model.layers[0].activaton is not a known field (did you mean 'activation'?)"},
-      {replaced(mean, "{\"model\":{\"type\":\"linear\"", "{\"scaler\":null,\"model\":{\"type\":\"linear\""),
+      {edited_once(mean, "{\"model\":{\"type\":\"linear\"", "{\"scaler\":null,\"model\":{\"type\":\"linear\""),
        "$.model.members[0].scaler is not a known field; known here: input_scaler, model"},
-      {replaced(mean, "\"intercept\":0}", "\"intercept\":0,\"bias\":0}"),
+      {edited_once(mean, "\"intercept\":0}", "\"intercept\":0,\"bias\":0}"),
        "$.model.members[0].model.bias is not a known field"},
   };
   for (const Case& c : cases) {
@@ -480,36 +477,45 @@ TEST(LearnedModel, UnknownKeysAreRefusedNamingThePathAndTheKey) {
           "convolved":{"p10":0,"p90":0},"lab_shifts":{"lab":{"log_shift":0,"factor":1,"rows":2,"cells":["c"]}}},
          "description":"d","target":"t","training":{"anything":{"goes":1},"feature_range":{"min":[0,0],"max":[1,1]},
          "domain":{"factor":2,"beyond":{"any":1}}})";
-  EXPECT_EQ(what_of(replaced(kLinear, residuals, common)), "");
+  EXPECT_EQ(what_of(edited_once(kLinear, residuals, common)), "");
+  // (each with the fields the schema requires of it: its values are checked too)
+  const std::string roofline = R"(,"roofline_residuals":{"p10":-0.1,"p90":0.1})";
+  const std::string edge = R"(,"data_edge":{"launch_year":2024,"p10":-0.1,"p50":0,"p90":0.1})";
   const std::vector<std::pair<std::string, std::string>> kinds = {
-      {"compute_ratio", R"(,"roofline_residuals":{},"absolute_blend":{},"data_edge":{})"},
-      {"compute_absolute", R"(,"roofline_residuals":{},"dominance_guard":{},"measured_band":{},"data_edge":{})"},
-      {"iteration_overhead", R"(,"instance_anchor":{},"scaling_band":{})"},
+      {"compute_ratio", roofline + edge +
+                            R"(,"absolute_blend":{"weight":0.5,"absolute_model":"compute_absolute",
+                                                  "residuals":{"p10":-0.1,"p90":0.1}})"},
+      {"compute_absolute",
+       roofline + edge +
+           R"(,"dominance_guard":{"references":["G"],"reference_specs":{"G":{"fp32_flops":1e13,"tf32_flops":0,
+                 "fp16_flops":0,"memory_bandwidth":1e12,"memory_bytes":1e10}}},
+               "measured_band":{"noise":{"p10":0.9,"p90":1.1},"per_e_fold":{"p10":0.95,"p90":1.05}})"},
+      {"iteration_overhead", R"(,"instance_anchor":{"p10":-0.1,"p90":0.1},"scaling_band":{})"},
       {"link_tcp_efficiency", ""},
       {"link_tcp_latency", ""},
       {"link_pcie_efficiency", ""}};
   for (const auto& [kind, fields] : kinds) {
-    const std::string named = replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"" + kind + "\"");
-    EXPECT_EQ(what_of(replaced(named, residuals, common + fields)), "") << kind;
+    const std::string named = edited_once(kLinear, "\"name\":\"lin\"", "\"name\":\"" + kind + "\"");
+    EXPECT_EQ(what_of(edited_once(named, residuals, common + fields)), "") << kind;
   }
   // a kind's field in another kind's document, or in a model of its own, is refused, naming the
   // kinds that hold it
   const std::vector<Case> elsewhere = {
-      {replaced(kLinear, residuals, residuals + ",\"scaling_band\":{}"),
+      {edited_once(kLinear, residuals, residuals + ",\"scaling_band\":{}"),
        "$.scaling_band is not a known field of a document named 'lin' (a field of iteration_overhead documents); "
        "known here: description, features, input_scaler, model, name, residuals, schema, target, training"},
-      {replaced(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"compute_ratio\""), residuals,
+      {edited_once(edited_once(kLinear, "\"name\":\"lin\"", "\"name\":\"compute_ratio\""), residuals,
                 residuals + ",\"measured_band\":{}"),
        "$.measured_band is not a known field of a document named 'compute_ratio' (a field of compute_absolute "
        "documents); known here: absolute_blend, data_edge, description, features, input_scaler, model, name, "
        "residuals, roofline_residuals, schema, target, training"},
-      {replaced(replaced(kLinear, "\"name\":\"lin\"", "\"name\":\"link_tcp_latency\""), residuals,
+      {edited_once(edited_once(kLinear, "\"name\":\"lin\"", "\"name\":\"link_tcp_latency\""), residuals,
                 residuals + ",\"data_edge\":{}"),
        "$.data_edge is not a known field of a document named 'link_tcp_latency' (a field of compute_ratio and "
        "compute_absolute documents)"},
       // no name to tell the kind by: the name is missing, whichever kind's fields it holds
-      {replaced(kLinear, "\"name\":\"lin\",", "\"scaling_band\":{},"), "$.name is missing"},
-      {replaced(kLinear, "\"name\":\"lin\"", "\"nmae\":\"lin\""),
+      {edited_once(kLinear, "\"name\":\"lin\",", "\"scaling_band\":{},"), "$.name is missing"},
+      {edited_once(kLinear, "\"name\":\"lin\"", "\"nmae\":\"lin\""),
        "$.nmae is not a known field (did you mean 'name'?); known here: absolute_blend, data_edge, description, "},
   };
   for (const Case& c : elsewhere) {
@@ -522,7 +528,7 @@ TEST(LearnedModel, AScalerRefusesAnInfiniteInputAsScikitLearnsStandardScalerDoes
   // Note "scaler inputs": Pipeline(StandardScaler, HistGradientBoostingRegressor).predict raises
   // on an infinity (the scaler's check of X), where the trees alone take it; a NaN passes the
   // scaler (a missing value) and is routed by the trees.
-  const std::string scaled_hgb = replaced(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
+  const std::string scaled_hgb = edited_once(edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"),
                                           "\"model\"", "\"input_scaler\":{\"mean\":[0,1],\"scale\":[1,2]},\"model\"");
   const auto m = srift::LearnedModel::from_json(scaled_hgb);
   for (double bad : {HUGE_VAL, -HUGE_VAL}) {
@@ -540,7 +546,7 @@ TEST(LearnedModel, AScalerRefusesAnInfiniteInputAsScikitLearnsStandardScalerDoes
   EXPECT_DOUBLE_EQ(m.predict({0.0, std::nan("")}), 0.25 + 0.1 * (1 + 10));  // missing_left 1
   EXPECT_DOUBLE_EQ(m.predict({1e308, -1e308}), 0.25 + 0.1 * (2 + 10));     // finite inputs: taken
   // the same trees without a scaler take an infinity (HistGradientBoosting's own predict does)
-  const auto bare = srift::LearnedModel::from_json(replaced(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
+  const auto bare = srift::LearnedModel::from_json(edited_once(kTrees, "\"float32_inputs\":true", "\"float32_inputs\":false"));
   EXPECT_DOUBLE_EQ(bare.predict({0.0, HUGE_VAL}), 0.25 + 0.1 * (1 + 20));
   // a linear model behind a scaler, and a mean model's scaled member: the scaler's refusal
   std::string what = "";
@@ -663,4 +669,169 @@ TEST(ShippedDocuments, AnUnknownKeyAtAnyClosedLevelIsRefusedNamingItsPath) {
     EXPECT_EQ(what_of(inserted(shipped(name), "\"training\":{", "\"zz_unknown\":{\"any\":1},")), "") << name;
   }
   EXPECT_EQ(what_of(inserted(shipped("compute_absolute"), "\"lab_shifts\":{", "\"new_lab\":{\"log_shift\":0},")), "");
+}
+
+namespace {
+// `doc` with the JSON value after `key` (which must occur in it exactly once, e.g.
+// "\"data_edge\":") replaced by `to`: an object or array up to its closing bracket, a string,
+// or a number or literal up to the next ',', '}' or ']'.
+std::string value_replaced(const std::string& doc, const std::string& key, const std::string& to) {
+  const std::string marked = edited_once(doc, key, key + "\x01");  // throws unless exactly once
+  const std::size_t start = marked.find('\x01');
+  std::size_t end = start + 1;
+  if (marked[end] == '{' || marked[end] == '[') {
+    int depth = 0;
+    bool in_string = false;
+    for (; end < marked.size(); ++end) {
+      const char c = marked[end];
+      if (in_string) {
+        if (c == '\\') ++end;
+        else if (c == '"') in_string = false;
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+      } else if ((c == '}' || c == ']') && --depth == 0) {
+        ++end;
+        break;
+      }
+    }
+  } else if (marked[end] == '"') {
+    end = marked.find('"', end + 1) + 1;
+  } else {
+    end = marked.find_first_of(",}]", end);
+  }
+  return marked.substr(0, start) + to + marked.substr(end);
+}
+
+// The core's error on the two compute documents (srift::learned_compute_config), "" if it takes them.
+std::string config_what(const std::string& ratio, const std::string& absolute) {
+  try {
+    srift::learned_compute_config(ratio, absolute);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(ShippedDocuments, ANullIsRefusedWhereTheSchemaHasNoNull) {
+  // The reader took a JSON null for an absent field: a null dominance_guard, data_edge,
+  // absolute_blend, measured_band or roofline_residuals was no guard, edge, blend or band, and a
+  // tree's null missing_left sent every NaN right; the schema allows null for input_scaler alone.
+  struct Case {
+    const char* doc;
+    const char* key;
+    const char* path;  // under the document: "$" from from_json, the role from the config
+  };
+  const Case cases[] = {
+      {"compute_absolute", "\"dominance_guard\":", ".dominance_guard"},
+      {"compute_absolute", "\"measured_band\":", ".measured_band"},
+      {"compute_absolute", "\"noise\":", ".measured_band.noise"},
+      {"compute_absolute", "\"data_edge\":", ".data_edge"},
+      {"compute_absolute", "\"roofline_residuals\":", ".roofline_residuals"},
+      {"compute_ratio", "\"absolute_blend\":", ".absolute_blend"},
+      {"compute_ratio", "\"dominance_guard\":", ".absolute_blend.dominance_guard"},
+      {"compute_ratio", "\"data_edge\":", ".data_edge"},
+      {"compute_ratio", "\"roofline_residuals\":", ".roofline_residuals"},
+      {"compute_ratio", "\"absolute_model\":", ".absolute_blend.absolute_model"},
+      {"iteration_overhead", "\"instance_anchor\":", ".instance_anchor"},
+      {"iteration_overhead", "\"multi_instance\":", ".scaling_band.multi_instance"},
+      {"link_pcie_efficiency", "\"domain\":", ".training.domain"},
+  };
+  for (const Case& c : cases) {
+    const std::string doc = value_replaced(shipped(c.doc), c.key, "null");
+    const std::string what = what_of(doc);
+    EXPECT_NE(what.find(std::string("learned model: $") + c.path + " must be "), std::string::npos) << c.key << what;
+    EXPECT_NE(what.find("got null"), std::string::npos) << c.key << what;
+    if (std::string(c.doc).rfind("compute_", 0) == 0) {
+      const bool ratio = std::string(c.doc) == "compute_ratio";
+      const std::string in_config = config_what(ratio ? doc : shipped("compute_ratio"),
+                                                ratio ? shipped("compute_absolute") : doc);
+      EXPECT_NE(in_config.find(std::string(c.doc) + c.path + " must be "), std::string::npos) << c.key << in_config;
+    }
+  }
+  const std::string what = what_of(edited_once(kTrees, "\"missing_left\":[1,0,0]", "\"missing_left\":null"));
+  EXPECT_NE(what.find("$.model.trees[1].missing_left must be an array of numbers, got null"), std::string::npos)
+      << what;
+  // an input_scaler may be null (and a mean model's must be), a document's or a member's
+  EXPECT_EQ(what_of(edited_once(kLinear, "{\"mean\":[1,2],\"scale\":[2,4]}", "null")), "");
+  EXPECT_EQ(what_of(shipped("compute_absolute")), "");
+}
+
+TEST(ShippedDocuments, AReferenceListedTwiceIsRefusedNamingIt) {
+  // One GPU read as two references (its specs twice): refused, by the loader's schema
+  // (uniqueItems) and here alike.
+  for (const char* name : {"compute_absolute", "compute_ratio"}) {
+    const std::string doc = edited_once(shipped(name), "\"references\":[\"A10\",", "\"references\":[\"A10\",\"A10\",");
+    const std::string where = std::string(name) == "compute_absolute" ? "" : ".absolute_blend";
+    const std::string said = where + ".dominance_guard.references[1] is 'A10', already references[0]: each "
+                                     "reference GPU is listed once";
+    EXPECT_NE(what_of(doc).find("learned model: $" + said), std::string::npos) << what_of(doc);
+    const bool ratio = std::string(name) == "compute_ratio";
+    const std::string in_config =
+        config_what(ratio ? doc : shipped("compute_ratio"), ratio ? shipped("compute_absolute") : doc);
+    EXPECT_NE(in_config.find(name + said), std::string::npos) << in_config;
+  }
+}
+
+TEST(ShippedDocuments, TheValuesOfPartsTheCoreDoesNotReadAreCheckedAsTheSchemaHasThem) {
+  // The core checked the keys of every part but the values only of what it reads: a negative
+  // count, a string for a number, a year out of range, an inverted instance_anchor, a NaN in a
+  // record passed here and failed the schema (and the Python loader).
+  struct Case {
+    const char* doc;
+    const char* key;
+    const char* to;
+    const char* what;
+  };
+  const Case cases[] = {
+      {"compute_absolute", "\"lab_shifts\":", R"({"new":{"log_shift":0,"rows":-1}})",
+       "$.residuals.lab_shifts.new.rows must be an integer >= 0, got -1"},
+      {"compute_absolute", "\"lab_shifts\":", R"({"new":{"factor":1}})", "$.residuals.lab_shifts.new.log_shift is missing"},
+      {"compute_absolute", "\"lab_shifts\":", R"({"new":{"log_shift":0,"cells":[1]}})",
+       "$.residuals.lab_shifts.new.cells[0] must be a string, got 1"},
+      {"compute_absolute", "\"within_lab\":", R"({"p10":0.2,"p90":0.1})",
+       "$.residuals.within_lab must have p10 <= p90, got p10 0.2 and p90 0.1"},
+      {"compute_absolute", "\"within_lab\":", R"({"p10":0,"p90":0.1,"n":2.5})",
+       "$.residuals.within_lab.n must be an integer, got 2.5"},
+      {"compute_absolute", "\"noise\":", R"({"p10":0.9,"p90":1.1,"n":-3})",
+       "$.measured_band.noise.n must be an integer >= 0, got -3"},
+      {"compute_absolute", "\"A10\":", R"({"fp32_flops":0,"tf32_flops":0,"fp16_flops":0,"memory_bandwidth":1,"memory_bytes":1})",
+       "$.dominance_guard.reference_specs.A10.fp32_flops must be > 0, got 0"},
+      {"compute_ratio", "\"launch_year\":", "1980", "$.data_edge.launch_year must be an integer in 1990-2100, got 1980"},
+      {"compute_ratio", "\"years\":", R"({"2021":{"p10":0}})", "$.data_edge.years.2021.p90 is missing"},
+      {"compute_ratio", "\"absolute_model\":", "\"compute_ratio\"",
+       "$.absolute_blend.absolute_model must be 'compute_absolute', got 'compute_ratio'"},
+      {"compute_ratio", "\"candidates\":", "[1]", "$.absolute_blend.dominance_guard.candidates[0] must be an object, got 1"},
+      {"iteration_overhead", "\"instance_anchor\":", R"({"p10":0.2,"p90":0.1})",
+       "$.instance_anchor must have p10 <= p90, got p10 0.2 and p90 0.1"},
+      {"iteration_overhead", "\"multi_instance\":", R"({"1":{"p10":"x","p90":0}})",
+       "$.scaling_band.multi_instance.1.p10 must be a number, got 'x'"},
+      {"link_pcie_efficiency", "\"domain\":", R"({"factor":"2"})", "$.training.domain.factor must be a number, got '2'"},
+      {"link_tcp_efficiency", "\"training\":", R"({"x":[1,NaN]})", "$.training.x[1] must be finite, got nan"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = what_of(value_replaced(shipped(c.doc), c.key, c.to));
+    EXPECT_NE(what.find(std::string("learned model: ") + c.what), std::string::npos) << c.doc << " " << c.to << ": "
+                                                                                        << what;
+  }
+  // a guard's scores are a record (an object); a null is no object
+  for (const char* scores : {"[]", "null"}) {
+    const std::string what =
+        what_of(inserted(shipped("compute_absolute"), "\"dominance_guard\":{", std::string("\"scores\":") + scores + ","));
+    EXPECT_NE(what.find(std::string("$.dominance_guard.scores must be an object, got ") +
+                        (scores[0] == '[' ? "an empty array" : "null")),
+              std::string::npos)
+        << what;
+  }
+  // and the top level's description and target are strings
+  EXPECT_NE(what_of(edited_once(kLinear, "", "\"description\":3,")).find("$.description must be a string, got 3"),
+            std::string::npos);
+  EXPECT_NE(what_of(edited_once(kLinear, "", "\"target\":null,")).find("$.target must be a string, got null"),
+            std::string::npos);
+  // the blend's weight, refused by the compute configuration before, now by the reader as well
+  EXPECT_NE(what_of(value_replaced(shipped("compute_ratio"), "\"absolute_model\":", "\"compute_absolute\",\"weight\":1.5"))
+                .find("duplicate key 'weight'"),
+            std::string::npos);
 }

@@ -226,7 +226,9 @@ void expect_same(const SearchRequest& r, const SearchResult& ex, const SearchRes
   if (ex.plans.empty()) {
     expect_same_plan(ex.closest, bb.closest, ctx + " closest");
     expect_same_probability(ex.closest.deadline_probability, bb.closest.deadline_probability, ctx);
-    if (!ex.closest.groups.empty()) EXPECT_EQ(ex.why_none, bb.why_none) << ctx;  // (counts of infeasible differ)
+    if (!ex.closest.groups.empty()) {
+      EXPECT_EQ(ex.why_none, bb.why_none) << ctx;  // (counts of infeasible differ)
+    }
     EXPECT_FALSE(bb.why_none.empty()) << ctx;
     // Note "closest": the closest plan keeps within the hard caps that do not bind.
     const Plan& c = bb.closest;
@@ -235,9 +237,15 @@ void expect_same(const SearchRequest& r, const SearchResult& ex, const SearchRes
       const bool budget = bb.why_none.find("no plan fits the budget") != std::string::npos;
       const bool cap = bb.why_none.find("no plan runs within the hourly cap") != std::string::npos;
       EXPECT_EQ(deadline + budget + cap, 1) << ctx << ": " << bb.why_none;
-      if (deadline || budget) EXPECT_LE(c.iteration.usd_per_hour, r.max_usd_per_hour) << ctx;
-      if (deadline) EXPECT_LE(c.total_usd, r.budget_usd) << ctx;
-      if (cap) EXPECT_GT(c.iteration.usd_per_hour, r.max_usd_per_hour) << ctx;
+      if (deadline || budget) {
+        EXPECT_LE(c.iteration.usd_per_hour, r.max_usd_per_hour) << ctx;
+      }
+      if (deadline) {
+        EXPECT_LE(c.total_usd, r.budget_usd) << ctx;
+      }
+      if (cap) {
+        EXPECT_GT(c.iteration.usd_per_hour, r.max_usd_per_hour) << ctx;
+      }
       EXPECT_EQ(bb.why_none.find("within the budget limits"), std::string::npos) << ctx;
     }
   }
@@ -485,7 +493,9 @@ TEST(Search, ABatchNoPlanHoldsIsCutAtTheRoot) {
     EXPECT_NE(res.why_none.find(any_large ? "holds the global batch of 1073741824 samples" : "(min_gpu_memory)"),
               std::string::npos)
         << res.why_none;
-    if (seed % 10 == 0) EXPECT_TRUE(srift::search_exhaustive(r).plans.empty()) << "seed " << seed;
+    if (seed % 10 == 0) {
+      EXPECT_TRUE(srift::search_exhaustive(r).plans.empty()) << "seed " << seed;
+    }
     ++tested;
   }
   EXPECT_GT(tested, 50);
@@ -706,7 +716,9 @@ TEST(Search, CancelledBeforeStartReportsAGap) {
   token.cancel();
   const SearchResult res = srift::search(r, &token);
   EXPECT_TRUE(res.stats.cancelled);
-  if (!res.optimal) EXPECT_GT(res.gap, 0.0);
+  if (!res.optimal) {
+    EXPECT_GT(res.gap, 0.0);
+  }
 }
 
 TEST(Search, TimeLimitStopsWithTheBestFound) {

@@ -116,7 +116,9 @@ TEST(Spot, Poisson) {
         continue;
       }
       EXPECT_GE(srift::poisson_cdf(k, mean), q) << mean << " " << q;
-      if (mean < 1e15) EXPECT_LT(srift::poisson_cdf(k - 1, mean), q) << mean << " " << q;  // resolvable there
+      if (mean < 1e15) {
+        EXPECT_LT(srift::poisson_cdf(k - 1, mean), q) << mean << " " << q;  // resolvable there
+      }
     }
   }
 }

@@ -1068,3 +1068,90 @@ def test_a_data_edge_year_must_be_a_year_in_the_loader_and_the_core() -> None:
     with pytest.raises(ValueError, match=re.escape("$.data_edge.years: '2O24' does not match")):
         validate_model_dict(doc)
     assert "compute_ratio.data_edge.years.2O24 is not a launch year (four digits)" in _core_error("compute_ratio", doc)
+
+
+# Values the schema refuses in any part of a document, read by the core or not: the loader (its
+# schema) and the core's reader (csrc/learned_document.hpp) refuse each alike, naming the path.
+# The core took a null for an absent field (a null dominance_guard was no guard, a null
+# missing_left sent NaN right) and checked no value of the parts it does not read.
+
+def _set(doc: dict, path: str, value) -> None:
+    parent, key = path.rsplit(".", 1) if "." in path else ("", path)
+    _at(doc, parent)[key] = value
+
+
+_REFUSED_VALUES = [
+    ("compute_absolute", "dominance_guard", None, "must be an object, got null"),
+    ("compute_absolute", "measured_band", None, "must be an object, got null"),
+    ("compute_absolute", "measured_band.noise", None, "must be an object, got null"),
+    ("compute_absolute", "data_edge", None, "must be an object, got null"),
+    ("compute_absolute", "roofline_residuals", None, "must be an object, got null"),
+    ("compute_absolute", "model.members[1].model.trees[0].missing_left", None,
+     "must be an array of numbers, got null"),
+    ("compute_ratio", "absolute_blend", None, "must be an object, got null"),
+    ("compute_ratio", "absolute_blend.dominance_guard", None, "must be an object, got null"),
+    ("compute_ratio", "data_edge", None, "must be an object, got null"),
+    ("iteration_overhead", "instance_anchor", None, "must be an object, got null"),
+    ("link_pcie_efficiency", "training.domain", None, "must be an object, got null"),
+    ("link_tcp_latency", "target", None, "must be a string, got null"),
+    ("compute_absolute", "residuals.lab_shifts.new", {"log_shift": 0.0, "rows": -1},
+     ".rows must be an integer >= 0, got -1"),
+    ("compute_absolute", "residuals.within_lab", {"p10": 0.2, "p90": 0.1},
+     "must have p10 <= p90, got p10 0.2 and p90 0.1"),
+    ("compute_absolute", "measured_band.noise.n", -3, "must be an integer >= 0, got -3"),
+    ("compute_absolute", "dominance_guard.reference_specs.A10.fp32_flops", 0, "must be > 0, got 0"),
+    ("compute_ratio", "data_edge.launch_year", 1980, "must be an integer in 1990-2100, got 1980"),
+    ("compute_ratio", "absolute_blend.absolute_model", "compute_ratio",
+     "must be 'compute_absolute', got 'compute_ratio'"),
+    ("compute_ratio", "absolute_blend.weight", 1.5, "must be in [0, 1], got 1.5"),
+    ("iteration_overhead", "instance_anchor.n", 2.5, "must be an integer, got 2.5"),
+    ("iteration_overhead", "scaling_band.multi_instance.1.p10", "x", "must be a number, got 'x'"),
+    ("link_pcie_efficiency", "training.domain.factor", "2", "must be a number, got '2'"),
+    ("link_tcp_efficiency", "description", 3, "must be a string, got 3"),
+]
+
+
+@pytest.mark.parametrize("name, path, value, said", _REFUSED_VALUES,
+                         ids=[f"{n}:{p}={v!r}" for n, p, v, _ in _REFUSED_VALUES])
+def test_a_value_the_schema_refuses_is_refused_by_the_loader_and_the_core_alike(tmp_path: Path, name: str, path: str,
+                                                                                value, said: str) -> None:
+    from srift import _core
+
+    doc = json.loads((MODELS / f"{name}.json").read_text())
+    _set(doc, path, value)
+    where = "$." + path
+    with pytest.raises(ValueError, match=rf"here: {re.escape(where)}(: |\.)"):
+        validate_model_dict(doc, "here")
+    core = _core_error(name, doc)
+    # (named by the document's role, or "$" where from_documents reads the model itself)
+    assert where[1:] + ("" if said.startswith(".") else " ") + said in core, core
+    # from_json reads one document, whatever its kind: the same refusal
+    with pytest.raises(ValueError, match=re.escape(said)):
+        _core.LearnedModel.from_json(json.dumps(doc))
+
+
+@pytest.mark.parametrize("name", ["compute_absolute", "compute_ratio"])
+def test_a_reference_listed_twice_is_refused_naming_it(tmp_path: Path, name: str) -> None:
+    import jsonschema
+
+    from srift.learn.loader import model_schema
+    from srift.learn.models import CostModels, _guard_references
+
+    def edit(doc):
+        _guard(doc, name)["references"].insert(0, "A10")  # "A10" is the first already
+
+    d = _edited_models(tmp_path, name, edit)
+    doc = json.loads((d / f"{name}.json").read_text())
+    where = ("$" if name == "compute_absolute" else "$.absolute_blend") + ".dominance_guard.references"
+    # the schema alone (uniqueItems), the loader naming the repeat, CostModels, and the core
+    assert not jsonschema.Draft202012Validator(model_schema()).is_valid(doc)
+    said = "'A10' is already references[0]: each reference GPU is listed once"
+    with pytest.raises(ValueError, match=re.escape(f"{name}.json: {where}[1]: {said}")):
+        load_model(d / f"{name}.json")
+    with pytest.raises(ValueError, match=re.escape(f"{where}[1]: {said}")):
+        CostModels(d)
+    core = _core_error(name, doc)
+    assert f"{name}{where[1:]}[1] is 'A10', already references[0]: each reference GPU is listed once" in core, core
+    owner = doc if name == "compute_absolute" else doc["absolute_blend"]
+    with pytest.raises(ValueError, match=re.escape("dominance_guard.references[1]: " + said)):
+        _guard_references(owner, name)

@@ -282,3 +282,45 @@ def test_an_engine_takes_a_precision_in_any_case_as_add_measurement_does(fresh_p
         assert Engine(fresh_profile, catalog, EngineConfig(precision="TF32")).precision == "tf32"
     with pytest.raises(ValueError, match=r"precision must be one of fp32, tf32, amp, got 'fp16'"):
         Engine(fresh_profile, catalog, EngineConfig(precision="fp16"))
+
+
+def test_the_engine_merges_a_gpus_and_an_instances_repeats_once_for_points_and_warning(fresh_profile, catalog,
+                                                                                       monkeypatch):
+    """One core merge gives both the points srift fits and the groups it warns about: the
+    engine merged each GPU's (and each instance type's) repeats twice, once for each field."""
+    import srift.engine as engine_module
+
+    calls: list[int] = []
+    real_merge = _core.merge_repeats
+    real_warn = engine_module._warn_if_repeats_disagree
+    merges_at_warning: list[int] = []
+
+    def counting_merge(*args, **kwargs):
+        calls.append(1)
+        return real_merge(*args, **kwargs)
+
+    def watched_warn(*args, **kwargs):
+        real_warn(*args, **kwargs)
+        merges_at_warning.append(len(calls))  # the merges so far, the warning's own included
+
+    p = fresh_profile
+    for seconds in (0.2, 0.21, 0.4):
+        p.add_measurement("T4", 32, seconds)
+    p.add_measurement("g4dn.12xlarge", local_batch=32, iteration_s=0.3, gpus=4)
+    p.add_measurement("g4dn.12xlarge", local_batch=32, iteration_s=0.45, gpus=4)
+    monkeypatch.setattr(_core, "merge_repeats", counting_merge)
+    monkeypatch.setattr(engine_module, "_warn_if_repeats_disagree", watched_warn)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        e = Engine(p, catalog)
+        assert len(calls) == 1  # the instance type's repeats, merged once when the engine is built
+        calls.clear()
+        e.compute_model("T4")
+        assert merges_at_warning == [1]  # the T4's points, and nothing more for its warning
+        merges_at_warning.clear()
+        calls.clear()
+        e._instance_entry("g4dn.12xlarge")
+        assert merges_at_warning == [0]  # the instance's warning reads the merge made at start
+    said = [str(w.message) for w in caught if "disagree" in str(w.message)]
+    assert len(said) == 2 and "measurements on T4 at local batch 32 disagree" in said[0], said
+    assert "measurements on g4dn.12xlarge (T4) at local batch 32 disagree" in said[1], said

@@ -61,7 +61,10 @@ class LearnedModel {
   /// document, read here or not: the top level by the document's kind, its name (srift's
   /// compute_ratio, compute_absolute, iteration_overhead, link_* models carry fields of their
   /// own; any other name, a model's fields alone), and every object whose keys the schema
-  /// closes (csrc/learned_document.hpp). Values are checked where they are read.
+  /// closes (csrc/learned_document.hpp). So are the values, read here or not, as the schema
+  /// has them (srift/schemas/learned_model.schema.json: types, ranges, required fields, a
+  /// dominance_guard's references each listed once): a JSON null is refused wherever the schema
+  /// has no null (all but input_scaler), never taken for an absent field.
   static LearnedModel from_json(const std::string& text);
 
   Type type() const { return type_; }

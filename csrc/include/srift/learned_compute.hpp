@@ -161,7 +161,9 @@ struct LearnedComputeConfig {
 /// naming the JSON path of a missing or bad field, or of a key either document may not hold
 /// anywhere (the top level as a compute_ratio / compute_absolute document, whatever its name;
 /// every object whose keys the schema closes, read here or not; a reference_specs entry for a
-/// GPU that is not one of its references).
+/// GPU that is not one of its references; a reference listed twice), or of a value the schema
+/// refuses anywhere in either (a null dominance_guard, data_edge, absolute_blend, measured_band
+/// or roofline_residuals is refused, not taken for an absent one).
 LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const std::string& absolute_json);
 
 /// A predicted compute model with its p10/p90 factors (multiply the predicted time).
