@@ -36,6 +36,7 @@ __all__ = [
     "kind_from_ops",
     "ATTENTION_OPS",
     "FusedAttention",
+    "fused_attention_in_backward",
 ]
 
 FLOP_CONVENTION = "2 FLOPs per multiply-accumulate (torch.utils.flop_counter convention)"
@@ -224,6 +225,19 @@ def _mha_reroute(mode: FusedAttention) -> Iterator[None]:
             _reroute_users -= 1
             if _reroute_users == 0:
                 torch.nn.functional.scaled_dot_product_attention = _REAL_SDPA
+
+
+@contextlib.contextmanager
+def fused_attention_in_backward() -> Iterator[None]:
+    """Route ``F.scaled_dot_product_attention`` to the fused kernel inside a backward, as
+    :class:`FusedAttention` does in the forward. Activation checkpointing
+    (``torch.utils.checkpoint``, reentrant or not; Hugging Face's ``gradient_checkpointing_enable``)
+    re-runs the forward inside the backward, where a TorchFunctionMode entered around
+    ``loss.backward()`` sees no call; the recompute runs in the calling thread on cpu and meta, so
+    the module global is swapped for the thread-local router instead (code that bound the
+    function under another name at import is not rerouted)."""
+    with _mha_reroute(FusedAttention()):
+        yield
 
 
 _MATMUL = {"mm", "addmm", "bmm", "baddbmm", "matmul", "addbmm", "_scaled_mm", "linear", "einsum"}

@@ -57,7 +57,7 @@ from torch import nn
 from torch.utils._pytree import tree_flatten, tree_map
 
 from srift.buckets import buffer_broadcasts, ddp_buckets, ddp_parameters
-from srift.flops import FusedAttention, OpCounter, kind_from_ops
+from srift.flops import FusedAttention, OpCounter, fused_attention_in_backward, kind_from_ops
 from srift.profile_data import (
     PRECISIONS,
     BucketProfile,
@@ -268,6 +268,12 @@ def _loss(output: Any, targets: Any, loss_fn: Callable[[Any, Any], Any] | None) 
         if loss is None and isinstance(output, torch.Tensor):
             loss = output if output.dim() == 0 else output.sum()
         if loss is None:
+            if getattr(output, "loss", 0) is None or (isinstance(output, dict) and "loss" in output):
+                # a Hugging Face model called without labels: its output has a loss field, left None
+                raise ValueError(
+                    f"loss_fn is None and the model output's loss ({type(output).__name__}.loss) is None: the model "
+                    "computed no loss (a Hugging Face model computes it only when the inputs include labels); "
+                    "add the labels to the inputs, or pass loss_fn(output, targets)")
             raise ValueError(
                 f"loss_fn is None and the model output ({type(output).__name__}) is neither a tensor nor "
                 "has a .loss; pass loss_fn(output, targets)"
@@ -813,6 +819,14 @@ def _profile_impl(
         raise ValueError(f"optimizer: {optimizer!r} cannot train the sparse gradients of {', '.join(sparse)} "
                          "(an embedding built with sparse=True); profile with optimizer='sgd' (--optimizer sgd; "
                          "torch.optim.SparseAdam is not modelled)")
+    if sparse:
+        # ProcessGroupNCCL::allreduce_sparse throws ("NCCL does not support all_reduce with sparse
+        # tensors"): DDP on the GPU clusters srift predicts fails at the first backward
+        warnings.warn(
+            f"{', '.join(sparse)}: sparse gradients (an embedding built with sparse=True) cannot be all-reduced by "
+            "DDP on NCCL, the backend of every GPU cluster srift predicts (torch raises 'NCCL does not support "
+            "all_reduce with sparse tensors' at the first backward); predictions send each such gradient as a dense "
+            "bucket of the whole table, what the model sends when built with sparse=False", stacklevel=3)
     ddp_index = {id(p.tensor): p.index for p in ddp_params}
     clock = None if is_meta else _Clock(dev)
     autocast = lambda: _autocast(dev, precision)  # noqa: E731
@@ -859,7 +873,7 @@ def _profile_impl(
                     out = _forward(model, inputs, tracer, autocast_or_not)
                     loss = _loss(out, targets, loss_fn)
                 try:
-                    loss.backward()
+                    _backward(loss, tracer)
                 except Exception as e:
                     raise ValueError(f"backward failed: {type(e).__name__}: {e}") from e
             return sum(saved.values())
@@ -1067,9 +1081,26 @@ def _forward(model: nn.Module, inputs: Any, tracer: _Tracer, autocast: Callable[
     except Exception as e:
         where = tracer.failing_module()
         tracer.stack = []
+        hint = ""
+        if tracer.meta and "meta" in str(e).lower():
+            # e.g. Tensor.item() or a data-dependent shape (Hugging Face BERT's and wav2vec2's masks)
+            hint = ("; the model reads tensor values, which meta tensors do not have, so it cannot be "
+                    "analysed on meta: profile it on cpu (a smaller configuration or sequence if it is too large: "
+                    "FLOPs and bytes per sample scale)")
         if where is None:
-            raise ValueError(f"forward failed before entering any module: {type(e).__name__}: {e}") from e
-        raise ValueError(f"forward failed in module '{where[0]}' ({where[1]}): {type(e).__name__}: {e}") from e
+            raise ValueError(f"forward failed before entering any module: {type(e).__name__}: {e}{hint}") from e
+        raise ValueError(f"forward failed in module '{where[0]}' ({where[1]}): {type(e).__name__}: {e}{hint}") from e
+
+
+def _backward(loss: torch.Tensor, tracer: _Tracer) -> None:
+    """The backward, with attention routed as in the forward: activation checkpointing
+    (torch.utils.checkpoint, Hugging Face's gradient_checkpointing_enable) re-runs the forward
+    inside the backward, and without FusedAttention there its SDPA took the math path on meta
+    (and on cpu with dropout): a 4-bmm backward where a GPU's fused kernel runs 5, the
+    recompute's attention backward counted 20% short (a TorchFunctionMode sees no call inside
+    a backward: srift.flops.fused_attention_in_backward)."""
+    with fused_attention_in_backward() if not tracer.on_cuda else nullcontext():
+        loss.backward()
 
 
 def _progress_bar(total: int, name: str, enabled: bool) -> Any:
@@ -1128,7 +1159,7 @@ def _iteration(model: nn.Module, x: Any, y: Any, loss_fn: Any, opt: torch.optim.
     out = _forward(model, x, tracer, autocast)
     loss = _loss(out, y, loss_fn)
     t1 = clock.mark()
-    loss.backward()
+    _backward(loss, tracer)
     t2 = clock.mark()
     opt.step()
     t3 = clock.mark()
@@ -1175,7 +1206,7 @@ def _time_layers(
                 node_handles.append(node.register_hook(post))
             ready_marks.clear()
             b0 = clock.mark()
-            loss.backward()
+            _backward(loss, tracer)
             b1 = clock.mark()
             for h in node_handles:
                 h.remove()
