@@ -231,18 +231,29 @@ ComputeModel split_like(const ComputeModel& prior, double fixed, double per_samp
 // at `pivot` (at most to 0); then, where the floor is still not met (the line under it at
 // `pivot` itself), its slope raised as slope_held_to_floor does. `m` itself, bit for bit, where
 // it is on the floor's side at every batch of the grid.
+// With `keep_optimizer` (a measured optimizer step: compute.cpp fit_to_measurements), the turn
+// takes no time from `m`'s optimizer step: the compute's own fixed cost falls (at most to 0), and
+// the step stays as measured (split_like would cap it at half the lowered fixed cost).
 ComputeModel held_to_floor_about(const ComputeModel& m, const std::vector<double>& grid, double per_sample_floor,
-                                 double pivot) {
+                                 double pivot, bool keep_optimizer = false) {
   double fixed = m.fixed_s() + m.optimizer_s, per_sample = m.per_sample_s();
   if (slope_held_to_floor(grid, fixed, per_sample, per_sample_floor) == per_sample) return m;
   double lift = 0;
   for (double b : grid) {
     if (b > pivot) lift = std::max(lift, (per_sample_floor * b - (fixed + per_sample * b)) / (b - pivot));
   }
-  lift = std::min(lift, fixed / pivot);  // no negative fixed cost
+  lift = std::min(lift, (keep_optimizer ? m.fixed_s() : fixed) / pivot);  // no negative fixed cost
   fixed -= lift * pivot;
   per_sample += lift;
-  return split_like(m, fixed, slope_held_to_floor(grid, fixed, per_sample, per_sample_floor));
+  ComputeModel out = split_like(m, fixed, slope_held_to_floor(grid, fixed, per_sample, per_sample_floor));
+  if (keep_optimizer) {
+    const double share_fixed = m.fixed_s() > 0 ? m.forward_fixed_s / m.fixed_s() : 0.5;  // as split_like's
+    const double rest = std::max(0.0, fixed - m.optimizer_s);
+    out.optimizer_s = m.optimizer_s;
+    out.forward_fixed_s = rest * share_fixed;
+    out.backward_fixed_s = rest * (1 - share_fixed);
+  }
+  return out;
 }
 
 // The specs dominance compares: (matmul peak, convolutions' peak, FP32 peak, memory bandwidth).
@@ -1253,7 +1264,9 @@ double log_misfit(const ComputeModel& m, const std::vector<Measurement>& measure
 // The measured GPU's own curve `m` held to its peak floor (note "measured floor" at
 // measured_model): turned about the measurements' mean batch on batch_grid of `max_batch` or the
 // largest measured batch. `m` itself, bit for bit, where it is not under the floor, and where a
-// measurement beats its own floor (then there is none).
+// measurement beats its own floor (then there is none). Where every run timed its forward and
+// backward, `m`'s optimizer step is measured and the turn keeps it (held_to_floor_about), and a
+// run beats its floor where its forward + backward does (the FLOPs are theirs).
 ComputeModel measured_held_to_floor(const ComputeModel& m, const WorkloadStats& w, const GpuSpec& gpu,
                                     const std::vector<Measurement>& measurements, Precision precision,
                                     double max_batch) {
@@ -1265,11 +1278,21 @@ ComputeModel measured_held_to_floor(const ComputeModel& m, const WorkloadStats& 
   double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
   double mean_batch = 0;  // summed as the least-squares fit sums it (compute.cpp line_of)
   const double n = static_cast<double>(measurements.size());
+  bool phases = true;  // every run timed its forward and backward: the optimizer step is measured
   for (const Measurement& p : measurements) {
     span = std::max(span, p.local_batch);
     mean_batch += p.local_batch / n;
+    phases = phases && p.forward_s >= 0 && p.backward_s >= 0;
   }
-  return held_to_floor_about(m, batch_grid(span), floor, mean_batch);
+  if (phases) {
+    // The FLOPs are the forward's and the backward's: a run whose forward + backward beats the
+    // floor beats its own (no floor). Else the compute at the mean batch is on or above the
+    // floor there, and the turn that keeps the measured step leaves a fixed cost >= 0.
+    for (const Measurement& p : measurements) {
+      if (p.forward_s + p.backward_s < floor * p.local_batch) return m;
+    }
+  }
+  return held_to_floor_about(m, batch_grid(span), floor, mean_batch, phases);
 }
 }  // namespace
 

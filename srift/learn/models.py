@@ -472,13 +472,16 @@ def _slope_held_to_floor(grid: np.ndarray, fixed: float, per_sample: float, floo
     return per_sample + lift if lift > 0 else per_sample
 
 
-def held_to_floor_about(model: Any, grid: np.ndarray, floor_per_sample: float, pivot: float) -> Any:
+def held_to_floor_about(model: Any, grid: np.ndarray, floor_per_sample: float, pivot: float,
+                        keep_optimizer: bool = False) -> Any:
     """The core's held_to_floor_about (note "peak floor"): `model` (a _core.ComputeModel) turned
     about its time at batch `pivot` by the least slope that keeps it on or above
     floor_per_sample (seconds per sample) x b at every batch b of `grid` above the pivot, its
     fixed cost lowered as much at the pivot (at most to 0), then its slope raised where it is
-    still under the floor; `model` itself where it is nowhere under it."""
-    fixed = model.forward_fixed_s + model.backward_fixed_s + model.optimizer_s
+    still under the floor; `model` itself where it is nowhere under it. keep_optimizer (a
+    measured optimizer step): the turn lowers the compute's fixed cost alone, the step stays."""
+    model_fixed = model.forward_fixed_s + model.backward_fixed_s
+    fixed = model_fixed + model.optimizer_s
     per_sample = model.per_sample_s()
     if _slope_held_to_floor(grid, fixed, per_sample, floor_per_sample) == per_sample:
         return model
@@ -486,18 +489,26 @@ def held_to_floor_about(model: Any, grid: np.ndarray, floor_per_sample: float, p
     for b in grid:
         if b > pivot:
             lift = max(lift, (floor_per_sample * b - (fixed + per_sample * b)) / (b - pivot))
-    lift = min(lift, fixed / pivot)  # no negative fixed cost
+    lift = min(lift, (model_fixed if keep_optimizer else fixed) / pivot)  # no negative fixed cost
     fixed -= lift * pivot
     per_sample += lift
-    return split_like(model, fixed, _slope_held_to_floor(grid, fixed, per_sample, floor_per_sample))
+    out = split_like(model, fixed, _slope_held_to_floor(grid, fixed, per_sample, floor_per_sample))
+    if keep_optimizer:
+        share_fixed = model.forward_fixed_s / model_fixed if model_fixed > 0 else 0.5
+        rest = max(0.0, fixed - model.optimizer_s)
+        out.optimizer_s = model.optimizer_s
+        out.forward_fixed_s, out.backward_fixed_s = rest * share_fixed, rest * (1 - share_fixed)
+    return out
 
 
 def measured_held_to_floor(model: Any, w: Any, peaks: Any, precision: str, measurements: list[Any],
                            max_batch: float | None) -> Any:
     """The core's note "measured floor" (srift::LearnedCompute::measured_model): the measured
     GPU's curve `model` held to its peak floor on batch_grid of max_batch or the largest
-    measured batch, turned about the measurements' mean batch; no floor where one of
-    `measurements` (_core.Measurement) beats its own (w: WorkloadInfo, peaks: GpuPeaks)."""
+    measured batch, turned about the measurements' mean batch (a measured optimizer step, every
+    run with its forward and backward, kept as it is); no floor where one of `measurements`
+    (_core.Measurement) beats its own, with its forward + backward where every run timed them
+    (w: WorkloadInfo, peaks: GpuPeaks)."""
     from srift.learn.features import peak_floor_per_sample
 
     floor = peak_floor_per_sample(w, peaks, precision, anchor=peaks, measurements=measurements)
@@ -508,7 +519,12 @@ def measured_held_to_floor(model: Any, w: Any, peaks: Any, precision: str, measu
     for m in measurements:  # summed as the core sums it
         span = max(span, m.local_batch)
         mean_batch += m.local_batch / len(measurements)
-    return held_to_floor_about(model, batch_grid(span), floor, mean_batch)
+    # every run timed its forward and backward: the optimizer step is measured, and kept; a run
+    # whose forward + backward beats the floor beats its own (the FLOPs are theirs): no floor
+    phases = all(m.forward_s >= 0 and m.backward_s >= 0 for m in measurements)
+    if phases and any(m.forward_s + m.backward_s < floor * m.local_batch for m in measurements):
+        return model
+    return held_to_floor_about(model, batch_grid(span), floor, mean_batch, keep_optimizer=phases)
 
 
 def _guard_references(doc: dict[str, Any], where: str) -> list[Any]:

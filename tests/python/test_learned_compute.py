@@ -675,3 +675,39 @@ def test_several_measured_batches_hold_the_floor_as_the_python_twin(catalog_gpus
             assert m.compute_s(b) + m.optimizer_s >= floor * b * (1 - 1e-12)
         end = batch_grid(512.0)[-1]  # the grid spans at least GRID_MIN_SPAN
         assert m.compute_s(end) + m.optimizer_s == pytest.approx(end * floor, rel=1e-9)
+
+
+def test_the_measured_floor_keeps_a_measured_optimizer_step(catalog_gpus) -> None:
+    """Note "measured floor" with every run's forward and backward timed (a profile's own
+    timings): the optimizer step is measured and the turn keeps it, in the core and its twin.
+    Before, the turn capped it at half the lowered fixed cost (ResNet-50 at AMP, a step of 30%
+    of the runs: 0.77x of it kept) and moved the rest into the forward and backward, which k
+    accumulation micro-steps count k times. A run whose forward + backward beats the floor
+    beats its own: no floor."""
+    from srift.learn.models import batch_grid, measured_held_to_floor
+
+    wl = load_workloads()["resnet50"]
+    lc, stats = default_models().learned_compute, core_workload_stats(wl)
+    for g in catalog_gpus[:6]:
+        floor = peak_floor_per_sample(wl, g, "amp")
+        runs = []
+        for b, k in ((16.0, 3.0), (64.0, 1.5)):  # compute 0.7 f per sample: the floor binds
+            t = k * floor * b
+            runs.append(_core.Measurement(b, t, 0.7 * t / 3, 0.7 * t * 2 / 3))  # 30% of it the step
+        step = sum(0.3 * r.iteration_s for r in runs) / 2
+        roof = roofline(wl, g, "amp")
+        m = lc.measured_model(stats, gpu_spec(g), roof, runs, core_precision("amp"), 512.0)
+        assert m.optimizer_s == pytest.approx(step, rel=1e-12), g
+        assert m.forward_fixed_s >= 0 and m.backward_fixed_s >= 0
+        line = _core.anchor_to_measurements(roof, runs)
+        assert line.per_sample_s() < floor  # the premise: the floor binds
+        twin = measured_held_to_floor(line, wl, g, "amp", runs, 512.0)
+        np.testing.assert_allclose(_model_terms(m), _model_terms(twin), rtol=1e-12, atol=1e-18)
+        for b in batch_grid(512.0):
+            assert m.compute_s(b) + m.optimizer_s >= floor * b * (1 - 1e-12)
+        # through the runs' mean, as without the phases
+        assert m.compute_s(40.0) + m.optimizer_s == pytest.approx((3.0 * 16 + 1.5 * 64) / 2 * floor, rel=1e-12)
+        # forward + backward under the floor at batch 64 (0.9x), the iteration above it: no floor
+        quick = [runs[0], _core.Measurement(64.0, 1.2 * floor * 64, 0.3 * floor * 64, 0.6 * floor * 64)]
+        q = lc.measured_model(stats, gpu_spec(g), roof, quick, core_precision("amp"), 512.0)
+        assert _model_terms(q) == _model_terms(_core.anchor_to_measurements(roof, quick))
