@@ -406,6 +406,7 @@ def compute(w, kinds: list[str]) -> None:
     measured_other_batch(w)
     measured_two_batches(w)
     measured_floor_sweep(w)
+    same_specs_hosts(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
     selection_nested(w)
@@ -976,6 +977,55 @@ def peak_floor_margin(w) -> None:
                                                   "p10": round(float(np.percentile(q, 10)), 3),
                                                   "median": round(float(np.median(q)), 3)},
                           "nearest": min(pairs)[1], "below_the_floor": int((q < 1).sum())}))
+
+
+def same_specs_hosts(w) -> None:
+    """A run on one host predicting another host of the same GPU (srift::LearnedCompute note
+    "same specs"): Lambda's 1-GPU benchmarks repeated on several hosts or dates of one GPU
+    type (srift.learn.datasets.lambda_repeats), every ordered pair of them at one (model,
+    precision, batch). "shipped": predict_anchored with the target's specs equal to the
+    anchor's, which is the anchor's measured curve; "through_the_ratio_model": the same target
+    one FLOP/s slower and one byte/s faster (so neither dominates and the order guard is idle),
+    which takes the ratio model, its blend and shrink, as every other pair does (and as this pair
+    did before the note); beside the hosts' own spread ("the run itself": the measured
+    time of the anchor host taken as the prediction, which is what shipped should give)."""
+    from srift import _core
+    from srift.learn import default_models
+    from srift.learn.datasets import device_peaks, lambda_repeats
+    from srift.learn.features import core_precision, core_workload_stats, gpu_spec
+    from srift.learn.workloads import DATA_MODELS
+
+    lc, peaks = default_models().learned_compute, device_peaks()
+    errs: dict[str, list[float]] = {"shipped": [], "through_the_ratio_model": [], "the_run_itself": []}
+    pairs = 0
+    for (gpu, model, precision, batch), throughputs in sorted(lambda_repeats().items()):
+        workload = DATA_MODELS.get(("lambda", model), (None,))[0]
+        if len(throughputs) < 2 or gpu not in peaks or workload not in w:
+            continue
+        stats, spec, prec = core_workload_stats(w[workload]), gpu_spec(peaks[gpu]), core_precision(precision)
+        near = gpu_spec(peaks[gpu])
+        near.fp32_flops -= 1
+        if near.tf32_flops > 0:
+            near.tf32_flops -= 1
+        if near.fp16_flops > 0:
+            near.fp16_flops -= 1
+        near.memory_bandwidth += 1
+        times = [batch / x for x in throughputs]
+        for i, t_anchor in enumerate(times):
+            run = [_core.Measurement(batch, t_anchor)]
+            same = lc.predict_anchored(stats, spec, run, spec, prec, batch).model
+            other = lc.predict_anchored(stats, spec, run, near, prec, batch).model
+            for j, t_target in enumerate(times):
+                if i == j:
+                    continue
+                pairs += 1
+                for key, predicted in (("shipped", same.compute_s(batch) + same.optimizer_s),
+                                       ("through_the_ratio_model", other.compute_s(batch) + other.optimizer_s),
+                                       ("the_run_itself", t_anchor)):
+                    errs[key].append(abs(predicted / t_target - 1.0) * 100.0)
+    print(json.dumps({"split": "same_specs_hosts/lambda", "pairs": pairs,
+                      **{k: {"median_ape": round(float(np.median(v)), 2), "p90_ape": round(float(np.percentile(v, 90)), 2)}
+                         for k, v in errs.items() if v}}))
 
 
 def measured_floor_sweep(w) -> None:

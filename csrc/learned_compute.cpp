@@ -270,6 +270,9 @@ Specs specs_of(const GpuSpec& g, Precision p) {
   return {matmul_peak_flops(g, p), matmul_peak_flops(g, conv), g.fp32_flops, g.memory_bandwidth};
 }
 
+// Note "same specs" (predict_anchored_memo).
+bool same_specs(const GpuSpec& a, const GpuSpec& b, Precision p) { return specs_of(a, p) == specs_of(b, p); }
+
 // A model input as its bits: a memo key equal only to the same input (NaN included).
 struct FeatureHash {
   std::size_t operator()(const std::vector<double>& f) const {
@@ -995,10 +998,33 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
   return predict_anchored_memo(w, anchor, measurements, target, precision, max_batch, memo);
 }
 
+// Note "same specs": a target whose specs are the anchor's at this precision (specs_of: the
+// peaks and the memory bandwidth; the same chip with more memory, as V100-SXM2 16 and 32 GB)
+// runs as the anchor ran, and is predicted as the anchor's own measured curve
+// (measured_model, on the target's grid). Through the ratio model it was not: its output at
+// no spec difference is its bias, and the blend's shrink pulls the target towards the
+// absolute model's prediction, away from a measurement of the very chip (GPT-2 at FP32
+// measured on a V100-16GB: the V100-32GB 1.23x slower at every batch, the measured one
+// included; ResNet-50 0.88x). No lean past the data's edge: a run on these specs is the
+// evidence. The band stays the anchored one (wider than a measured GPU's noise: a catalog
+// type is another host than the one timed).
+LearnedComputeResult LearnedCompute::on_same_specs(const WorkloadStats& w, const GpuSpec& anchor,
+                                                   const std::vector<Measurement>& measurements, Precision precision,
+                                                   double max_batch, Memo& memo) const {
+  double span = (std::isfinite(max_batch) && max_batch > 0) ? max_batch : 0.0;
+  for (const Measurement& m : measurements) span = std::max(span, m.local_batch);
+  LearnedComputeResult r;
+  r.model = measured_model_memo(w, anchor, w.roofline(anchor, precision), measurements, precision, span, memo);
+  r.p10_factor = std::exp(config_.anchored_p10);
+  r.p90_factor = std::exp(config_.anchored_p90);
+  return r;
+}
+
 LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& w, const GpuSpec& anchor,
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision, double max_batch,
                                                       Memo& memo) const {
+  if (same_specs(target, anchor, precision)) return on_same_specs(w, anchor, measurements, precision, max_batch, memo);
   LearnedComputeResult r = predict_anchored_fit(w, anchor, measurements, target, precision, max_batch, memo);
   const bool no_slower = dominates(target, anchor, precision);
   const bool no_faster = dominates(anchor, target, precision);
@@ -1170,7 +1196,12 @@ LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& 
                                                       Memo& memo) const {
   if (anchors.empty()) throw std::invalid_argument("anchors must not be empty, got 0 anchors");
   std::vector<const Anchor*> use;
+  // Note "same specs": a run on the target's specs says more than any ratio from another GPU.
   for (const Anchor& a : anchors) {
+    if (same_specs(a.gpu, target, precision)) use.push_back(&a);
+  }
+  for (const Anchor& a : anchors) {
+    if (!use.empty() && same_specs(use.front()->gpu, target, precision)) break;
     if (has_fp16_path(a.gpu, target, precision)) use.push_back(&a);
   }
   if (use.empty()) {

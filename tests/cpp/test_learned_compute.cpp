@@ -664,9 +664,12 @@ TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
   EXPECT_NEAR(total(both.model, 32), total(both0.model, 32), 1e-12 * total(both.model, 32));
   EXPECT_DOUBLE_EQ(both.p10_factor, std::exp(-0.35));
   EXPECT_DOUBLE_EQ(both.p90_factor, std::exp(0.35));
-  // several anchors: the band of the one past the edge
-  const srift::LearnedComputeResult mixed =
-      lc.predict_anchored(w, {srift::Anchor{unknown, meas}, srift::Anchor{old_gpu, meas}}, new_gpu, Precision::amp, 0);
+  // several anchors: the band of the one past the edge (an anchor with the target's own specs
+  // would be used alone: note "same specs")
+  GpuSpec unknown_other = unknown;
+  unknown_other.fp16_flops *= 1.2;
+  const srift::LearnedComputeResult mixed = lc.predict_anchored(
+      w, {srift::Anchor{unknown_other, meas}, srift::Anchor{old_gpu, meas}}, new_gpu, Precision::amp, 0);
   EXPECT_TRUE(mixed.past_data_edge);
   EXPECT_DOUBLE_EQ(mixed.p90_factor, std::exp(0.35));
 
@@ -1311,6 +1314,53 @@ TEST(LearnedCompute, TheMeasuredFloorKeepsAMeasuredOptimizerStep) {
   EXPECT_NEAR(q.optimizer_s, 2 * f, 1e-12 * f);
   EXPECT_NEAR(q.compute_s(4), 3.6 * f, 1e-12 * f);
   EXPECT_LT(total_at(q, 1024), f * 1024);
+}
+
+TEST(LearnedCompute, AGpuWithTheAnchorsSpecsIsTheAnchorsMeasuredCurve) {
+  // Note "same specs": the same chip with more memory (V100-SXM2 16 and 32 GB). The ratio model's
+  // output at no spec difference is its bias (here 0.2, x1.22), and the blend's shrink pulls the
+  // target towards the absolute model's prediction; neither is a difference in the GPUs.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec small = gpu("v100-16", 15.7, 125, 900);
+  GpuSpec large = gpu("v100-32", 15.7, 125, 900);
+  large.memory_bytes = 32.0 * (1ull << 30);
+  srift::LearnedComputeConfig cfg;
+  cfg.blend = true;
+  cfg.blend_weight = 0.4;
+  cfg.shrink = 0.25;
+  cfg.anchored_p10 = -0.2;
+  cfg.anchored_p90 = 0.3;
+  const srift::LearnedCompute lc(constant_model(32, 0.2), constant_model(9, 0.0, 3, 0.1), cfg);
+  for (Precision p : {Precision::fp32, Precision::amp}) {
+    for (const std::vector<srift::Measurement>& runs :
+         {std::vector<srift::Measurement>{{8, 0.05}}, std::vector<srift::Measurement>{{8, 0.05}, {32, 0.14}}}) {
+      for (double max_batch : {0.0, 64.0, 4096.0}) {
+        const srift::LearnedComputeResult r = lc.predict_anchored(w, small, runs, large, p, max_batch);
+        double span = max_batch;
+        for (const srift::Measurement& m : runs) span = std::max(span, m.local_batch);
+        const srift::ComputeModel own = lc.measured_model(w, small, w.roofline(small, p), runs, p, span);
+        for (double b : {1.0, 8.0, 32.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(r.model, b), total_at(own, b)) << b;
+        EXPECT_DOUBLE_EQ(r.p10_factor, std::exp(-0.2));
+        EXPECT_DOUBLE_EQ(r.p90_factor, std::exp(0.3));
+        // and the other way round
+        const srift::ComputeModel back = lc.predict_anchored(w, large, runs, small, p, max_batch).model;
+        for (double b : {1.0, 8.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(back, b), total_at(own, b)) << b;
+      }
+    }
+  }
+  // the premise: a target one FLOP/s slower and one byte/s faster (neither dominates) goes
+  // through the ratio model, off the run by far
+  GpuSpec nearly = small;
+  nearly.fp32_flops -= 1;
+  nearly.fp16_flops -= 1;
+  nearly.memory_bandwidth += 1;
+  const srift::ComputeModel through_ratio = lc.predict_anchored(w, small, {{8, 0.05}}, nearly, Precision::amp, 0).model;
+  EXPECT_GT(std::abs(total_at(through_ratio, 8) / 0.05 - 1), 0.1);
+  // several anchors: the one with the target's specs alone
+  const srift::Anchor on_small{small, {{8, 0.05}}}, on_other{gpu("other", 31.2, 250, 1600), {{8, 0.02}}};
+  const srift::ComputeModel several = lc.predict_anchored(w, {on_other, on_small}, large, Precision::amp, 0).model;
+  const srift::ComputeModel alone = lc.predict_anchored(w, small, on_small.measurements, large, Precision::amp, 0).model;
+  for (double b : {1.0, 8.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(several, b), total_at(alone, b)) << b;
 }
 
 }  // namespace

@@ -223,7 +223,9 @@ class LearnedCompute {
   /// (learned_compute.cpp note "across the fp32 paths"). No grid point is faster than the
   /// target's FLOPs at its peak (peak_flop_seconds_per_sample), unless a measurement beats the
   /// anchor's own: then the FLOP count is off and there is no floor (learned_compute.cpp note
-  /// "peak floor").
+  /// "peak floor"). A target whose specs (the peaks and memory bandwidth dominates() compares)
+  /// equal the anchor's, the same chip with more memory, is the anchor's measured curve itself,
+  /// with the anchored band (learned_compute.cpp note "same specs").
   /// Throws std::invalid_argument on no measurements or a bad batch, or naming
   /// measurements[i].precision for a run timed at another precision than `precision`
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
@@ -233,8 +235,9 @@ class LearnedCompute {
   /// Compute on `target` from measurements on several GPU types (note "several anchors"): the
   /// geometric mean of each anchor's predicted iteration time, fitted on the batch grid of
   /// `max_batch` (as predict_absolute) and split as the target's roofline; one anchor: exactly
-  /// predict_anchored. Anchors that share no FP16 path with the target under AMP are left out
-  /// unless none has one. The band is a single anchor's (held-out residuals of one anchor).
+  /// predict_anchored. An anchor with the target's specs is used alone (note "same specs");
+  /// otherwise anchors that share no FP16 path with the target under AMP are left out unless
+  /// none has one. The band is a single anchor's (held-out residuals of one anchor).
   /// Throws std::invalid_argument as the one-anchor overload does, naming
   /// anchors[j].measurements[i].precision for a run at another precision, or on no anchors.
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
@@ -280,6 +283,11 @@ class LearnedCompute {
   LearnedComputeResult predict_anchored_memo(const WorkloadStats& w, const std::vector<Anchor>& anchors,
                                         const GpuSpec& target, Precision precision, double max_batch,
                                         Memo& memo) const;
+  // A target with the anchor's specs: the anchor's measured curve (learned_compute.cpp note
+  // "same specs").
+  LearnedComputeResult on_same_specs(const WorkloadStats& w, const GpuSpec& anchor,
+                                     const std::vector<Measurement>& measurements, Precision precision,
+                                     double max_batch, Memo& memo) const;
   // predict_anchored before its order guard (learned_compute.cpp note "order at the measurement").
   LearnedComputeResult predict_anchored_fit(const WorkloadStats& w, const GpuSpec& anchor,
                                             const std::vector<Measurement>& measurements, const GpuSpec& target,
