@@ -88,6 +88,15 @@ def dominates(b: GpuPeaks, a: GpuPeaks, precision: str) -> bool:
     return all(x >= y for x, y in zip(sb, sa)) and sb != sa
 
 
+def same_specs(a: GpuPeaks, b: GpuPeaks, precision: str) -> bool:
+    """Whether GPUs a and b have the same specs at `precision` (those dominates() compares): the
+    same chip with more memory, which the core predicts from a run of the other as that run's
+    own curve (srift::LearnedCompute note "same specs")."""
+    if precision not in _PRECISIONS:
+        raise ValueError(f"precision: expected one of {', '.join(_PRECISIONS)}, got {precision!r}")
+    return _specs(a, precision) == _specs(b, precision)
+
+
 def reference_gpus(exclude_chips: Iterable[str] = ()) -> list[GpuPeaks]:
     """The GPUs of the training data, less every variant of the chips in `exclude_chips`
     (a held-out chip's variants leave together, as in the leave-one-chip-out splits)."""

@@ -15,7 +15,7 @@ from srift import _core
 from srift.catalog import Catalog
 from srift.learn.blend import anchored_log_ratio, has_fp16_path
 from srift.learn.datasets import device_peaks
-from srift.learn.dominance import dominates, guarded_correction, guarded_log_ratio
+from srift.learn.dominance import dominates, guarded_correction, guarded_log_ratio, same_specs
 from srift.learn.features import (PRECISIONS, absolute_features, core_precision, core_workload_stats, gpu_spec,
                                   peak_floor_per_sample, ratio_features, roofline)
 from srift.learn.gpus import peaks_from_catalog
@@ -76,7 +76,7 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
     weight, shrink = float(blend["weight"]), float(blend["shrink"])
     refs = models._ratio_references
     w = load_workloads()
-    checked = clipped = guarded = 0
+    checked = clipped = guarded = same = 0
     for key, prec in itertools.product(WORKLOADS, ("amp", "fp32")):
         wl, stats = w[key], core_workload_stats(w[key])
         for a, b in itertools.product(catalog_gpus[::2], catalog_gpus):
@@ -101,6 +101,14 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
             if prec == "fp32" and (a.tf32_tflops or b.tf32_tflops):
                 continue  # PyTorch's FP32 on a TF32 GPU: test_pytorch_default_fp32_*
             r = models.learned_compute.predict_anchored(stats, gpu_spec(a), meas, gpu_spec(b), core_precision(prec))
+            if same_specs(a, b, prec):
+                # note "same specs": the anchor's measured curve itself, with the anchored band
+                own = models.learned_compute.measured_model(stats, gpu_spec(a), roof, meas, core_precision(prec), 64.0)
+                np.testing.assert_allclose(_model_terms(r.model), _model_terms(own), rtol=1e-12)
+                assert (r.p10_factor, r.p90_factor) == pytest.approx(
+                    (math.exp(blend["residuals"]["p10"]), math.exp(blend["residuals"]["p90"])), rel=1e-12)
+                same += 1
+                continue
             # note "anchored batch shape": at each batch of the grid, the anchor's measured line
             # times the guarded ratio at that batch; the line fitted through them as the
             # target's roofline splits its terms
@@ -138,7 +146,8 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
             np.testing.assert_allclose(_model_terms(r.model), [factor * x for x in _model_terms(want)], rtol=1e-9)
             assert (r.p10_factor, r.p90_factor) == pytest.approx((math.exp(lo), math.exp(hi)), rel=1e-12)
             checked += 1
-    assert checked > 400 and clipped > 0 and guarded > 0  # the clip and the order guard are exercised, not only the blend
+    # the clip, the order guard and the same-specs rule are exercised, not only the blend
+    assert checked > 400 and clipped > 0 and guarded > 0 and same > 0
 
 
 def test_absolute_prediction_equals_the_python_composition(catalog_gpus) -> None:
