@@ -1105,7 +1105,7 @@ def ratio_engine_path(w) -> None:
     from srift.learn.datasets import device_peaks
     from srift.learn.dominance import guarded_correction, guarded_log_ratio, reference_gpus
     from srift.learn.features import absolute_features, peak_floor_per_sample, ratio_features, roofline
-    from srift.learn.models import absolute_on_grid
+    from srift.learn.models import absolute_line_in_order, absolute_on_grid
 
     rows = compute_rows(cpu=True)
     X, y, base, truth, meta = ratio_dataset(rows, w)
@@ -1152,8 +1152,9 @@ def ratio_engine_path(w) -> None:
         # now: the anchor's measured curve (the learned one scaled through the measurement, note
         # "measured batch shape") to b's batch; halfway to the roofline's, as shipped until 29d84b7
         span = 4.0 * max(a.batch, b.batch)
-        learned = absolute_on_grid(roof_a, lambda grid: guarded_correction(est_a.predict, wl, pa, grid, a.precision,
-                                                                           refs), span, token_slope=True)
+        # the core's line for the anchor (predict_absolute: put in order with the references'
+        # lines, its note "lines in order")
+        learned = absolute_line_in_order(est_a.predict, wl, pa, a.precision, refs, span)
         halfway = absolute_on_grid(roof_a, lambda grid: [0.5 * math.log(total(learned, g) / total(roof_a, g))
                                                          for g in grid], span)
         on_halfway = total(_core.anchor_to_measurements(halfway, measurement), b.batch)
@@ -1240,7 +1241,7 @@ def absolute_engine_path(w) -> None:
     from srift.learn.datasets import device_peaks
     from srift.learn.dominance import guarded_correction, reference_gpus
     from srift.learn.features import absolute_features, roofline
-    from srift.learn.models import absolute_on_grid
+    from srift.learn.models import absolute_line_in_order, absolute_on_grid
 
     X, y, base, truth, meta = shipped_absolute_dataset(w)
     peaks = device_peaks()
@@ -1266,7 +1267,8 @@ def absolute_engine_path(w) -> None:
         pred["reference_batch_32"][i] = math.log(roof) + corr([32.0])[0]
         for k, mult in (("grid_to_4x_batch", 4), ("grid_to_64x_batch", 64)):
             for suffix, guard in (("", False), ("_dominance_guard", True)):
-                m = absolute_on_grid(prior, lambda grid: corr(grid, guard), mult * b, token_slope=True)
+                m = (absolute_line_in_order(est.predict, wl, gpu, r.precision, refs, mult * b) if guard else
+                     absolute_on_grid(prior, lambda grid: corr(grid, guard), mult * b, token_slope=True))
                 pred[k + suffix][i] = math.log((m.compute_s(b) + m.optimizer_s) / b)
     ok = ~np.isnan(pred["at_row_batch"])
     print(json.dumps({"split": "compute_absolute_leave_one_gpu_out_engine_path", "v0_roofline": stats(ape(base[ok], truth[ok])),

@@ -8,11 +8,16 @@ dominance note "dominance"), so every such prediction is a model error. Two swee
   (H100, A100, L4, A10G, T4, V100) and batch (8, 32, 128), the anchor's run set at 0.7x, 1x and
   1.4x its own no-measurement prediction, every ordered pair of catalog GPUs;
 - no measurement: every workload, precision and batch.
+Both fit every GPU's line on the default grid (batch_grid of the batch: 1..1024 here). With
+--small, as the engine predicts a small batch instead: batches 1, 2, 4 and 8, each GPU's line
+fitted on its own memory limit's grid (srift.Engine.memory_max_batch: GPUs with more memory
+get longer grids), over the shipped workloads (profiled on meta for their memory) and the six
+models of bench/unlike_models.py (profiled on the CPU, ~1 minute).
 A break counts when the dominating GPU is more than 0.01% slower; they are grouped by whether
 one GPU of the pair is past the data's edge (note "data edge") and by precision, and the worst
 ratio of each (precision, pair) is listed.
 
-    python bench/dominance_scan.py [--json out.json]
+    python bench/dominance_scan.py [--small] [--json out.json]
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import sys
 
 ANCHORS = ("H100-80GB", "A100-40GB", "L4", "A10G", "T4", "V100-16GB")
 BATCHES = (8.0, 32.0, 128.0)
+SMALL_BATCHES = (1.0, 2.0, 4.0, 8.0)
 RUN_FACTORS = (0.7, 1.0, 1.4)
 TOLERANCE = 1.0001
 
@@ -31,6 +37,8 @@ TOLERANCE = 1.0001
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="also write the result here")
+    ap.add_argument("--small", action="store_true",
+                    help="batches 1-8 on each GPU's memory grid, with bench/unlike_models.py's models")
     args = ap.parse_args()
 
     from srift import _core
@@ -46,7 +54,10 @@ def main() -> None:
     models = default_models()
     lc, edge_year = models.learned_compute, models.data_edge()[0]
     past = {k for k, g in gpus.items() if edge_year > 0 and g.launch_year > edge_year}
-    workloads = load_workloads()
+    workloads = {k: (w, None) for k, w in load_workloads().items()}
+    batches = BATCHES
+    if args.small:
+        workloads, batches = small_batch_workloads(cat), SMALL_BATCHES
 
     def total(m, b: float) -> float:
         return m.compute_s(b) + m.optimizer_s
@@ -70,21 +81,30 @@ def main() -> None:
                     worst[key] = {"ratio": round(ratio, 4), **where}
 
     for key in sorted(workloads):
-        stats = core_workload_stats(workloads[key])
+        info, profile = workloads[key]
+        stats = core_workload_stats(info)
         for prec in PRECISIONS:
             p = core_precision(prec)
-            for batch in BATCHES:
-                own = {k: lc.predict_absolute(stats, gpu_spec(g), p, batch).model for k, g in gpus.items()}
+            limits = memory_limits(profile, cat, prec)
+            for batch in batches:
+                # the grid's span: the engine's memory limit with --small, else the batch (1..1024)
+                span = {k: limits[k] if limits else batch for k in gpus}
+                own = {k: lc.predict_absolute(stats, gpu_spec(g), p, span[k]).model for k, g in gpus.items()}
                 count("no_measurement", prec, {k: total(m, batch) for k, m in own.items()},
                       {"workload": key, "batch": batch})
                 for anchor, factor in itertools.product(ANCHORS, RUN_FACTORS):
                     run = [_core.Measurement(batch, factor * total(own[anchor], batch))]
-                    t = {k: total(lc.predict_anchored(stats, gpu_spec(gpus[anchor]), run, gpu_spec(g), p).model, batch)
+                    t = {k: total(lc.predict_anchored(stats, gpu_spec(gpus[anchor]), run, gpu_spec(g), p,
+                                                      span[k] if limits else 0.0).model, batch)
                          for k, g in gpus.items()}
                     count("anchored", prec, t, {"workload": key, "batch": batch, "anchor": anchor,
                                                 "run_over_own_prediction": factor})
+    by_kind = {kind: {"breaks": sum(n for (k, _, _), n in breaks.items() if k == kind),
+                      "largest": max((w["ratio"] for (k, *_), w in worst.items() if k == kind), default=1.0)}
+               for kind in ("no_measurement", "anchored")}
     result = {
-        "benchmark": "dominance_scan", "dominating_pairs": pairs, "tolerance": TOLERANCE,
+        "benchmark": "dominance_scan", "small": args.small, "batches": list(batches),
+        "dominating_pairs": pairs, "tolerance": TOLERANCE, "by_kind": by_kind,
         "breaks": {f"{k}/{g}/{p}": n for (k, g, p), n in sorted(breaks.items())},
         "breaks_total": sum(breaks.values()),
         "largest": max((w["ratio"] for w in worst.values()), default=1.0),
@@ -96,6 +116,50 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
+
+
+def small_batch_workloads(cat) -> dict:
+    """{key: (WorkloadInfo, Profile)}: the shipped workloads, profiled on meta as srift.learn.
+    workloads profiles them (for their memory per sample), and bench/unlike_models.py's models
+    ("unlike/" + name), profiled on the CPU as that bench profiles them."""
+    import os
+    import warnings
+
+    import srift
+    from srift import zoo
+    from srift.learn.workloads import CPU_ONLY_MODELS, DATA_MODELS, PROFILE_BATCH, workload_from_profile
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import unlike_models
+
+    builds = {key: (name, options) for key, name, options, _ in DATA_MODELS.values()}
+    builds.update(CPU_ONLY_MODELS)
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key, (name, options) in sorted(builds.items()):
+            model, batch, loss_fn = zoo.build(name, PROFILE_BATCH.get(name, 2), device="meta", **options)
+            prof = srift.profile(model, batch, loss_fn, device="meta", name=key)
+            out[key] = (workload_from_profile(prof, key), prof)
+        for name in unlike_models.MODELS:
+            prof = unlike_models.profile_of(name)
+            out["unlike/" + name] = (workload_from_profile(prof, name), prof)
+    return out
+
+
+def memory_limits(profile, cat, precision: str) -> dict[str, float] | None:
+    """{catalog GPU: the largest local batch that fits it} as the engine takes it for the grid
+    (srift.Engine.memory_max_batch); None without a profile."""
+    if profile is None:
+        return None
+    import warnings
+
+    from srift.engine import Engine, EngineConfig
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eng = Engine(profile, cat, EngineConfig(precision=precision))
+        return {k: eng.memory_max_batch(k) for k in cat.gpu_keys()}
 
 
 if __name__ == "__main__":

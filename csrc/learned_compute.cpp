@@ -256,6 +256,68 @@ ComputeModel held_to_floor_about(const ComputeModel& m, const std::vector<double
   return out;
 }
 
+// Note "lines in order": the dominance clip (note "dominance" in srift.learn.dominance) holds
+// each GPU's time between the references' at every batch of the grid, but the engine uses the
+// affine line fitted through those times, and two ordered curves of different shapes fit lines
+// that cross: a GPU whose clipped curve is held to a slower GPU's at batch 1 and is far faster
+// at the grid's end is fitted above that GPU at batch 1 by the fit's residual (a 4-layer
+// d=256 transformer at AMP anchored on a T4: an A100-40GB 6.6% behind a V100 at batch 1; with
+// no measurement a B200 5.0% behind a V100). The lines are therefore put in order too: the
+// target's line, at the grid's two ends, is held between the references' own lines there (the
+// lines each would be predicted with, fitted on the same grid: the GPUs the target dominates
+// bound it from above, those that dominate it from below, the upper bound winning), and
+// becomes the line through the held ends. Two lines in order at both ends of [1, B] are in
+// order at every batch between, so the clip holds at every batch the line is used on, not only
+// at the grid's points; and since a reference's line is held by the same rule, dominance being
+// transitive, a GPU that dominates a reference is never predicted slower than that reference's
+// own prediction on the same grid (the proof of srift.learn.dominance's clip, line by line).
+// The line is the target's own, bit for bit, wherever it is already in order at both ends.
+// Each reference's line is on or above its peak floor, which is at least the target's where
+// the target dominates it, so the upper bound keeps the target on its floor; the floor is
+// held again after (slope_held_to_floor), the floor winning where a degenerate case would
+// cross it.
+struct Line {
+  double fixed = 0, per_sample = 0;
+  double at(double b) const { return fixed + per_sample * b; }
+};
+
+struct LineBounds {
+  double lo_first = -std::numeric_limits<double>::infinity(), lo_last = -std::numeric_limits<double>::infinity();
+  double up_first = std::numeric_limits<double>::infinity(), up_last = std::numeric_limits<double>::infinity();
+  void add_upper(const Line& l, double first, double last) {
+    up_first = std::min(up_first, l.at(first));
+    up_last = std::min(up_last, l.at(last));
+  }
+  void add_lower(const Line& l, double first, double last) {
+    lo_first = std::max(lo_first, l.at(first));
+    lo_last = std::max(lo_last, l.at(last));
+  }
+};
+
+// `own` held between `bounds` at the grid's first and last batch (see note "lines in order"),
+// then on or above `per_sample_floor` x b at every batch of the grid.
+Line line_in_order(const Line& own, const LineBounds& bounds, const std::vector<double>& grid,
+                   double per_sample_floor) {
+  const double first = grid.front(), last = grid.back();
+  const double v0 = own.at(first), v1 = own.at(last);
+  const double h0 = std::min(std::max(v0, bounds.lo_first), bounds.up_first);
+  const double h1 = std::min(std::max(v1, bounds.lo_last), bounds.up_last);
+  if (h0 == v0 && h1 == v1) return own;
+  Line out;
+  if (last > first) {
+    out.per_sample = (h1 - h0) / (last - first);
+    out.fixed = h0 - out.per_sample * first;
+  }
+  if (!(last > first) || !(out.per_sample > 0) || out.fixed < 0) {
+    // no line with a fixed cost >= 0 and a rising time passes both held ends: the one through
+    // the origin under both (bounded from above where the bounds bind, the upper one winning)
+    out.fixed = 0;
+    out.per_sample = std::min(h0 / first, h1 / last);
+  }
+  out.per_sample = slope_held_to_floor(grid, out.fixed, out.per_sample, per_sample_floor);
+  return out;
+}
+
 // The specs dominance compares: (matmul peak, convolutions' peak, FP32 peak, memory bandwidth).
 // PyTorch's FP32 runs convolutions on TF32 (compute.hpp note "fp32 is PyTorch's"); at TF32 and
 // AMP the convolutions' peak is the matmul peak.
@@ -1115,6 +1177,7 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
                                       Precision::tf32, span, memo)
                     .model;
     }
+    LineBounds across;  // note "across the fp32 paths", line by line
     std::vector<double> t(grid.size());
     for (std::size_t i = 0; i < grid.size(); ++i) {
       const double all_tf32 = total(r.model, grid[i]);
@@ -1137,12 +1200,15 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
         seen.push_back(peaks);
         const ComputeModel other = predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
         for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
+        // note "lines in order": the fitted line too, at the grid's ends
+        across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
       }
     }
     const double floor = peak_floor_per_sample(w, target, precision, &anchor, &measurements);  // note "peak floor"
     hold_to_floor(t, grid, floor);
     const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_default.per_sample_s());
-    r.model = split_like(target_default, fixed, slope_held_to_floor(grid, fixed, per_sample, floor));
+    const Line line = line_in_order({fixed, slope_held_to_floor(grid, fixed, per_sample, floor)}, across, grid, floor);
+    r.model = split_like(target_default, line.fixed, line.per_sample);
     return r;
   }
   const ComputeModel roof = w.roofline(anchor, precision);
@@ -1150,23 +1216,50 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
   const ComputeModel target_roof = w.roofline(target, precision);
   LearnedComputeResult r;
   const bool ratio_model_covers = has_fp16_path(anchor, target, precision);
-  std::vector<double> t(grid.size());
-  for (std::size_t i = 0; i < grid.size(); ++i) {
-    const double b = grid[i], on_anchor = total(measured, b);
-    if (!ratio_model_covers) {
-      // No FP16 path on one side: the roofline ratio, with the roofline's own interval.
-      t[i] = on_anchor * total(target_roof, b) / total(roof, b);
-      continue;
+  // The line of GPU `g` anchored on the measurements, before the lines are put in order: at each
+  // batch of the grid the anchor's measured curve times g's guarded ratio there, held to g's
+  // peak floor, fitted.
+  const auto anchored_line = [&](const GpuSpec& g) {
+    const ComputeModel g_roof = memo.terms_of(g, precision).roofline;
+    std::vector<double> t(grid.size());
+    for (std::size_t i = 0; i < grid.size(); ++i) {
+      const double b = grid[i], on_anchor = total(measured, b);
+      if (!ratio_model_covers) {
+        // No FP16 path on one side: the roofline ratio, with the roofline's own interval.
+        t[i] = on_anchor * total(g_roof, b) / total(roof, b);
+        continue;
+      }
+      const double observed =
+          config_.blend ? std::log(on_anchor / total(roof, b)) : std::numeric_limits<double>::quiet_NaN();
+      t[i] = on_anchor * std::exp(guarded_log_ratio_memo(w, anchor, g, b, precision, observed, memo));
     }
-    const double observed = config_.blend ? std::log(on_anchor / total(roof, b)) : std::numeric_limits<double>::quiet_NaN();
-    t[i] = on_anchor * std::exp(guarded_log_ratio_memo(w, anchor, target, b, precision, observed, memo));
+    const double floor = peak_floor_per_sample(w, g, precision, &anchor, &measurements);  // note "peak floor"
+    hold_to_floor(t, grid, floor);
+    // A flat or falling curve (a fixed cost the grid's batches do not grow) is that cost plus a
+    // token slope (kMinSlopeShare), not a line through the origin.
+    const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * g_roof.per_sample_s());
+    return Line{fixed, slope_held_to_floor(grid, fixed, per_sample, floor)};
+  };
+  Line line = anchored_line(target);
+  if (ratio_model_covers && !config_.ratio_references.empty()) {
+    // Note "lines in order": held between the references' own anchored lines on this grid and
+    // the anchor's measured line (the measurement is exact: a reference with the anchor's specs
+    // predicts it).
+    const Specs anchor_specs = specs_of(anchor, precision);
+    const Line measured_line{measured.fixed_s() + measured.optimizer_s, measured.per_sample_s()};
+    LineBounds bounds;
+    auto bound_by = [&](const GpuSpec& g, bool is_anchor) {
+      const bool below = dominates(target, g, precision);
+      if (!below && !dominates(g, target, precision)) return;
+      const Line l = is_anchor || specs_of(g, precision) == anchor_specs ? measured_line : anchored_line(g);
+      if (below) bounds.add_upper(l, grid.front(), grid.back());
+      else bounds.add_lower(l, grid.front(), grid.back());
+    };
+    for (const GpuSpec& g : config_.ratio_references) bound_by(g, false);
+    bound_by(anchor, true);
+    line = line_in_order(line, bounds, grid, peak_floor_per_sample(w, target, precision, &anchor, &measurements));
   }
-  const double floor = peak_floor_per_sample(w, target, precision, &anchor, &measurements);  // note "peak floor"
-  hold_to_floor(t, grid, floor);
-  // A flat or falling curve (a fixed cost the grid's batches do not grow) is that cost plus a
-  // token slope (kMinSlopeShare), not a line through the origin.
-  const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * target_roof.per_sample_s());
-  r.model = split_like(target_roof, fixed, slope_held_to_floor(grid, fixed, per_sample, floor));
+  r.model = split_like(target_roof, line.fixed, line.per_sample);
   if (!ratio_model_covers) {
     r.p10_factor = std::exp(config_.roofline_p10);
     r.p90_factor = std::exp(config_.roofline_p90);
@@ -1235,6 +1328,28 @@ LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& 
   return out;
 }
 
+std::pair<double, double> LearnedCompute::absolute_line_memo(const WorkloadStats& w, const GpuSpec& g,
+                                                            Precision precision, const std::vector<double>& grid,
+                                                            Memo& memo) const {
+  const ComputeModel prior = memo.terms_of(g, precision).roofline;
+  const std::vector<double> corr = absolute_corrections_memo(g, grid, precision, memo);
+  std::vector<double> t(grid.size());
+  double least_per_sample = std::numeric_limits<double>::infinity();
+  const double floor_per_sample = peak_floor_per_sample(w, g, precision);  // note "peak floor"
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    t[i] = std::max((prior.compute_s(grid[i]) + prior.optimizer_s) * std::exp(corr[i]), floor_per_sample * grid[i]);
+    least_per_sample = std::min(least_per_sample, t[i] / grid[i]);
+  }
+  // A flat or falling curve (a launch-bound model over a short grid) is its fixed time plus a
+  // token slope, kMinSlopeShare of its own least per-sample time (at most 1% of the curve at
+  // any batch of the grid). Without a floor, the mean per-sample time through the origin took
+  // batch 1's per-sample time for every batch: NCF, 9.6 ms flat over batches 1-1024, was
+  // predicted 0.42 s at 256. (The anchored predictions' floor, a share of the roofline's slope,
+  // is no token here: where the learned curve sits far below the roofline it outgrew the curve.)
+  const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * least_per_sample);
+  return {fixed, slope_held_to_floor(grid, fixed, per_sample, floor_per_sample)};
+}
+
 LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, const GpuSpec& target,
                                                       Precision precision, double max_batch) const {
   Memo memo(w);
@@ -1247,27 +1362,46 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
     LearnedComputeResult r = predict_absolute_memo(w, target, Precision::tf32, max_batch, memo);
     const LearnedComputeResult strict = predict_absolute_memo(w, without_tf32(target), Precision::fp32, max_batch, memo);
     r.model = pytorch_fp32(w, target, r.model, strict.model);
+    // Note "across the fp32 paths" (predict_anchored_fit), with no measurement, line by line
+    // (note "lines in order"): a reference without TF32 that this GPU beats on every spec
+    // bounds its line from above, as that reference's own prediction. (Before, the two routes
+    // met nowhere: a depthwise-separable conv net at FP32 put an A100-40GB 3.3% behind a V100 at batch 1.)
+    const std::vector<double> grid = batch_grid(max_batch);
+    LineBounds across;
+    bool bound = false;
+    for (const GpuSpec& g : config_.absolute_references) {
+      if (g.tf32_flops > 0 || !dominates(target, g, precision)) continue;
+      const ComputeModel other = predict_absolute_memo(w, g, precision, max_batch, memo).model;
+      across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
+      bound = true;
+    }
+    if (bound) {
+      const Line own{r.model.fixed_s() + r.model.optimizer_s, r.model.per_sample_s()};
+      const Line held = line_in_order(own, across, grid, peak_floor_per_sample(w, target, precision));
+      if (held.fixed != own.fixed || held.per_sample != own.per_sample) {
+        r.model = split_like(r.model, held.fixed, held.per_sample);
+      }
+    }
     return r;
   }
   const ComputeModel prior = w.roofline(target, precision);
   const std::vector<double> grid = batch_grid(max_batch);
-  const std::vector<double> corr = absolute_corrections_memo(target, grid, precision, memo);
-  std::vector<double> t(grid.size());
-  double least_per_sample = std::numeric_limits<double>::infinity();
-  const double floor_per_sample = peak_floor_per_sample(w, target, precision);  // note "peak floor"
-  for (std::size_t i = 0; i < grid.size(); ++i) {
-    t[i] = std::max((prior.compute_s(grid[i]) + prior.optimizer_s) * std::exp(corr[i]), floor_per_sample * grid[i]);
-    least_per_sample = std::min(least_per_sample, t[i] / grid[i]);
+  const auto [fixed, per_sample] = absolute_line_memo(w, target, precision, grid, memo);
+  Line line{fixed, per_sample};
+  if (!config_.absolute_references.empty()) {
+    // Note "lines in order": held between the references' own lines on this grid.
+    LineBounds bounds;
+    for (const GpuSpec& g : config_.absolute_references) {
+      const bool below = dominates(target, g, precision);  // the target is never slower than g
+      if (!below && !dominates(g, target, precision)) continue;
+      const auto [f, s] = absolute_line_memo(w, g, precision, grid, memo);
+      if (below) bounds.add_upper({f, s}, grid.front(), grid.back());
+      else bounds.add_lower({f, s}, grid.front(), grid.back());
+    }
+    line = line_in_order(line, bounds, grid, peak_floor_per_sample(w, target, precision));
   }
-  // A flat or falling curve (a launch-bound model over a short grid) is its fixed time plus a
-  // token slope, kMinSlopeShare of its own least per-sample time (at most 1% of the curve at
-  // any batch of the grid). Without a floor, the mean per-sample time through the origin took
-  // batch 1's per-sample time for every batch: NCF, 9.6 ms flat over batches 1-1024, was
-  // predicted 0.42 s at 256. (The anchored predictions' floor, a share of the roofline's slope,
-  // is no token here: where the learned curve sits far below the roofline it outgrew the curve.)
-  const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * least_per_sample);
   LearnedComputeResult r;
-  r.model = split_like(prior, fixed, slope_held_to_floor(grid, fixed, per_sample, floor_per_sample));
+  r.model = split_like(prior, line.fixed, line.per_sample);
   r.p10_factor = std::exp(config_.absolute_p10);
   r.p90_factor = std::exp(config_.absolute_p90);
   // Note "data edge": the band (the lean is in the corrections; the TF32 path above is built

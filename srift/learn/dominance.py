@@ -66,7 +66,7 @@ from srift.learn.gpus import TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["dominates", "reference_gpus", "dominance_bounds", "clip_to_bounds", "guarded_log_times",
-           "guarded_correction", "guarded_log_ratio", "reference_specs", "no_lean"]
+           "guarded_correction", "guarded_log_ratio", "reference_specs", "no_lean", "line_in_order"]
 
 _PRECISIONS = ("fp32", "tf32", "amp")
 
@@ -206,3 +206,33 @@ def guarded_log_ratio(log_ratio: Callable[[GpuPeaks], float], anchor: GpuPeaks, 
         return np.array([moved(g) if g is target else ratio(g)])
 
     return float(guarded_log_times(log_times, target, [*references, anchor], precision)[0])
+
+
+def line_in_order(own: tuple[float, float], upper: Sequence[tuple[float, float]], lower: Sequence[tuple[float, float]],
+                  grid: Sequence[float], floor_per_sample: float = 0.0) -> tuple[float, float]:
+    """The core's note "lines in order" (csrc/learned_compute.cpp line_in_order): the line
+    own = (fixed s, per-sample s) held, at the grid's first and last batch, between the `lower`
+    lines (those of the references that dominate the target) and the `upper` ones (of those it
+    dominates), the upper bound winning; the line through the held ends (through the origin
+    under both where no line with a fixed cost >= 0 and a rising time passes them), its slope
+    then raised by the least that keeps it on or above floor_per_sample x b on the grid. `own`
+    itself where both ends are already in order."""
+    first, last = float(grid[0]), float(grid[-1])
+    v0, v1 = own[0] + own[1] * first, own[0] + own[1] * last
+    h0, h1 = v0, v1
+    if lower:
+        h0 = max(h0, max(f + s * first for f, s in lower))
+        h1 = max(h1, max(f + s * last for f, s in lower))
+    if upper:
+        h0 = min(h0, min(f + s * first for f, s in upper))
+        h1 = min(h1, min(f + s * last for f, s in upper))
+    if h0 == v0 and h1 == v1:
+        return own
+    fixed = per_sample = 0.0
+    if last > first:
+        per_sample = (h1 - h0) / (last - first)
+        fixed = h0 - per_sample * first
+    if not (last > first) or not per_sample > 0 or fixed < 0:
+        fixed, per_sample = 0.0, min(h0 / first, h1 / last)
+    lift = max(floor_per_sample - (fixed + per_sample * float(b)) / float(b) for b in grid)
+    return fixed, (per_sample + lift if lift > 0 else per_sample)

@@ -450,6 +450,47 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, 
     return split_like(prior, fixed, per_sample)
 
 
+def absolute_line_in_order(predict: Any, workload: Any, target: Any, precision: str, references: list[Any],
+                           max_batch: float | None, lean: Any = None) -> Any:
+    """The core's prediction with no measurement (srift::LearnedCompute::predict_absolute) from
+    the absolute model `predict` (feature rows -> log corrections): each GPU's line fitted on
+    batch_grid(max_batch) through its corrected times clipped by the references
+    (srift.learn.dominance.guarded_correction), held to its peak floor, with the token slope;
+    then the target's line held between the lines of the references it dominates and that
+    dominate it (the core's note "lines in order", srift.learn.dominance.line_in_order).
+    lean(gpu): srift.learn.data_edge's log lean (None: none). A _core.ComputeModel."""
+    from srift.learn.dominance import dominance_bounds, guarded_log_times, line_in_order, no_lean
+    from srift.learn.features import absolute_features, peak_floor_per_sample, roofline, roofline_per_sample
+
+    lean = lean or no_lean
+    grid = batch_grid(max_batch)
+    b = [float(x) for x in grid]
+    cache: dict[int, np.ndarray] = {}
+
+    def log_times(g: Any) -> np.ndarray:
+        if id(g) not in cache:
+            roof = np.log([roofline_per_sample(workload, g, precision, x) for x in b])
+            cache[id(g)] = (roof + np.asarray(predict(np.asarray([absolute_features(workload, g, x, precision)
+                                                                  for x in b]))) + float(lean(g)))
+        return cache[id(g)]
+
+    def line(g: Any) -> tuple[Any, tuple[float, float]]:
+        prior = roofline(workload, g, precision)
+        own_roof = np.log([roofline_per_sample(workload, g, precision, x) for x in b])
+        corr = guarded_log_times(log_times, g, references, precision) - own_roof
+        m = absolute_on_grid(prior, lambda _: corr, max_batch, token_slope=True,
+                             floor_per_sample=peak_floor_per_sample(workload, g, precision))
+        return prior, (m.forward_fixed_s + m.backward_fixed_s + m.optimizer_s, m.per_sample_s())
+
+    prior, own = line(target)
+    below, above = dominance_bounds(target, references, precision)
+    if not references or not (below or above):
+        return split_like(prior, *own)
+    held = line_in_order(own, [line(g)[1] for g in below], [line(g)[1] for g in above], b,
+                         peak_floor_per_sample(workload, target, precision))
+    return split_like(prior, *held)
+
+
 def split_like(prior: Any, fixed: float, per_sample: float) -> Any:
     """The line fixed + per_sample x b (seconds; seconds per sample) as a _core.ComputeModel
     split as `prior` splits its terms (the core's split_like): the optimizer step the prior's,

@@ -1363,4 +1363,47 @@ TEST(LearnedCompute, AGpuWithTheAnchorsSpecsIsTheAnchorsMeasuredCurve) {
   for (double b : {1.0, 8.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(several, b), total_at(alone, b)) << b;
 }
 
+TEST(LearnedCompute, LinesOfDominatingGpusStayInOrderAtEveryBatch) {
+  // Note "lines in order": models that slow a GPU by its roofline's fixed share (launch-bound
+  // small batches) put the faster GPU's raw times above the slower's at small batches; the clip
+  // holds it to the slower's there, but it is far faster at the grid's end, and the line fitted
+  // through its clipped times crossed the slower GPU's line at batch 1 (by 5-6% for small
+  // models on real GPUs). Two lines in order at both ends of the grid are in order at every
+  // batch between; each stays on its peak floor.
+  const srift::WorkloadStats w({LayerCost{OpKind::matmul, 3e7, 6e7, 1e5, 4e5}, LayerCost{OpKind::elementwise, 0, 0, 2e5, 0},
+                                LayerCost{OpKind::norm, 0, 0, 1e5, 0}},
+                               8e6);
+  const GpuSpec slow = gpu("slow", 10, 50, 400), fast = gpu("fast", 20, 100, 800), odd = gpu("odd", 30, 60, 300);
+  ASSERT_TRUE(srift::dominates(fast, slow, Precision::amp));
+  srift::LearnedComputeConfig cfg;
+  cfg.absolute_references = {slow};  // the slow GPU's times bound the fast one's, not the reverse
+  cfg.ratio_references = {slow};
+  auto total = [](const srift::ComputeModel& m, double b) { return m.compute_s(b) + m.optimizer_s; };
+  int crossed_points = 0;
+  for (double coef : {12.0, 20.0, 30.0}) {
+    const srift::LearnedCompute lc(constant_model(32, 0.0, 17, coef), constant_model(9, 0.0, 8, coef), cfg);
+    for (double max_batch : {0.0, 5000.0, 300000.0}) {
+      const double hi = srift::batch_grid(max_batch).back();
+      const std::vector<srift::Measurement> meas = {{4, 2e-3}};
+      const srift::ComputeModel abs_fast = lc.predict_absolute(w, fast, Precision::amp, max_batch).model;
+      const srift::ComputeModel abs_slow = lc.predict_absolute(w, slow, Precision::amp, max_batch).model;
+      const srift::ComputeModel anc_fast = lc.predict_anchored(w, odd, meas, fast, Precision::amp, max_batch).model;
+      const srift::ComputeModel anc_slow = lc.predict_anchored(w, odd, meas, slow, Precision::amp, max_batch).model;
+      const double floor_fast = srift::peak_flop_seconds_per_sample(w.layers(), fast, Precision::amp);
+      for (double b = 1; b <= hi; b *= 1.5) {
+        EXPECT_LE(total(abs_fast, b), total(abs_slow, b) * (1 + 1e-9)) << coef << " " << max_batch << " " << b;
+        EXPECT_LE(total(anc_fast, b), total(anc_slow, b) * (1 + 1e-9)) << coef << " " << max_batch << " " << b;
+        EXPECT_GE(total(abs_fast, b), floor_fast * b * (1 - 1e-9)) << coef << " " << max_batch << " " << b;
+        EXPECT_GE(total(anc_fast, b), floor_fast * b * (1 - 1e-9)) << coef << " " << max_batch << " " << b;
+      }
+      // the clip binds at the grid's points: the test has crossings to hold
+      const std::vector<double> c = lc.absolute_corrections(w, fast, {1.0}, Precision::amp);
+      const std::vector<double> raw = lc.absolute_corrections(w, slow, {1.0}, Precision::amp);
+      crossed_points += std::abs(std::log(srift::roofline_per_sample_s(w, fast, Precision::amp, 1.0)) + c[0] -
+                                 std::log(srift::roofline_per_sample_s(w, slow, Precision::amp, 1.0)) - raw[0]) < 1e-12;
+    }
+  }
+  EXPECT_GT(crossed_points, 0);
+}
+
 }  // namespace

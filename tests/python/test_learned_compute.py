@@ -15,11 +15,11 @@ from srift import _core
 from srift.catalog import Catalog
 from srift.learn.blend import anchored_log_ratio, has_fp16_path
 from srift.learn.datasets import device_peaks
-from srift.learn.dominance import dominates, guarded_correction, guarded_log_ratio, same_specs
+from srift.learn.dominance import dominates, guarded_correction, guarded_log_ratio, line_in_order, same_specs
 from srift.learn.features import (PRECISIONS, absolute_features, core_precision, core_workload_stats, gpu_spec,
                                   peak_floor_per_sample, ratio_features, roofline)
 from srift.learn.gpus import peaks_from_catalog
-from srift.learn.models import absolute_on_grid, default_models
+from srift.learn.models import absolute_line_in_order, absolute_on_grid, default_models
 from srift.learn.workloads import load_workloads
 
 WORKLOADS = ("resnet50", "bert_base", "ncf", "transformer_xl_base", "deepspeech2")
@@ -77,6 +77,7 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
     refs = models._ratio_references
     w = load_workloads()
     checked = clipped = guarded = same = 0
+    lines: dict = {}
     for key, prec in itertools.product(WORKLOADS, ("amp", "fp32")):
         wl, stats = w[key], core_workload_stats(w[key])
         for a, b in itertools.product(catalog_gpus[::2], catalog_gpus):
@@ -114,21 +115,43 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
             # target's roofline splits its terms
             target_roof = roofline(wl, b, prec)
 
-            def log_corrections(grid):
-                out = []
-                for g in grid:
-                    on_anchor = anchored.compute_s(g) + anchored.optimizer_s
-                    seen = math.log(on_anchor / (roof.compute_s(g) + roof.optimizer_s))
-                    ratio = guarded_log_ratio(lambda h: anchored_log_ratio(
-                        models.ratio.core.predict, models.absolute.core.predict, wl, a, g, h, g, prec, seen, weight,
-                        shrink), a, b, refs, prec, lean)
-                    out.append(math.log(on_anchor / (target_roof.compute_s(g) + target_roof.optimizer_s)) + ratio)
-                return out
+            def line_of(key, prec, a, g, reference=True):
+                """(fixed, per-sample) of g's line anchored on `a` before the lines are put in
+                order; as a reference, the anchor's measured line for the anchor and a GPU with
+                its specs."""
+                if reference and (g is a or same_specs(g, a, prec)):
+                    return (anchored.forward_fixed_s + anchored.backward_fixed_s + anchored.optimizer_s,
+                            anchored.per_sample_s())
+                if (key, prec, a.key, g.key) not in lines:
+                    g_roof = roofline(wl, g, prec)
+
+                    def log_corrections(grid):
+                        out = []
+                        for x in grid:
+                            on_anchor = anchored.compute_s(x) + anchored.optimizer_s
+                            seen = math.log(on_anchor / (roof.compute_s(x) + roof.optimizer_s))
+                            ratio = guarded_log_ratio(lambda h: anchored_log_ratio(
+                                models.ratio.core.predict, models.absolute.core.predict, wl, a, x, h, x, prec, seen,
+                                weight, shrink), a, g, refs, prec, lean)
+                            out.append(math.log(on_anchor / (g_roof.compute_s(x) + g_roof.optimizer_s)) + ratio)
+                        return out
+
+                    m = absolute_on_grid(g_roof, log_corrections, 64.0, 0.01 * g_roof.per_sample_s(),
+                                         floor_per_sample=peak_floor_per_sample(wl, g, prec, a, meas))
+                    lines[(key, prec, a.key, g.key)] = (m.forward_fixed_s + m.backward_fixed_s + m.optimizer_s,
+                                                        m.per_sample_s())
+                return lines[(key, prec, a.key, g.key)]
+
+            # note "lines in order": the references (and the anchor) the target dominates bound its
+            # line from above at the grid's ends, those that dominate it from below
+            upper = [g for g in [*refs, a] if dominates(b, g, prec)]
+            lower = [g for g in [*refs, a] if dominates(g, b, prec)]
 
             # note "peak floor": no grid point faster than the target's FLOPs at its peaks, scaled
             # by as much as the measurements beat the anchor's own
-            want = absolute_on_grid(target_roof, log_corrections, 64.0, 0.01 * target_roof.per_sample_s(),
-                                    floor_per_sample=peak_floor_per_sample(wl, b, prec, a, meas))
+            want = lines_in_order(line_of(key, prec, a, b, False), [line_of(key, prec, a, g) for g in upper],
+                                  [line_of(key, prec, a, g) for g in lower], target_roof,
+                                  peak_floor_per_sample(wl, b, prec, a, meas))
             # srift.learn.data_edge note "data edge": a GPU past the models' data moved by the
             # lean (divided, anchored from one) before the clip, and banded
             _, lo, hi = _edge(models, "anchored", a, b, (blend["residuals"]["p10"], blend["residuals"]["p90"]))
@@ -150,6 +173,13 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
     assert checked > 400 and clipped > 0 and guarded > 0 and same > 0
 
 
+def lines_in_order(own, upper, lower, roof, floor_per_sample: float):
+    """srift.learn.dominance.line_in_order on the grid of 64, split as `roof` splits its terms."""
+    from srift.learn.models import batch_grid, split_like
+
+    return split_like(roof, *line_in_order(own, upper, lower, [float(x) for x in batch_grid(64.0)], floor_per_sample))
+
+
 def test_absolute_prediction_equals_the_python_composition(catalog_gpus) -> None:
     models = default_models()
     refs = models._references
@@ -159,10 +189,10 @@ def test_absolute_prediction_equals_the_python_composition(catalog_gpus) -> None
         if prec == "fp32" and g.tf32_tflops:
             continue  # PyTorch's FP32 on a TF32 GPU: test_pytorch_default_fp32_*
         for max_batch in (None, 5000.0):
-            prior = roofline(wl, g, prec)
-            expected = absolute_on_grid(prior, lambda grid: guarded_correction(models.absolute.core.predict, wl, g, grid,
-                                                                                prec, refs, _lean(models, "absolute")),
-                                        max_batch, token_slope=True, floor_per_sample=peak_floor_per_sample(wl, g, prec))
+            # each GPU's line through its clipped times on the grid, then the target's held
+            # between the references' own lines at the grid's ends (note "lines in order")
+            expected = absolute_line_in_order(models.absolute.core.predict, wl, g, prec, refs, max_batch,
+                                              _lean(models, "absolute"))
             r = models.learned_compute.predict_absolute(core_workload_stats(wl), gpu_spec(g), core_precision(prec),
                                                         max_batch or 0.0)
             _, lo, hi = _edge(models, "absolute", None, g, (models.absolute.p10, models.absolute.p90))
