@@ -89,6 +89,17 @@ def data_size(n_bytes: float | None) -> str:
     return f"{n_bytes / 2**10:.0f} KiB" if n_bytes >= 2**10 else f"{n_bytes:.0f} B"
 
 
+def flops(n: float | None) -> str:
+    """FLOPs in the decimal unit that reads best: 8.18 GFLOP, 3.15 MFLOP (a small model's
+    "0.00 GFLOP/sample" read as if nothing had been counted)."""
+    if not _finite(n):
+        return "-"
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} FLOP"
+
+
 def percent(value: float | None) -> str:
     return "-" if not _finite(value) else f"{value * 100:.0f}%"
 
