@@ -619,7 +619,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     if _write_emit(args, pred):
         return 0
     _emit(args, payload, lambda: report.explain_prediction(pred, catalog) if args.explain
-          else _prediction_text(pred))
+          else "\n".join([_prediction_text(pred), *report.precision_notes(pred, catalog)]))
     return 0 if pred.feasible else 3  # the cluster asked about cannot run: the output says why
 
 
@@ -644,6 +644,17 @@ def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                                                  provisioning_s=args.provisioning * 3600))
 
 
+def _warn_unplanned_types(args: argparse.Namespace, catalog: Any) -> None:
+    """recommend, replan and pareto plan current types only (Catalog.offers); one the user names
+    in --types that is retired or unlisted was dropped without a word, and the answer then said
+    "none of the offers ... is of the types asked", though `predict` prices it."""
+    for text in _split(args.types) or []:
+        it = _instance_or_none(catalog, text)
+        if it is not None and it.status != "current":
+            warnings.warn(f"--types {it.name}: a {it.status} (previous-generation) type, which {args.command} does "
+                          f"not plan; `srift predict --cluster \"1x {it.name}\"` still prices one", stacklevel=2)
+
+
 def _recommend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if args.confidence is not None and args.deadline is None:
         raise UserError("--confidence is the probability of meeting --deadline: give --deadline too "
@@ -662,6 +673,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     question = _recommend_kwargs(args)  # --held and --confidence mistakes before profiling
     prof = _profile(args)
     catalog = _catalog(args)
+    _warn_unplanned_types(args, catalog)
     rec = recommend(prof, deadline_hours=args.deadline, budget_usd=args.budget,
                     max_usd_per_hour=args.max_usd_per_hour, catalog=catalog, top_k=args.top,
                     **_space_kwargs(args), **question)
@@ -738,6 +750,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         if args.explain:
             lines += ["", report.explain_prediction(b.prediction, catalog)]
         else:
+            lines += report.precision_notes(b.prediction, catalog)
             lines.append("(--explain for the iteration breakdown and memory headroom; "
                          "--emit torchrun|skypilot to launch it)")
         return "\n".join(lines)
@@ -756,7 +769,9 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
 
         plots.check_path(args.plot)  # before profiling and searching: a bad path is a mistake (2), not news after it
     prof = _profile(args)
-    plans = pareto(prof, catalog=_catalog(args), max_instances=args.max_instances, **_space_kwargs(args))
+    catalog = _catalog(args)
+    _warn_unplanned_types(args, catalog)
+    plans = pareto(prof, catalog=catalog, max_instances=args.max_instances, **_space_kwargs(args))
     if not plans:
         _emit(args, {"schema": PARETO_SCHEMA, "plans": [], "why_none": plans.why_none},
               lambda: f"no plan runs: {plans.why_none}")

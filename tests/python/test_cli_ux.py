@@ -413,3 +413,33 @@ def test_profile_summary_of_a_small_model_with_frozen_parameters(capsys, tmp_pat
     assert "1.59 M parameters (4.0 MiB of 6.0 MiB trainable)" in out
     assert "1 DDP bucket (4.0 MiB)" in out
     assert "forward 3.17 MFLOP/sample, backward 2.14 MFLOP/sample, activations 8 KiB/sample" in out
+
+
+def test_a_precision_the_gpu_has_no_units_for_is_noted(capsys, prof):
+    """`--precision amp` on a K80 (p2) or `tf32` on a T4 was predicted without a word that the
+    GPU has no FP16 or TF32 units; predict, --explain and recommend now say so."""
+    base = ["predict", "--profile", prof, "--global-batch", "32"]
+    assert main([*base, "--cluster", "1x p2.xlarge", "--precision", "amp"]) == 0
+    assert "note: K80 has no FP16 units" in capsys.readouterr().out
+    assert main([*base, "--cluster", "1x g4dn.xlarge + 1x g5.xlarge", "--precision", "tf32", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "note: T4 has no TF32 units" in out and "A10G" not in out.split("note:")[1]
+    for ok in (["--cluster", "1x g5.xlarge", "--precision", "tf32"], ["--cluster", "1x p2.xlarge"]):
+        assert main([*base, *ok]) == 0
+        assert "note:" not in capsys.readouterr().out
+    assert main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "1000", "--deadline", "12h",
+                 "--precision", "tf32", "--types", "g4dn.xlarge"]) == 0
+    assert "note: T4 has no TF32 units" in capsys.readouterr().out
+
+
+def test_a_retired_type_asked_for_by_name_is_said_to_be_retired(capsys, prof):
+    """`recommend --types p2.xlarge` answered "none of the 125 offers ... is of the types asked
+    (p2.xlarge)" though the catalog prices it (predict uses the price): recommend and pareto
+    plan current types only, and now say so for each retired type named."""
+    argv = ["--profile", prof, "--global-batch", "256", "--iterations", "1000", "--types", "p2.xlarge,g4dn.xlarge"]
+    assert main(["recommend", *argv, "--deadline", "12h"]) == 0
+    err = capsys.readouterr().err
+    assert "srift: warning: --types p2.xlarge: a retired (previous-generation) type, which recommend does not plan" in err
+    assert "g4dn.xlarge" not in err
+    assert main(["pareto", *argv]) == 0
+    assert "which pareto does not plan" in capsys.readouterr().err
