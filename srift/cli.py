@@ -90,6 +90,29 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _threads(text: str) -> int:
+    """--threads: 0 (the default's "up to 2") or more; -1 was refused by the API as `threads`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 (the default: up to 2) or more threads, got {text!r}")
+    return value
+
+
+def _confidence(text: str) -> float:
+    """--confidence: a probability in [0.5, 1); out of range was refused by the API as
+    `deadline_confidence`, a name the command line does not use."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability such as 0.9, got {text!r}") from None
+    if not 0.5 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0.5, 1), e.g. 0.9, got {text!r}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text.replace("_", "").replace(",", ""))
@@ -256,7 +279,7 @@ def _add_space(p: argparse.ArgumentParser) -> None:
                    help="spot: checkpoint write/read bandwidth in GB/s (default 1)")
     g.add_argument("--provisioning", type=parse_duration_hours, default=300 / 3600, metavar="DURATION",
                    help="spot: time to replace an interrupted instance (default 5m)")
-    g.add_argument("--threads", type=int, default=None, help="search threads (default: up to 2)")
+    g.add_argument("--threads", type=_threads, default=None, help="search threads (default: up to 2)")
 
 
 def _add_question(p: argparse.ArgumentParser) -> None:
@@ -264,7 +287,7 @@ def _add_question(p: argparse.ArgumentParser) -> None:
     goal.add_argument("--deadline", type=parse_duration_hours, default=None, help="e.g. 12h, 90m, 2d")
     goal.add_argument("--budget", type=_positive_float, default=None, help="total USD")
     goal.add_argument("--max-usd-per-hour", type=_positive_float, default=None, help="hourly rate cap, USD/h")
-    goal.add_argument("--confidence", type=float, default=None, metavar="P",
+    goal.add_argument("--confidence", type=_confidence, default=None, metavar="P",
                       help="meet the deadline with this probability, 0.5 to 1 (e.g. 0.9), under the "
                            "prediction's p10-p90 band and spot preemption together")
     goal.add_argument("--time-limit", type=_positive_float, default=None, metavar="SECONDS",
@@ -550,6 +573,8 @@ def _emit_script_args(args: argparse.Namespace) -> list[str] | None:
         if args.emit_to:
             raise UserError("--emit-to needs --emit torchrun|skypilot|json")
         return None
+    if args.emit_to:  # before the search: a missing folder was a bare "[Errno 2] ..." after it
+        check_output_path(args.emit_to, "--emit-to")
     import shlex
 
     try:
@@ -590,6 +615,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
         plots.check_path(args.plot)  # a bad path is a mistake (2), runnable or not
     cluster = _cluster("--cluster", args.cluster)  # a typo is exit 2 before profiling, not after
+    _emit_script_args(args)  # as are --emit-to, --script-args and --json mistakes
     prof = _profile(args)
     catalog = _catalog(args)
     engine = Engine(prof, catalog, EngineConfig(precision=args.precision, max_accumulation_steps=args.accumulate,
@@ -656,6 +682,7 @@ def _warn_unplanned_types(args: argparse.Namespace, catalog: Any) -> None:
 
 
 def _recommend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    _emit_script_args(args)  # --emit-to, --script-args and --json mistakes before profiling and the search
     if args.confidence is not None and args.deadline is None:
         raise UserError("--confidence is the probability of meeting --deadline: give --deadline too "
                         "(--budget alone asks for the fastest plan, which has no deadline to meet)")

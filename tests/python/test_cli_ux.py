@@ -443,3 +443,20 @@ def test_a_retired_type_asked_for_by_name_is_said_to_be_retired(capsys, prof):
     assert "g4dn.xlarge" not in err
     assert main(["pareto", *argv]) == 0
     assert "which pareto does not plan" in capsys.readouterr().err
+
+
+def test_search_and_launch_flags_refused_by_their_own_names(capsys, prof, tmp_path):
+    """`--confidence 2` said "deadline_confidence must be ...", `--threads -1` "threads must be
+    ...", the API's names; `--emit-to /missing/x.sh` was a bare "[Errno 2] No such file or
+    directory" after the whole search."""
+    base = ["--profile", prof, "--global-batch", "256", "--iterations", "1000", "--deadline", "12h"]
+    for extra, needle in ((["--confidence", "2"], "srift recommend: error: argument --confidence: expected a "
+                                                   "probability in [0.5, 1), e.g. 0.9, got '2'"),
+                          (["--threads", "-1"], "srift recommend: error: argument --threads: expected 0"),
+                          (["--emit", "torchrun", "--emit-to", str(tmp_path / "missing" / "x.sh")],
+                           f"srift: error: --emit-to {str(tmp_path / 'missing' / 'x.sh')!r}: folder")):
+        assert _run(["recommend", *base, *extra]) == 2
+        assert _one_line_and_a_hint(capsys.readouterr().err).startswith(needle), extra
+    assert _run(["predict", "--model", "no-such-model", "--cluster", "1x g5.xlarge", "--global-batch", "8",
+                 "--emit", "json", "--emit-to", str(tmp_path / "missing" / "x.json")]) == 2
+    assert "--emit-to" in capsys.readouterr().err  # before the model is looked up, let alone profiled
