@@ -9,6 +9,7 @@ import os
 import re
 import sys
 import warnings
+from contextlib import nullcontext as _nothing
 from typing import Any, Callable, Sequence
 
 from srift import checks, jsonout, report
@@ -23,6 +24,28 @@ _DURATION = re.compile(r"^\s*((?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(s|sec|m|
                        re.IGNORECASE)
 _UNIT_HOURS = {"s": 1 / 3600, "sec": 1 / 3600, "m": 1 / 60, "min": 1 / 60, "h": 1, "hr": 1,
                "d": 24, "day": 24, "days": 24, "w": 168}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line and a hint, as every other mistake is (README "The
+    command line"): argparse printed its whole usage block (15-20 lines for predict or
+    recommend) above the line that says what was wrong, and no hint. Subparsers inherit it."""
+
+    def error(self, message: str) -> Any:  # argparse's signature: it never returns
+        self.exit(2, f"{self.prog}: error: {message}\nhint: `{self.prog} --help` lists the options\n")
+
+
+_LOOKS_LIKE_INSTANCE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9]+(?::\w+)?$", re.IGNORECASE)
+
+
+def _unrecognized(args: argparse.Namespace, extra: Sequence[str]) -> str:
+    """The hint for words argparse did not take: most often a value with spaces left unquoted
+    (`--cluster 2x g4dn.12xlarge` leaves `g4dn.12xlarge` over)."""
+    if any(_LOOKS_LIKE_INSTANCE.match(word) or word == "+" or word.startswith("@") for word in extra):
+        if getattr(args, "held", None) is not None:
+            return "a value with spaces needs quotes, e.g. --held \"2x p3.16xlarge @us-east-1\""
+        return "a value with spaces needs quotes, e.g. --cluster \"2x p3.16xlarge + 4x g4dn.12xlarge:spot\""
+    return "check the spelling of each option"
 
 
 class UserError(Exception):
@@ -64,6 +87,29 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a number >= 1, got {text!r}")
+    return value
+
+
+def _threads(text: str) -> int:
+    """--threads: 0 (the default's "up to 2") or more; -1 was refused by the API as `threads`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 (the default: up to 2) or more threads, got {text!r}")
+    return value
+
+
+def _confidence(text: str) -> float:
+    """--confidence: a probability in [0.5, 1); out of range was refused by the API as
+    `deadline_confidence`, a name the command line does not use."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a probability such as 0.9, got {text!r}") from None
+    if not 0.5 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a probability in [0.5, 1), e.g. 0.9, got {text!r}")
     return value
 
 
@@ -233,7 +279,7 @@ def _add_space(p: argparse.ArgumentParser) -> None:
                    help="spot: checkpoint write/read bandwidth in GB/s (default 1)")
     g.add_argument("--provisioning", type=parse_duration_hours, default=300 / 3600, metavar="DURATION",
                    help="spot: time to replace an interrupted instance (default 5m)")
-    g.add_argument("--threads", type=int, default=None, help="search threads (default: up to 2)")
+    g.add_argument("--threads", type=_threads, default=None, help="search threads (default: up to 2)")
 
 
 def _add_question(p: argparse.ArgumentParser) -> None:
@@ -241,7 +287,7 @@ def _add_question(p: argparse.ArgumentParser) -> None:
     goal.add_argument("--deadline", type=parse_duration_hours, default=None, help="e.g. 12h, 90m, 2d")
     goal.add_argument("--budget", type=_positive_float, default=None, help="total USD")
     goal.add_argument("--max-usd-per-hour", type=_positive_float, default=None, help="hourly rate cap, USD/h")
-    goal.add_argument("--confidence", type=float, default=None, metavar="P",
+    goal.add_argument("--confidence", type=_confidence, default=None, metavar="P",
                       help="meet the deadline with this probability, 0.5 to 1 (e.g. 0.9), under the "
                            "prediction's p10-p90 band and spot preemption together")
     goal.add_argument("--time-limit", type=_positive_float, default=None, metavar="SECONDS",
@@ -287,19 +333,57 @@ def _profile(args: argparse.Namespace) -> Any:
     catalog = _catalog(args)  # once for both flags (overrides are a file read)
     predicted = args.precision or prof.precision
     for device, batch, secs, steps, precision in args.measure:
-        _check_measure_precision("--measure", f"{device}:{batch}:{secs:g}" + (f":{steps}" if steps > 1 else ""),
-                                 precision, predicted, args.precision)
+        run = f"{device}:{batch}:{secs:g}" + (f":{steps}" if steps > 1 else "")
+        _check_measure_precision("--measure", run, precision, predicted, args.precision)
         if not catalog.resolve_gpu(device):
+            instance = _instance_or_none(catalog, device)
+            if instance is not None:  # the tutorial's "e.g. on a g4dn.xlarge": a run names its GPU here
+                raise UserError(f"--measure {run}: {device!r} is an instance type; --measure takes the GPU the run "
+                                f"used ({instance.gpu})",
+                                hint=f"--measure {instance.gpu}:{batch}:{secs:g} for a run on one GPU"
+                                     + (f", or --measure-instance {instance.name}:{batch}:{secs:g} for a DDP "
+                                        f"iteration on all its {int(instance.gpu_count)} GPUs"
+                                        if instance.gpu_count > 1 else ""))
             catalog.gpu(device)  # a GPU the catalog does not know would be ignored: raise, with suggestions
-        prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli", accumulation_steps=steps,
-                             precision=precision or predicted)
+        with _naming("--measure", run):
+            prof.add_measurement(device, local_batch=batch, iteration_s=secs, source="cli", accumulation_steps=steps,
+                                 precision=precision or predicted)
     for name, batch, secs, precision in args.measure_instance:
-        _check_measure_precision("--measure-instance", f"{name}:{batch}:{secs:g}", precision, predicted,
-                                 args.precision)
+        run = f"{name}:{batch}:{secs:g}"
+        _check_measure_precision("--measure-instance", run, precision, predicted, args.precision)
+        if _instance_or_none(catalog, name) is None and catalog.resolve_gpu(name):
+            raise UserError(f"--measure-instance {run}: {name!r} is a GPU; --measure-instance takes the instance "
+                            "type whose GPUs all ran the DDP iteration",
+                            hint=f"--measure {name}:{batch}:{secs:g} for a run on one GPU, or --measure-instance "
+                                 f"INSTANCE:{batch}:{secs:g} (e.g. p3.16xlarge) for a whole instance")
         it = catalog.instance(name)
-        prof.add_measurement(it.name, local_batch=batch, iteration_s=secs, source="cli", gpus=int(it.gpu_count),
-                             precision=precision or predicted)
+        with _naming("--measure-instance", run):
+            prof.add_measurement(it.name, local_batch=batch, iteration_s=secs, source="cli", gpus=int(it.gpu_count),
+                                 precision=precision or predicted)
     return prof
+
+
+def _instance_or_none(catalog: Any, name: str) -> Any:
+    try:
+        return catalog.instance(name)
+    except (KeyError, ValueError):
+        return None
+
+
+class _naming:
+    """Re-raises a ValueError from a flag's value with the flag and value in front:
+    `iteration_s: expected seconds in [1e-06, 1e+07]` did not say which --measure it was."""
+
+    def __init__(self, flag: str, value: str):
+        self.prefix = f"{flag} {value}: "
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        if isinstance(exc, ValueError) and not isinstance(exc, UserError) and not str(exc).startswith(self.prefix):
+            raise ValueError(self.prefix + str(exc)) from exc
+        return False
 
 
 def _check_measure_precision(flag: str, run: str, precision: str | None, predicted: str,
@@ -377,9 +461,11 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
         raise UserError(f"building {name} at local batch {batch_size} on this machine failed ({type(exc).__name__}: "
                         f"{str(exc).splitlines()[0][:200]}); profile a smaller --batch-size or --device meta") from exc
     def run(on: str) -> Any:
-        return profile(model, batch, loss_fn=loss_fn, device=on, precision=precision,
-                       optimizer=optimizer or "adam", warmup=warmup, repeats=repeats, name=label,
-                       progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
+        # what the user's factory built failed to profile (its batch, loss, forward): say which --model
+        with _naming("--model", repr(name)) if own else _nothing():
+            return profile(model, batch, loss_fn=loss_fn, device=on, precision=precision,
+                           optimizer=optimizer or "adam", warmup=warmup, repeats=repeats, name=label,
+                           progress=not quiet and sys.stderr.isatty(), **(ddp or {}))
 
     if not (meta_instead_of_cpu and own):
         return run(device)
@@ -390,6 +476,29 @@ def _profile_zoo(name: str, batch_size: int | None, device: str | None, precisio
             print(f"{name} does not run on meta ({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); "
                   f"profiling on cpu ...", file=sys.stderr)
         return run("cpu")
+
+
+CLUSTER_EXAMPLE = "2x p3.16xlarge + 4x g4dn.12xlarge:spot"
+
+
+def _cluster(flag: str, text: str) -> Any:
+    """--cluster / --held as a Cluster. Instance types, markets and regions are case-insensitive
+    everywhere else (`--exclude P3.2XLARGE`, `:SPOT`), so `2X G4DN.12XLARGE` is read as its
+    lower case; a group that still does not parse is named with the form and an example."""
+    from srift.cluster import Cluster
+
+    try:
+        return Cluster.parse(text)
+    except ValueError as exc:
+        try:
+            return Cluster.parse(text.lower())
+        except ValueError:
+            pass
+        comma = "; join groups with '+', not ','" if "," in text else ""
+        what = str(exc).replace(f" (in cluster {text!r})", "")  # the flag's value leads the line already
+        raise UserError(f"{flag} {text!r}: {what}{comma}",
+                        hint=f"a group is COUNTx TYPE[:spot], groups joined by ' + ', an optional @REGION at the "
+                             f"end: e.g. {flag} \"{CLUSTER_EXAMPLE}\"") from None
 
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: Callable[[], str]) -> None:
@@ -423,12 +532,15 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     def text() -> str:
         t = prof.timings
         sent = f", all-reduced as {prof.allreduce_dtype}" if prof.allreduce_dtype else ""
-        lines = [f"{prof.model}: {prof.param_count / 1e6:.2f} M parameters, {len(prof.layers)} layers, "
-                 f"{len(prof.buckets)} DDP buckets ({prof.gradient_bytes() / 2**20:.0f} MiB{sent}), "
-                 f"profiled on {prof.device}",
-                 f"forward {prof.total_forward_flops() / 1e9:.2f} GFLOP/sample, backward "
-                 f"{prof.total_backward_flops() / 1e9:.2f} GFLOP/sample, activations "
-                 f"{prof.activation_bytes_per_sample / 2**20:.1f} MiB/sample"]
+        frozen = (f" ({report.data_size(prof.trainable_param_bytes)} of {report.data_size(prof.param_bytes)} "
+                  "trainable)" if prof.trainable_param_bytes < prof.param_bytes else "")
+        n_buckets = len(prof.buckets)
+        lines = [f"{prof.model}: {prof.param_count / 1e6:.2f} M parameters{frozen}, {len(prof.layers)} layers, "
+                 f"{n_buckets} DDP bucket{'s' if n_buckets != 1 else ''} "
+                 f"({report.data_size(prof.gradient_bytes())}{sent}), profiled on {prof.device}",
+                 f"forward {report.flops(prof.total_forward_flops())}/sample, backward "
+                 f"{report.flops(prof.total_backward_flops())}/sample, activations "
+                 f"{report.data_size(prof.activation_bytes_per_sample)}/sample"]
         messages = prof.broadcast_bytes()
         if messages:
             lines.append(f"buffers {report.data_size(sum(messages))}, broadcast by DDP before every forward "
@@ -461,6 +573,8 @@ def _emit_script_args(args: argparse.Namespace) -> list[str] | None:
         if args.emit_to:
             raise UserError("--emit-to needs --emit torchrun|skypilot|json")
         return None
+    if args.emit_to:  # before the search: a missing folder was a bare "[Errno 2] ..." after it
+        check_output_path(args.emit_to, "--emit-to")
     import shlex
 
     try:
@@ -500,11 +614,13 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         from srift import plots
 
         plots.check_path(args.plot)  # a bad path is a mistake (2), runnable or not
+    cluster = _cluster("--cluster", args.cluster)  # a typo is exit 2 before profiling, not after
+    _emit_script_args(args)  # as are --emit-to, --script-args and --json mistakes
     prof = _profile(args)
     catalog = _catalog(args)
     engine = Engine(prof, catalog, EngineConfig(precision=args.precision, max_accumulation_steps=args.accumulate,
                                                 max_local_batch=args.max_local_batch))
-    pred = predict(prof, args.cluster, args.global_batch, catalog=catalog, region=args.region,
+    pred = predict(prof, cluster, args.global_batch, catalog=catalog, region=args.region,
                    iterations=args.iterations, engine=engine, timeline=args.plot is not None)
     payload = {"schema": PREDICTION_SCHEMA, **pred.to_dict()}
     if args.plot is not None:
@@ -529,7 +645,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     if _write_emit(args, pred):
         return 0
     _emit(args, payload, lambda: report.explain_prediction(pred, catalog) if args.explain
-          else _prediction_text(pred))
+          else "\n".join([_prediction_text(pred), *report.precision_notes(pred, catalog)]))
     return 0 if pred.feasible else 3  # the cluster asked about cannot run: the output says why
 
 
@@ -554,12 +670,25 @@ def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                                                  provisioning_s=args.provisioning * 3600))
 
 
+def _warn_unplanned_types(args: argparse.Namespace, catalog: Any) -> None:
+    """recommend, replan and pareto plan current types only (Catalog.offers); one the user names
+    in --types that is retired or unlisted was dropped without a word, and the answer then said
+    "none of the offers ... is of the types asked", though `predict` prices it."""
+    for text in _split(args.types) or []:
+        it = _instance_or_none(catalog, text)
+        if it is not None and it.status != "current":
+            warnings.warn(f"--types {it.name}: a {it.status} (previous-generation) type, which {args.command} does "
+                          f"not plan; `srift predict --cluster \"1x {it.name}\"` still prices one", stacklevel=2)
+
+
 def _recommend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    _emit_script_args(args)  # --emit-to, --script-args and --json mistakes before profiling and the search
     if args.confidence is not None and args.deadline is None:
         raise UserError("--confidence is the probability of meeting --deadline: give --deadline too "
                         "(--budget alone asks for the fastest plan, which has no deadline to meet)")
     return dict(max_instances=args.max_instances, deadline_confidence=args.confidence,
-                time_limit_s=args.time_limit, held=getattr(args, "held", None))
+                time_limit_s=args.time_limit,
+                held=None if getattr(args, "held", None) is None else _cluster("--held", args.held))
 
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
@@ -568,11 +697,13 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     if args.deadline is None and args.budget is None and args.max_usd_per_hour is None:
         raise UserError("give --deadline (cheapest plan that meets it) or --budget / --max-usd-per-hour "
                         "(fastest plan within it)")
+    question = _recommend_kwargs(args)  # --held and --confidence mistakes before profiling
     prof = _profile(args)
     catalog = _catalog(args)
+    _warn_unplanned_types(args, catalog)
     rec = recommend(prof, deadline_hours=args.deadline, budget_usd=args.budget,
                     max_usd_per_hour=args.max_usd_per_hour, catalog=catalog, top_k=args.top,
-                    **_space_kwargs(args), **_recommend_kwargs(args))
+                    **_space_kwargs(args), **question)
     why = (report.why_best(rec.best, rec.alternatives, rec.objective, top_k=args.top)
            if rec.best is not None else None)
     if args.emit:
@@ -646,6 +777,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         if args.explain:
             lines += ["", report.explain_prediction(b.prediction, catalog)]
         else:
+            lines += report.precision_notes(b.prediction, catalog)
             lines.append("(--explain for the iteration breakdown and memory headroom; "
                          "--emit torchrun|skypilot to launch it)")
         return "\n".join(lines)
@@ -664,7 +796,9 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
 
         plots.check_path(args.plot)  # before profiling and searching: a bad path is a mistake (2), not news after it
     prof = _profile(args)
-    plans = pareto(prof, catalog=_catalog(args), max_instances=args.max_instances, **_space_kwargs(args))
+    catalog = _catalog(args)
+    _warn_unplanned_types(args, catalog)
+    plans = pareto(prof, catalog=catalog, max_instances=args.max_instances, **_space_kwargs(args))
     if not plans:
         _emit(args, {"schema": PARETO_SCHEMA, "plans": [], "why_none": plans.why_none},
               lambda: f"no plan runs: {plans.why_none}")
@@ -686,7 +820,7 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from srift import __version__
 
-    parser = argparse.ArgumentParser(prog="srift", description="Which cloud GPUs should I rent to train this model?")
+    parser = _Parser(prog="srift", description="Which cloud GPUs should I rent to train this model?")
     parser.add_argument("--version", action="version", version=f"srift {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -760,7 +894,12 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # as parse_args would refuse them, but naming the command and with a hint
+        prog = f"srift {args.command}" if getattr(args, "command", None) else "srift"
+        print(f"{prog}: error: unrecognized arguments: {' '.join(extra)}\n"
+              f"hint: {_unrecognized(args, extra)}; `{prog} --help` lists the options", file=sys.stderr)
+        return 2
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2

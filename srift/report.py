@@ -89,6 +89,17 @@ def data_size(n_bytes: float | None) -> str:
     return f"{n_bytes / 2**10:.0f} KiB" if n_bytes >= 2**10 else f"{n_bytes:.0f} B"
 
 
+def flops(n: float | None) -> str:
+    """FLOPs in the decimal unit that reads best: 8.18 GFLOP, 3.15 MFLOP (a small model's
+    "0.00 GFLOP/sample" read as if nothing had been counted)."""
+    if not _finite(n):
+        return "-"
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} FLOP"
+
+
 def percent(value: float | None) -> str:
     return "-" if not _finite(value) else f"{value * 100:.0f}%"
 
@@ -502,6 +513,33 @@ def _past_edge_lines(pred: Any, catalog: Any | None) -> list[str]:
     return out
 
 
+def precision_notes(pred: Any, catalog: Any | None) -> list[str]:
+    """What the precision asked for does on a GPU without its units (a K80 or M60 has no FP16
+    units, a T4 or V100 no TF32): the run is legal PyTorch, and predicted as such, but a user
+    picking `--precision tf32` for a T4 or `amp` for a K80 should hear that the GPU cannot speed
+    it up (the catalog's peaks: srift/data/gpu_specs.csv)."""
+    if catalog is None or not getattr(pred, "feasible", False) or pred.precision not in ("tf32", "amp"):
+        return []
+    lacking: list[str] = []
+    for g in pred.groups:
+        try:
+            spec = catalog.gpu(g.gpu)
+        except (KeyError, ValueError):
+            continue
+        units = spec.tf32_tflops if pred.precision == "tf32" else spec.fp16_tflops
+        if units is None and g.gpu not in lacking:
+            lacking.append(g.gpu)
+    if not lacking:
+        return []
+    names = ", ".join(lacking)
+    if pred.precision == "tf32":
+        return [f"note: {names} {'has' if len(lacking) == 1 else 'have'} no TF32 units: "
+                "torch.set_float32_matmul_precision('high') changes nothing there, and tf32 runs as fp32"]
+    return [f"note: {names} {'has' if len(lacking) == 1 else 'have'} no FP16 units: autocast saves memory "
+            "and bandwidth there but runs its FP16 math no faster than FP32 (docs/accuracy.md, "
+            "\"AMP on a GPU without FP16 units\")"]
+
+
 def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
     """``prediction_text`` plus where the iteration's time goes, as shares, the link that
     bounds the allreduce and the tightest memory headroom."""
@@ -525,6 +563,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
           if getattr(pred, "band_from", None) else []),
         *_past_edge_lines(pred, catalog),
         *loopback_network_lines(pred, catalog),
+        *precision_notes(pred, catalog),
         f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
         f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; "
         + (f"local batch up to {tightest.max_local_batch} allowed (max_local_batch)"

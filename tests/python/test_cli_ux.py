@@ -286,3 +286,177 @@ def test_a_refused_run_at_another_precision_is_echoed_as_given(capsys, tmp_path,
     assert main(["predict", "--profile", str(path), "--cluster", "1x g4dn.xlarge", "--global-batch", "32",
                  "--measure", "T4:32:1.7:8@amp"]) == 2
     assert capsys.readouterr().err.startswith("srift: error: --measure T4:32:1.7:8@amp: a run timed at amp")
+
+
+# ---- a new user's review (s8c-hB): every mistake one line and a hint --------------------------
+def _run(argv):
+    """main's exit code, whether it returns it or argparse exits with it."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+def _one_line_and_a_hint(err):
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert lines[0].startswith(("srift: error: ", "srift predict: error: ", "srift recommend: error: ",
+                                "srift replan: error: ")), err
+    assert lines[1].startswith("hint: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--global-batch", "0"], "argument --global-batch: expected a number >= 1, got '0'"),
+    (["--global-batch", "2.5"], "argument --global-batch: expected a whole number, got '2.5'"),
+    (["--global-batch", "8", "--measure", "T4:32"], "argument --measure: measurement must be GPU:LOCAL_BATCH"),
+    (["--global-batch", "8", "--precision", "bf16"], "argument --precision: invalid choice: 'bf16'"),
+])
+def test_an_argument_argparse_refuses_is_one_line_and_a_hint(capsys, prof, extra, needle):
+    """argparse printed its usage block (some 20 lines for predict) above the line that said
+    what was wrong, and no hint, where the README promises one line and a hint."""
+    assert _run(["predict", "--profile", prof, "--cluster", "1x g4dn.xlarge", *extra]) == 2
+    first = _one_line_and_a_hint(capsys.readouterr().err)
+    assert first.startswith("srift predict: error: ") and needle in first
+
+
+def test_an_unquoted_cluster_is_named_with_the_quotes_it_needs(capsys, prof):
+    """`--cluster 2x g4dn.12xlarge` left `g4dn.12xlarge` over: srift said "srift: error:
+    unrecognized arguments" under the top-level usage, naming neither the command nor why."""
+    assert _run(["predict", "--profile", prof, "--cluster", "2x", "g4dn.12xlarge", "--global-batch", "8"]) == 2
+    err = capsys.readouterr().err
+    first = _one_line_and_a_hint(err)
+    assert first == "srift predict: error: unrecognized arguments: g4dn.12xlarge"
+    assert 'needs quotes, e.g. --cluster "2x p3.16xlarge' in err
+    assert _run(["replan", "--profile", prof, "--global-batch", "256", "--iterations", "1000", "--deadline", "12h",
+                 "--held", "2x", "p3.16xlarge", "@us-east-1"]) == 2
+    err = capsys.readouterr().err
+    assert _one_line_and_a_hint(err) == "srift replan: error: unrecognized arguments: p3.16xlarge @us-east-1"
+    assert '--held "2x p3.16xlarge @us-east-1"' in err
+    assert _run(["predict", "--profile", prof, "--cluster", "1x g4dn.xlarge", "--global-batch", "8", "--frob"]) == 2
+    assert "check the spelling" in capsys.readouterr().err
+
+
+def test_cluster_text_in_capitals_or_with_commas(capsys, prof):
+    """`:SPOT` and `--exclude P3.2XLARGE` are case-insensitive, but `2X G4DN.XLARGE` was "not of
+    the form"; `a, b` did not say groups are joined with '+', nor which flag was wrong."""
+    assert _run(["predict", "--profile", prof, "--cluster", "2X G4DN.XLARGE", "--global-batch", "8",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cluster"] == "2x g4dn.xlarge"
+    assert _run(["predict", "--profile", prof, "--cluster", "2x g4dn.xlarge, 1x g5.xlarge",
+                 "--global-batch", "8"]) == 2
+    err = capsys.readouterr().err
+    first = _one_line_and_a_hint(err)
+    assert first.startswith("srift: error: --cluster '2x g4dn.xlarge, 1x g5.xlarge': ")
+    assert "join groups with '+', not ','" in first and "(in cluster" not in first
+    assert 'e.g. --cluster "2x p3.16xlarge + 4x g4dn.12xlarge:spot"' in err
+    # --held is read before the profile is: a typo costs no profiling
+    assert _run(["replan", "--model", "no-such-model", "--global-batch", "256", "--iterations", "1000",
+                 "--deadline", "12h", "--held", "2x p3.16xlarge; 1x g5.xlarge"]) == 2
+    assert _one_line_and_a_hint(capsys.readouterr().err).startswith("srift: error: --held '2x p3.16xlarge; ")
+
+
+def test_measure_of_an_instance_type_or_measure_instance_of_a_gpu_says_which_flag(capsys, prof):
+    """The tutorial times a run "e.g. on a g4dn.xlarge"; `--measure g4dn.xlarge:32:0.21` said
+    "unknown GPU key" without a suggestion, and `--measure-instance T4:...` "unknown EC2 instance
+    type". Each now names the other flag and the run as it should be written."""
+    base = ["predict", "--profile", prof, "--cluster", "1x g4dn.12xlarge", "--global-batch", "32"]
+    assert _run([*base, "--measure", "g4dn.xlarge:32:0.21"]) == 2
+    err = capsys.readouterr().err
+    assert "'g4dn.xlarge' is an instance type; --measure takes the GPU the run used (T4)" in _one_line_and_a_hint(err)
+    assert "--measure T4:32:0.21" in err and "--measure-instance" not in err  # one GPU: no instance run to suggest
+    assert _run([*base, "--measure", "g4dn.12xlarge:32:0.21"]) == 2
+    assert "--measure-instance g4dn.12xlarge:32:0.21 for a DDP iteration on all its 4 GPUs" in capsys.readouterr().err
+    assert _run([*base, "--measure-instance", "T4:32:0.21"]) == 2
+    err = capsys.readouterr().err
+    assert "'T4' is a GPU" in _one_line_and_a_hint(err) and "--measure T4:32:0.21" in err
+
+
+def test_a_measured_value_out_of_range_names_the_flag(capsys, prof):
+    """`--measure T4:32:1e-9` said "iteration_s: expected seconds in [1e-06, 1e+07]", not
+    which flag or run."""
+    base = ["predict", "--profile", prof, "--cluster", "1x g4dn.12xlarge", "--global-batch", "32"]
+    assert _run([*base, "--measure", "T4:32:1e-9"]) == 2
+    assert _one_line_and_a_hint(capsys.readouterr().err).startswith(
+        "srift: error: --measure T4:32:1e-09: iteration_s: expected seconds")
+    assert _run([*base, "--measure-instance", "g4dn.12xlarge:32:1e-9"]) == 2
+    assert "--measure-instance g4dn.12xlarge:32:1e-09: iteration_s" in capsys.readouterr().err
+
+
+def test_a_user_models_profiling_failure_names_the_model(capsys, tmp_path):
+    """A factory whose batch, loss or forward the profiler refuses said "batch: expected
+    (inputs, targets), got Tensor" with no word of which --model it was."""
+    (tmp_path / "mine.py").write_text(
+        "import torch\n"
+        "def wrong(batch_size):\n"
+        "    return torch.nn.Linear(4, 4), torch.randn(batch_size, 4)\n")
+    spec = f"{tmp_path}/mine.py:wrong"
+    assert _run(["predict", "--model", spec, "--cluster", "1x g4dn.xlarge", "--global-batch", "8"]) == 2
+    err = capsys.readouterr().err
+    assert f"srift: error: --model {spec!r}: batch: expected (inputs, targets), got Tensor" in err
+
+
+def test_profile_summary_of_a_small_model_with_frozen_parameters(capsys, tmp_path):
+    """A small model read "forward 0.00 GFLOP/sample ... activations 0.0 MiB/sample" and
+    "1 DDP buckets (4 MiB)", and frozen parameters were counted with no word that DDP sends
+    only the trainable ones."""
+    (tmp_path / "small.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "def build(batch_size):\n"
+        "    m = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))\n"
+        "    m[0].requires_grad_(False)\n"
+        "    return m, (torch.randn(batch_size, 512), torch.randint(0, 10, (batch_size,))), "
+        "torch.nn.functional.cross_entropy\n")
+    assert main(["profile", "--model", f"{tmp_path}/small.py:build", "--device", "meta"]) == 0
+    out = capsys.readouterr().out
+    assert "1.59 M parameters (4.0 MiB of 6.0 MiB trainable)" in out
+    assert "1 DDP bucket (4.0 MiB)" in out
+    assert "forward 3.17 MFLOP/sample, backward 2.14 MFLOP/sample, activations 8 KiB/sample" in out
+
+
+def test_a_precision_the_gpu_has_no_units_for_is_noted(capsys, prof):
+    """`--precision amp` on a K80 (p2) or `tf32` on a T4 was predicted without a word that the
+    GPU has no FP16 or TF32 units; predict, --explain and recommend now say so."""
+    base = ["predict", "--profile", prof, "--global-batch", "32"]
+    assert main([*base, "--cluster", "1x p2.xlarge", "--precision", "amp"]) == 0
+    assert "note: K80 has no FP16 units" in capsys.readouterr().out
+    assert main([*base, "--cluster", "1x g4dn.xlarge + 1x g5.xlarge", "--precision", "tf32", "--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "note: T4 has no TF32 units" in out and "A10G" not in out.split("note:")[1]
+    for ok in (["--cluster", "1x g5.xlarge", "--precision", "tf32"], ["--cluster", "1x p2.xlarge"]):
+        assert main([*base, *ok]) == 0
+        assert "note:" not in capsys.readouterr().out
+    assert main(["recommend", "--profile", prof, "--global-batch", "256", "--iterations", "1000", "--deadline", "12h",
+                 "--precision", "tf32", "--types", "g4dn.xlarge"]) == 0
+    assert "note: T4 has no TF32 units" in capsys.readouterr().out
+
+
+def test_a_retired_type_asked_for_by_name_is_said_to_be_retired(capsys, prof):
+    """`recommend --types p2.xlarge` answered "none of the 125 offers ... is of the types asked
+    (p2.xlarge)" though the catalog prices it (predict uses the price): recommend and pareto
+    plan current types only, and now say so for each retired type named."""
+    argv = ["--profile", prof, "--global-batch", "256", "--iterations", "1000", "--types", "p2.xlarge,g4dn.xlarge"]
+    assert main(["recommend", *argv, "--deadline", "12h"]) == 0
+    err = capsys.readouterr().err
+    assert "srift: warning: --types p2.xlarge: a retired (previous-generation) type, which recommend does not plan" in err
+    assert "g4dn.xlarge" not in err
+    assert main(["pareto", *argv]) == 0
+    assert "which pareto does not plan" in capsys.readouterr().err
+
+
+def test_search_and_launch_flags_refused_by_their_own_names(capsys, prof, tmp_path):
+    """`--confidence 2` said "deadline_confidence must be ...", `--threads -1` "threads must be
+    ...", the API's names; `--emit-to /missing/x.sh` was a bare "[Errno 2] No such file or
+    directory" after the whole search."""
+    base = ["--profile", prof, "--global-batch", "256", "--iterations", "1000", "--deadline", "12h"]
+    for extra, needle in ((["--confidence", "2"], "srift recommend: error: argument --confidence: expected a "
+                                                   "probability in [0.5, 1), e.g. 0.9, got '2'"),
+                          (["--threads", "-1"], "srift recommend: error: argument --threads: expected 0"),
+                          (["--emit", "torchrun", "--emit-to", str(tmp_path / "missing" / "x.sh")],
+                           f"srift: error: --emit-to {str(tmp_path / 'missing' / 'x.sh')!r}: folder")):
+        assert _run(["recommend", *base, *extra]) == 2
+        assert _one_line_and_a_hint(capsys.readouterr().err).startswith(needle), extra
+    assert _run(["predict", "--model", "no-such-model", "--cluster", "1x g5.xlarge", "--global-batch", "8",
+                 "--emit", "json", "--emit-to", str(tmp_path / "missing" / "x.json")]) == 2
+    assert "--emit-to" in capsys.readouterr().err  # before the model is looked up, let alone profiled
