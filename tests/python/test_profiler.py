@@ -583,19 +583,29 @@ def test_empty_huge_and_sparse_batches_are_refused_naming_the_field():
     with pytest.raises(ValueError, match=r"batch_sizes\[0\]: expected an integer in 1..16777216"):
         profile(model, (x, y), F.cross_entropy, device="meta", batch_sizes=[10**12])
 
-    class Sparse(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.e = nn.Embedding(1000, 16, sparse=True)
-            self.fc = nn.Linear(16, 2)
-
-        def forward(self, i):
-            return self.fc(self.e(i))
-
     ids, labels = torch.randint(0, 1000, (8,)), torch.randint(0, 2, (8,))
     with pytest.raises(ValueError, match="optimizer: 'adam' cannot train the sparse gradients of e.weight"):
-        profile(Sparse(), (ids, labels), F.cross_entropy, device="meta")
-    assert profile(Sparse(), (ids, labels), F.cross_entropy, device="meta", optimizer="sgd").buckets
+        profile(SparseEmbedding(), (ids, labels), F.cross_entropy, device="meta")
+
+
+class SparseEmbedding(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.e = nn.Embedding(1000, 16, sparse=True)
+        self.fc = nn.Linear(16, 2)
+
+    def forward(self, i):
+        return self.fc(self.e(i))
+
+
+def test_sparse_gradients_warn_that_nccl_cannot_allreduce_them():
+    """DDP on NCCL (every GPU cluster predicted) fails on sparse gradients; with an optimizer
+    that trains them the profile says so, naming the parameter, and models them as dense
+    buckets."""
+    ids, labels = torch.randint(0, 1000, (8,)), torch.randint(0, 2, (8,))
+    with pytest.warns(UserWarning, match=r"e.weight: sparse gradients .* cannot be all-reduced by DDP on NCCL"):
+        prof = profile(SparseEmbedding(), (ids, labels), F.cross_entropy, device="meta", optimizer="sgd")
+    assert [b.bytes for b in prof.buckets if b.param_names == ["e.weight"]] == [1000 * 16 * 4]
 
 
 def test_an_old_amp_profile_from_a_real_device_warns_on_load(tmp_path):

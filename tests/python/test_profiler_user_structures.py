@@ -222,22 +222,3 @@ def test_a_model_that_reads_tensor_values_on_meta_is_told_to_use_cpu():
     with pytest.raises(ValueError, match=r"(?s)forward failed in module '<root>'.*meta tensors.*profile it on cpu"):
         profile(ReadsValues(), batch, F.cross_entropy, device="meta")
     assert profile(ReadsValues(), batch, F.cross_entropy, device="cpu", warmup=0, repeats=1).layers
-
-
-def test_sparse_gradients_warn_that_nccl_cannot_allreduce_them():
-    """DDP on NCCL (every GPU cluster predicted) fails on sparse gradients; the profile says
-    so, naming the parameter, and models them as dense buckets."""
-
-    class Sparse(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.e = nn.Embedding(1000, 16, sparse=True)
-            self.fc = nn.Linear(16, 2)
-
-        def forward(self, i):
-            return self.fc(self.e(i))
-
-    ids, labels = torch.randint(0, 1000, (8,)), torch.randint(0, 2, (8,))
-    with pytest.warns(UserWarning, match=r"e.weight: sparse gradients .* cannot be all-reduced by DDP on NCCL"):
-        prof = profile(Sparse(), (ids, labels), F.cross_entropy, device="meta", optimizer="sgd")
-    assert [b.bytes for b in prof.buckets if b.param_names == ["e.weight"]] == [1000 * 16 * 4]
