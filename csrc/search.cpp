@@ -77,10 +77,18 @@ void fail_totals(const SearchRequest& r, const Candidate& c, const IterationResu
 }
 
 namespace {
+// A duration as a person reads it: seconds under a minute, minutes under an hour, else hours
+// (a deadline of 1 s read "0.000278 h").
 std::string hours(double seconds) {
   std::ostringstream s;
   s.precision(3);
-  s << seconds / 3600.0 << " h";
+  if (seconds < 60.0) {
+    s << seconds << " s";
+  } else if (seconds < 3600.0) {
+    s << seconds / 60.0 << " min";
+  } else {
+    s << seconds / 3600.0 << " h";
+  }
   return s.str();
 }
 

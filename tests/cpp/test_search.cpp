@@ -892,6 +892,11 @@ TEST(Search, WhyNoneNamesTheLimitThatBinds) {
   EXPECT_EQ(res.closest.total_s, fastest);
   EXPECT_EQ(res.why_none.rfind("no plan meets the deadline of ", 0), 0u) << res.why_none;
   EXPECT_EQ(res.why_none.find("within"), std::string::npos) << res.why_none;
+  // durations as a person reads them: seconds, minutes, hours ("0.000278 h" for 1 s before)
+  r.deadline_s = 1.0;
+  EXPECT_EQ(no_plan(r).why_none.rfind("no plan meets the deadline of 1 s", 0), 0u) << no_plan(r).why_none;
+  r.deadline_s = 90.0;
+  EXPECT_EQ(no_plan(r).why_none.rfind("no plan meets the deadline of 1.5 min", 0), 0u) << no_plan(r).why_none;
 }
 
 TEST(Search, WhyNoneNamesTheMinimumGpuMemory) {

@@ -91,7 +91,8 @@ def test_pareto_equals_brute_force_front(resnet50_profile, brute):
 def test_impossible_deadline_says_why_and_shows_the_fastest(resnet50_profile):
     rec = _recommend(resnet50_profile, deadline_hours=0.001)
     assert not rec.found and rec.best is None
-    assert "no plan meets the deadline of 0.001 h" in rec.why_none
+    # the deadline as a person reads it: 0.001 h is 3.6 s ("0.000278 h" for 1 s before)
+    assert "no plan meets the deadline of 3.6 s" in rec.why_none
     assert "the fastest takes" in rec.why_none
     assert rec.closest is not None and rec.closest.total_hours > 0.001
     assert rec.to_dict()["found"] is False
