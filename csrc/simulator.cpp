@@ -526,7 +526,10 @@ std::string describe_infeasible(const IterationResult& r, const SimOptions& opti
                             1LL << 62);
         if (r.groups[g].max_batch < 1) {
           weights_fit = false;
-          s << "the model's weights, gradients and optimizer state do not fit one GPU of group "
+          // max_batch 0: the model's state and one sample's activations exceed the GPU (the
+          // state alone is named before the simulator by the engine, with its size)
+          s << "the model's weights, gradients and optimizer state with one sample's activations do not fit one GPU "
+               "of group "
             << g << "; ";
         }
       }

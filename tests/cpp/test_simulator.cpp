@@ -509,6 +509,22 @@ TEST(Simulator, UncheckedCountsRanksPastAnIntAsMoreThanTheBatch) {
   EXPECT_TRUE(std::isfinite(r.iteration_s) && r.iteration_s > 0);
 }
 
+TEST(Simulator, DescribeInfeasibleNamesOneSamplesActivationsWhereNoSampleFits) {
+  // A review: a sample whose activations alone exceed the GPU was blamed on the weights,
+  // gradients and optimizer state.
+  SimOptions o;
+  o.global_batch = 8;
+  IterationResult r;
+  r.infeasible = srift::Infeasible::memory;
+  r.num_groups = 1;
+  r.workers = 1;
+  r.groups[0].workers = 1;
+  r.groups[0].max_batch = 0;
+  EXPECT_EQ(srift::describe_infeasible(r, o),
+            "the model's weights, gradients and optimizer state with one sample's activations do not fit one GPU of "
+            "group 0; use GPUs with more memory");
+}
+
 TEST(Simulator, DescribeInfeasibleRefusesAMemoryResultWithoutRanks) {
   // A hand-made result, infeasible for memory, with no group (or a group of no rank): the
   // micro-step count divided by a capacity of 0 (SIGFPE).
