@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -360,12 +362,56 @@ struct FeatureBitsEqual {
 // anchor's measured curve and the target's ratio, and every grid batch walks the layers again
 // for each GPU. One call keeps each result the first time it is computed, keyed by the exact
 // inputs, so the answer is bit-identical to computing it again (compared with the core before
-// it over 6 workloads x 7 GPUs x 3 precisions, absolute and anchored on one and two GPUs). It belongs to one workload and one call, never shared across threads.
+// it over 6 workloads x 7 GPUs x 3 precisions, absolute and anchored on one and two GPUs). It belongs to one workload, never shared across threads.
+// Note "shared memo": since the note "lines in order" every prediction also fits the lines of
+// the dominance references it is bounded by (their guarded ratios at every grid batch, each
+// clipped by every reference in turn), the same for every target: the engine's 15 catalog GPUs
+// anchored on a T4 took 0.25 s, 10x what they took before. A LearnedCompute::Cache keeps one
+// Memo across calls for one workload and one LearnedCompute, so each is computed once. That is
+// safe because every entry is keyed by all it depends on besides the workload and the models:
+//   terms           the GPU's five spec numbers and the precision (gpu_terms reads no more);
+//   absolute, ratio the model's input, bit for bit;
+//   guarded         guarded_log_ratio_memo's inputs: both GPUs' spec numbers and launch_year
+//                   (the data edge's lean), the batch, the precision, the observed deviation;
+//   absolute_lines  absolute_line_memo's: the GPU's spec numbers and launch_year, the precision
+//                   and the grid itself (each target's grid is its own max_batch's).
+// A GPU's name is read only by error messages, and an evaluation that throws keeps nothing.
+// The workload is the Cache's own copy, and the Cache refuses a LearnedCompute other than the
+// one (or a copy of the one) it was first used with (id_), whose models the entries are of.
+// tests/python/test_learned_compute.py test_a_shared_cache_predicts_bit_for_bit_as_fresh_calls
+// compares it with fresh calls (zoo workloads x catalog GPUs x precisions x grids, anchored or not).
 struct LearnedCompute::Memo {
+  using Cache = std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual>;
   explicit Memo(const WorkloadStats& w) : workload(&w) {}
   const WorkloadStats* workload;
   std::map<std::array<double, 6>, GpuTerms> terms;  // by the GPU's five spec numbers and the precision
-  std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual> absolute, ratio;
+  Cache absolute, ratio;
+  Cache guarded;  // guarded_log_ratio_memo by guarded_key
+  std::unordered_map<std::vector<double>, std::pair<double, double>, FeatureHash, FeatureBitsEqual>
+      absolute_lines;  // absolute_line_memo by absolute_line_key
+
+  // Every number of a GPU a prediction reads (its name only names it in errors).
+  static void push_spec(std::vector<double>& key, const GpuSpec& g) {
+    key.insert(key.end(), {g.memory_bytes, g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
+                           static_cast<double>(g.launch_year)});
+  }
+  static std::vector<double> guarded_key(const GpuSpec& anchor, const GpuSpec& target, double batch,
+                                         Precision precision, double observed_anchor) {
+    std::vector<double> key;
+    key.reserve(15);
+    push_spec(key, anchor);
+    push_spec(key, target);
+    key.insert(key.end(), {batch, static_cast<double>(precision), observed_anchor});
+    return key;
+  }
+  static std::vector<double> absolute_line_key(const GpuSpec& g, Precision precision, const std::vector<double>& grid) {
+    std::vector<double> key;
+    key.reserve(7 + grid.size());
+    push_spec(key, g);
+    key.push_back(static_cast<double>(precision));
+    key.insert(key.end(), grid.begin(), grid.end());
+    return key;
+  }
 
   const GpuTerms& terms_of(const GpuSpec& g, Precision precision) {
     const std::array<double, 6> key{g.memory_bytes, g.fp32_flops,       g.tf32_flops,
@@ -874,6 +920,10 @@ LearnedCompute LearnedCompute::from_documents(const std::string& ratio_json, con
   return LearnedCompute(std::move(ratio), std::move(absolute), std::move(config));
 }
 
+namespace {
+std::atomic<std::uint64_t> next_learned_compute_id{0};  // note "shared memo"
+}  // namespace
+
 LearnedCompute::LearnedCompute(LearnedModel ratio, LearnedModel absolute, LearnedComputeConfig config)
     : ratio_(std::move(ratio)), absolute_(std::move(absolute)), config_(std::move(config)) {
   if (ratio_.num_features() != kRatioFeatures) {
@@ -887,6 +937,64 @@ LearnedCompute::LearnedCompute(LearnedModel ratio, LearnedModel absolute, Learne
   check_feature_names(ratio_, ratio_feature_names(), "compute_ratio");  // note "feature names"
   check_feature_names(absolute_, absolute_feature_names(), "compute_absolute");
   config_.validate();
+  id_ = ++next_learned_compute_id;  // note "shared memo"
+}
+
+
+// Note "shared memo": a Cache's state, locked for each call through it.
+struct LearnedCompute::Cache::State {
+  explicit State(const WorkloadStats& w) : memo(w) {}
+  std::mutex mutex;
+  std::uint64_t owner = 0;  // the id_ of the LearnedCompute its entries are of (0: none yet)
+  Memo memo;
+};
+
+LearnedCompute::Cache::Cache(WorkloadStats workload)
+    : workload_(std::move(workload)), state_(std::make_unique<State>(workload_)) {}
+
+LearnedCompute::Cache::~Cache() = default;
+
+LearnedCompute::Memo& LearnedCompute::memo_of(Cache& cache) const {
+  Cache::State& st = *cache.state_;
+  if (st.owner == 0) st.owner = id_;
+  if (st.owner != id_) {
+    throw std::invalid_argument(
+        "cache: holds another LearnedCompute's evaluations (a Cache is bound to the first LearnedCompute that uses it)");
+  }
+  return st.memo;
+}
+
+LearnedComputeResult LearnedCompute::predict_anchored(Cache& cache, const GpuSpec& anchor,
+                                                      const std::vector<Measurement>& measurements,
+                                                      const GpuSpec& target, Precision precision,
+                                                      double max_batch) const {
+  require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
+  const std::lock_guard<std::mutex> lock(cache.state_->mutex);
+  return predict_anchored_memo(cache.workload_, anchor, measurements, target, precision, max_batch, memo_of(cache));
+}
+
+LearnedComputeResult LearnedCompute::predict_anchored(Cache& cache, const std::vector<Anchor>& anchors,
+                                                      const GpuSpec& target, Precision precision,
+                                                      double max_batch) const {
+  for (std::size_t i = 0; i < anchors.size(); ++i) {  // note "measurement precision" (compute.hpp)
+    require_precision(anchors[i].measurements, precision, "anchors[" + std::to_string(i) + "].measurements");
+  }
+  const std::lock_guard<std::mutex> lock(cache.state_->mutex);
+  return predict_anchored_memo(cache.workload_, anchors, target, precision, max_batch, memo_of(cache));
+}
+
+LearnedComputeResult LearnedCompute::predict_absolute(Cache& cache, const GpuSpec& target, Precision precision,
+                                                      double max_batch) const {
+  const std::lock_guard<std::mutex> lock(cache.state_->mutex);
+  return predict_absolute_memo(cache.workload_, target, precision, max_batch, memo_of(cache));
+}
+
+ComputeModel LearnedCompute::measured_model(Cache& cache, const GpuSpec& gpu, const ComputeModel& roofline,
+                                            const std::vector<Measurement>& measurements, Precision precision,
+                                            double max_batch) const {
+  require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
+  const std::lock_guard<std::mutex> lock(cache.state_->mutex);
+  return measured_model_memo(cache.workload_, gpu, roofline, measurements, precision, max_batch, memo_of(cache));
 }
 
 // What every anchored ratio from one anchor shares: its terms and its absolute correction.
@@ -949,6 +1057,18 @@ double LearnedCompute::guarded_log_ratio(const WorkloadStats& w, const GpuSpec& 
 double LearnedCompute::guarded_log_ratio_memo(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
                                          double batch, Precision precision, double observed_anchor,
                                          Memo& memo) const {
+  // Note "shared memo": kept by every input it reads.
+  std::vector<double> key = Memo::guarded_key(anchor, target, batch, precision, observed_anchor);
+  const auto kept = memo.guarded.find(key);
+  if (kept != memo.guarded.end()) return kept->second;
+  const double out = guarded_log_ratio_fresh(w, anchor, target, batch, precision, observed_anchor, memo);
+  memo.guarded.emplace(std::move(key), out);
+  return out;
+}
+
+double LearnedCompute::guarded_log_ratio_fresh(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target,
+                                               double batch, Precision precision, double observed_anchor,
+                                               Memo& memo) const {
   const AnchorTerms at = anchor_terms(anchor, batch, precision, memo);
   // Note "data edge": each GPU's lean, read from the anchor's, before the clip.
   const double anchor_lean = edge_lean(config_, anchor, true);
@@ -1331,6 +1451,18 @@ LearnedComputeResult LearnedCompute::predict_anchored_memo(const WorkloadStats& 
 std::pair<double, double> LearnedCompute::absolute_line_memo(const WorkloadStats& w, const GpuSpec& g,
                                                             Precision precision, const std::vector<double>& grid,
                                                             Memo& memo) const {
+  // Note "shared memo": kept by every input it reads, the grid included.
+  std::vector<double> key = Memo::absolute_line_key(g, precision, grid);
+  const auto kept = memo.absolute_lines.find(key);
+  if (kept != memo.absolute_lines.end()) return kept->second;
+  const std::pair<double, double> out = absolute_line_fresh(w, g, precision, grid, memo);
+  memo.absolute_lines.emplace(std::move(key), out);
+  return out;
+}
+
+std::pair<double, double> LearnedCompute::absolute_line_fresh(const WorkloadStats& w, const GpuSpec& g,
+                                                              Precision precision, const std::vector<double>& grid,
+                                                              Memo& memo) const {
   const ComputeModel prior = memo.terms_of(g, precision).roofline;
   const std::vector<double> corr = absolute_corrections_memo(g, grid, precision, memo);
   std::vector<double> t(grid.size());

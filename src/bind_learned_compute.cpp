@@ -110,11 +110,37 @@ void bind_learned_compute(py::module_& m) {
                &LearnedCompute::predict_anchored, py::const_),
            py::arg("workload"), py::arg("anchors"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
            py::call_guard<py::gil_scoped_release>())
-      .def("predict_absolute", &LearnedCompute::predict_absolute, py::arg("workload"), py::arg("target"),
-           py::arg("precision"), py::arg("max_batch"), py::call_guard<py::gil_scoped_release>())
-      .def("measured_model", &LearnedCompute::measured_model, py::arg("workload"), py::arg("gpu"),
-           py::arg("roofline"), py::arg("measurements"), py::arg("precision"), py::arg("max_batch"),
-           py::call_guard<py::gil_scoped_release>());
+      .def("predict_absolute",
+           py::overload_cast<const WorkloadStats&, const GpuSpec&, Precision, double>(
+               &LearnedCompute::predict_absolute, py::const_),
+           py::arg("workload"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("measured_model",
+           py::overload_cast<const WorkloadStats&, const GpuSpec&, const ComputeModel&, const std::vector<Measurement>&,
+                             Precision, double>(&LearnedCompute::measured_model, py::const_),
+           py::arg("workload"), py::arg("gpu"), py::arg("roofline"), py::arg("measurements"), py::arg("precision"),
+           py::arg("max_batch"), py::call_guard<py::gil_scoped_release>())
+      // The same through a LearnedComputeCache (srift::LearnedCompute::Cache): bit-identical.
+      .def("predict_anchored_several_cached",
+           py::overload_cast<LearnedCompute::Cache&, const std::vector<Anchor>&, const GpuSpec&, Precision, double>(
+               &LearnedCompute::predict_anchored, py::const_),
+           py::arg("cache"), py::arg("anchors"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("predict_absolute_cached",
+           py::overload_cast<LearnedCompute::Cache&, const GpuSpec&, Precision, double>(
+               &LearnedCompute::predict_absolute, py::const_),
+           py::arg("cache"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("measured_model_cached",
+           py::overload_cast<LearnedCompute::Cache&, const GpuSpec&, const ComputeModel&,
+                             const std::vector<Measurement>&, Precision, double>(&LearnedCompute::measured_model,
+                                                                                 py::const_),
+           py::arg("cache"), py::arg("gpu"), py::arg("roofline"), py::arg("measurements"), py::arg("precision"),
+           py::arg("max_batch"), py::call_guard<py::gil_scoped_release>());
+
+  py::class_<LearnedCompute::Cache>(m, "LearnedComputeCache",
+                                    "One workload's evaluations kept across LearnedCompute calls (srift::LearnedCompute::Cache).")
+      .def(py::init<WorkloadStats>(), py::arg("workload"));
 }
 
 }  // namespace srift::bindings

@@ -277,6 +277,7 @@ class Engine:
                 raise ValueError(f"{name} must be None (as trained) or a factor {rule}, got {v!r}")
         self._measured_band: tuple[tuple[float, float], tuple[float, float]] | None = None
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
+        self._learned_cache: tuple[Any, Any] | None = None  # (CostModels, its LearnedComputeCache)
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
         self._group_bands: dict[tuple[str, bool], _core.GroupBand] = {}
@@ -583,6 +584,18 @@ class Engine:
         _, _, p10, p90 = self._compute_entry(gpu_key)
         return p10, p90
 
+    def _learned_compute_cache(self) -> Any:
+        """One LearnedComputeCache of this engine's profile for every GPU type's learned compute
+        model (srift::LearnedCompute note "shared memo"): the dominance references' lines each
+        prediction is held between are computed once, not once a GPU type. Made again where
+        default_models() is another object (a cache is bound to its models)."""
+        from srift.learn import default_models
+
+        models = default_models()
+        if self._learned_cache is None or self._learned_cache[0] is not models:
+            self._learned_cache = (models, models.compute_cache(self.profile))
+        return self._learned_cache[1]
+
     def _compute_entry(self, gpu_key: str, _depth: int = 0) -> tuple[_core.ComputeModel, str, float, float]:
         cached = self._compute.get(gpu_key)
         if cached is not None:
@@ -609,7 +622,8 @@ class Engine:
                     from srift.learn import default_models
 
                     return default_models().measured_model(self.profile, gpu_key, self.catalog, self.precision,
-                                                           prior, points, self.memory_max_batch(gpu_key))
+                                                           prior, points, self.memory_max_batch(gpu_key),
+                                                           cache=self._learned_compute_cache())
                 return _core.anchor_to_measurements(prior, points)
 
             model = fit(points)
@@ -628,7 +642,8 @@ class Engine:
 
             model, p10, p90, source = default_models().compute_model(self.profile, gpu_key, self.catalog,
                                                                      self.precision, anchor=self._anchors() or None,
-                                                                     max_batch=self.memory_max_batch(gpu_key))
+                                                                     max_batch=self.memory_max_batch(gpu_key),
+                                                                     cache=self._learned_compute_cache())
             entry = (model, source, float(p10), float(p90))
         else:
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers

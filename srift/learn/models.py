@@ -143,7 +143,7 @@ class CostModels:
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | list[tuple[str, list[Any]]] | None = None,
-                      max_batch: float | None = None) -> tuple[Any, float, float, str]:
+                      max_batch: float | None = None, cache: Any = None) -> tuple[Any, float, float, str]:
         """(ComputeModel, p10_factor, p90_factor, source) of `profile` on catalog GPU `gpu_key`.
 
         anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU, or a list of
@@ -159,35 +159,50 @@ class CostModels:
         path"). max_batch: the largest local batch that fits this GPU (samples; the absolute
         model is fitted over 1..max(max_batch, 1024), note "batch grid"). The core evaluates
         all of it (srift::LearnedCompute, csrc/include/srift/learned_compute.hpp), as a C++
-        scheduler would."""
+        scheduler would. cache: compute_cache(profile) of these models, to keep the
+        evaluations every GPU type shares (srift::LearnedCompute::Cache; bit-identical)."""
         from srift import _core
 
-        stats = core_workload_stats(workload_from_profile(profile))
+        stats = None if cache is not None else core_workload_stats(workload_from_profile(profile))
         target = gpu_spec(peaks_from_catalog(catalog, gpu_key))
         prec = core_precision(precision)
         mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
         anchors = [anchor] if isinstance(anchor, tuple) else list(anchor or [])
         anchors = [(k, list(meas)) for k, meas in anchors if meas]
+        lc = self.learned_compute
         if anchors:
-            r = self.learned_compute.predict_anchored_several(
-                stats, [_core.Anchor(gpu_spec(peaks_from_catalog(catalog, k)), meas) for k, meas in anchors],
-                target, prec, mb)
+            core_anchors = [_core.Anchor(gpu_spec(peaks_from_catalog(catalog, k)), meas) for k, meas in anchors]
+            r = (lc.predict_anchored_several(stats, core_anchors, target, prec, mb) if cache is None else
+                 lc.predict_anchored_several_cached(cache, core_anchors, target, prec, mb))
         else:
-            r = self.learned_compute.predict_absolute(stats, target, prec, mb)
+            r = (lc.predict_absolute(stats, target, prec, mb) if cache is None else
+                 lc.predict_absolute_cached(cache, target, prec, mb))
         return r.model, r.p10_factor, r.p90_factor, ("anchored-roofline" if r.roofline_ratio_only else
                                                      "learned-past-edge" if r.past_data_edge else "learned")
 
     def measured_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str, roofline: Any,
-                       measurements: list[Any], max_batch: float | None = None) -> Any:
+                       measurements: list[Any], max_batch: float | None = None, cache: Any = None) -> Any:
         """The ComputeModel of catalog GPU `gpu_key` that `profile` was measured on
         (`measurements`: _core.Measurement at its local batches): two or more batches fit their
         own line through `roofline` (its roofline estimate); one batch scales the no-measurement
         model's curve through it, split as `roofline` (srift::LearnedCompute note "measured
-        batch shape", evaluated by the core)."""
+        batch shape", evaluated by the core). cache: as compute_model's."""
         mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
+        gpu = gpu_spec(peaks_from_catalog(catalog, gpu_key))
+        if cache is not None:
+            return self.learned_compute.measured_model_cached(cache, gpu, roofline, list(measurements),
+                                                              core_precision(precision), mb)
         return self.learned_compute.measured_model(core_workload_stats(workload_from_profile(profile)),
-                                                   gpu_spec(peaks_from_catalog(catalog, gpu_key)), roofline,
-                                                   list(measurements), core_precision(precision), mb)
+                                                   gpu, roofline, list(measurements), core_precision(precision), mb)
+
+    def compute_cache(self, profile: Any) -> Any:
+        """A _core.LearnedComputeCache of `profile`'s workload for compute_model and
+        measured_model's `cache`: the evaluations all GPU types share (the dominance references'
+        lines) are computed once (srift::LearnedCompute::Cache, note "shared memo"). Bound to
+        these models; results bit-identical to calls without it."""
+        from srift import _core
+
+        return _core.LearnedComputeCache(core_workload_stats(workload_from_profile(profile)))
 
     @property
     def learned_compute(self) -> Any:

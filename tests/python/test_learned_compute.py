@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from srift.learn.dominance import dominates, guarded_correction, guarded_log_rat
 from srift.learn.features import (PRECISIONS, absolute_features, core_precision, core_workload_stats, gpu_spec,
                                   peak_floor_per_sample, ratio_features, roofline)
 from srift.learn.gpus import peaks_from_catalog
-from srift.learn.models import absolute_line_in_order, absolute_on_grid, default_models
+from srift.learn.models import MODELS_DIR, absolute_line_in_order, absolute_on_grid, default_models
 from srift.learn.workloads import load_workloads
 
 WORKLOADS = ("resnet50", "bert_base", "ncf", "transformer_xl_base", "deepspeech2")
@@ -750,3 +751,73 @@ def test_the_measured_floor_keeps_a_measured_optimizer_step(catalog_gpus) -> Non
         quick = [runs[0], _core.Measurement(64.0, 1.2 * floor * 64, 0.3 * floor * 64, 0.6 * floor * 64)]
         q = lc.measured_model(stats, gpu_spec(g), roof, quick, core_precision("amp"), 512.0)
         assert _model_terms(q) == _model_terms(_core.anchor_to_measurements(roof, quick))
+
+
+def test_a_shared_cache_predicts_bit_for_bit_as_fresh_calls(catalog_gpus) -> None:
+    """Note "shared memo" (srift::LearnedCompute::Cache): one cache per workload, shared by every
+    catalog GPU, every precision, several grids (max_batch) and anchors, in an order that
+    interleaves them, gives exactly what a fresh call gives; a key that assumed one target,
+    grid or precision per call would hand one call's evaluation to another. A GPU identical to
+    a reference but for its launch year (the data edge's lean) and one with a reference's name
+    but other specs must not take the reference's entries either."""
+    lc = default_models().learned_compute
+    workloads = load_workloads()
+    names = sorted(workloads)[:: max(1, len(workloads) // 6)][:6]
+    specs = [gpu_spec(p) for p in catalog_gpus]
+
+    def spec_like(g, name: str, scale: float = 1.0, launch_year: int | None = None):
+        out = _core.GpuSpec()
+        out.name, out.memory_bytes, out.fp32_flops = name, g.memory_bytes, g.fp32_flops * scale
+        out.tf32_flops, out.fp16_flops = g.tf32_flops, g.fp16_flops
+        out.memory_bandwidth = g.memory_bandwidth * scale
+        out.launch_year = g.launch_year if launch_year is None else launch_year
+        return out
+
+    ref = lc.config.absolute_references[0]
+    specs.append(spec_like(ref, ref.name + "-later", launch_year=2099))  # past the data's edge
+    specs.append(spec_like(ref, ref.name, scale=1.37))  # a reference's name, other specs
+    def same(a, b) -> bool:
+        return (_model_terms(a.model) == _model_terms(b.model) and a.p10_factor == b.p10_factor
+                and a.p90_factor == b.p90_factor and a.roofline_ratio_only == b.roofline_ratio_only
+                and a.past_data_edge == b.past_data_edge)
+
+    checked = 0
+    for name in names:
+        stats = core_workload_stats(workloads[name])
+        cache = _core.LearnedComputeCache(stats)
+        anchor_sets = [[_core.Anchor(specs[0], [_core.Measurement(32, 0.05)])],
+                       [_core.Anchor(specs[3], [_core.Measurement(8, 0.02), _core.Measurement(64, 0.09)])],
+                       [_core.Anchor(specs[1], [_core.Measurement(16, 0.03)]),
+                        _core.Anchor(specs[-3], [_core.Measurement(16, 0.011)])]]
+        for precision in ("fp32", "amp", "tf32"):
+            prec = core_precision(precision)
+            for max_batch in (0.0, 96.0, 3000.0):
+                for target in specs:
+                    fresh = lc.predict_absolute(stats, target, prec, max_batch)
+                    assert same(lc.predict_absolute_cached(cache, target, prec, max_batch), fresh), (name, target.name)
+                    for anchors in anchor_sets:
+                        try:
+                            fresh = lc.predict_anchored_several(stats, anchors, target, prec, max_batch)
+                        except ValueError:
+                            with pytest.raises(ValueError):
+                                lc.predict_anchored_several_cached(cache, anchors, target, prec, max_batch)
+                            continue
+                        got = lc.predict_anchored_several_cached(cache, anchors, target, prec, max_batch)
+                        assert same(got, fresh), (name, precision, max_batch, target.name, anchors[0].gpu.name)
+                        checked += 1
+    assert checked > 1000
+
+
+def test_a_cache_is_bound_to_its_models() -> None:
+    """A cache holds one LearnedCompute's model evaluations: another (other models) refuses it;
+    a copy of the same one does not."""
+    m = default_models()
+    stats = core_workload_stats(next(iter(load_workloads().values())))
+    target = m.learned_compute.config.absolute_references[0]
+    cache = _core.LearnedComputeCache(stats)
+    m.learned_compute.predict_absolute_cached(cache, target, core_precision("fp32"), 0.0)
+    ratio_json = (Path(MODELS_DIR) / "compute_ratio.json").read_text()
+    absolute_json = (Path(MODELS_DIR) / "compute_absolute.json").read_text()
+    other = _core.LearnedCompute.from_documents(ratio_json, absolute_json)
+    with pytest.raises(ValueError, match="another LearnedCompute"):
+        other.predict_absolute_cached(cache, target, core_precision("fp32"), 0.0)

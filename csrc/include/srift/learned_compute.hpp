@@ -40,6 +40,8 @@
 // srift.learn.blend, srift.learn.dominance and srift.learn.models document the choices and
 // the held-out errors behind them; the Python training code computes the same features
 // (srift.learn.features), and a test holds both implementations equal.
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -186,6 +188,30 @@ struct Anchor {
 /// The two shipped compute models and how they combine. Immutable; thread-safe.
 class LearnedCompute {
  public:
+  /// One workload's evaluations kept across calls (learned_compute.cpp note "shared memo"):
+  /// every prediction evaluates the dominance references' rooflines, model outputs, guarded
+  /// ratios and lines too, the same for every target, so predicting several GPU types of one
+  /// workload through one Cache computes each once. Results are bit-identical to the
+  /// overloads without a Cache. Owned by the caller: it holds a copy of the workload (read by
+  /// the overloads taking it in place of a WorkloadStats), grows with the distinct GPUs,
+  /// batches (samples) and precisions asked, and is bound to the first LearnedCompute (or a
+  /// copy of it) that uses it: another throws std::invalid_argument. Calls through one Cache
+  /// are serialized (a mutex); it is neither copyable nor movable.
+  class Cache {
+   public:
+    explicit Cache(WorkloadStats workload);
+    ~Cache();
+    Cache(const Cache&) = delete;
+    Cache& operator=(const Cache&) = delete;
+    const WorkloadStats& workload() const { return workload_; }
+
+   private:
+    friend class LearnedCompute;
+    struct State;
+    WorkloadStats workload_;
+    std::unique_ptr<State> state_;
+  };
+
   /// Throws std::invalid_argument when a model's features are not the ones the core computes
   /// for it (ratio_feature_names(), absolute_feature_names(): count, names and order; the
   /// message names the slot, e.g. "compute_ratio.features[3]: expected 'log_bw_ratio', got
@@ -273,9 +299,22 @@ class LearnedCompute {
                               const std::vector<Measurement>& measurements, Precision precision,
                               double max_batch) const;
 
+  /// The same four predictions of `cache.workload()`, keeping their evaluations in `cache`
+  /// (see Cache): bit-identical to the overloads above, which each start an empty one.
+  LearnedComputeResult predict_anchored(Cache& cache, const GpuSpec& anchor,
+                                        const std::vector<Measurement>& measurements, const GpuSpec& target,
+                                        Precision precision, double max_batch = 0) const;
+  LearnedComputeResult predict_anchored(Cache& cache, const std::vector<Anchor>& anchors, const GpuSpec& target,
+                                        Precision precision, double max_batch) const;
+  LearnedComputeResult predict_absolute(Cache& cache, const GpuSpec& target, Precision precision,
+                                        double max_batch) const;
+  ComputeModel measured_model(Cache& cache, const GpuSpec& gpu, const ComputeModel& roofline,
+                              const std::vector<Measurement>& measurements, Precision precision,
+                              double max_batch) const;
+
  private:
-  // One call's evaluations, kept by their inputs (learned_compute.cpp note "memo"). The public
-  // functions above each start one; these overloads share it.
+  // Evaluations kept by their inputs (learned_compute.cpp note "memo"). The public functions
+  // above each start one, or use a Cache's; these overloads share it.
   struct Memo;
   LearnedComputeResult predict_anchored_memo(const WorkloadStats& w, const GpuSpec& anchor,
                                         const std::vector<Measurement>& measurements, const GpuSpec& target,
@@ -298,6 +337,8 @@ class LearnedCompute {
   // lines are put in order (learned_compute.cpp note "lines in order").
   std::pair<double, double> absolute_line_memo(const WorkloadStats& w, const GpuSpec& g, Precision precision,
                                                const std::vector<double>& grid, Memo& memo) const;
+  std::pair<double, double> absolute_line_fresh(const WorkloadStats& w, const GpuSpec& g, Precision precision,
+                                                const std::vector<double>& grid, Memo& memo) const;
   ComputeModel measured_model_memo(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                               const std::vector<Measurement>& measurements, Precision precision, double max_batch,
                               Memo& memo) const;
@@ -306,6 +347,8 @@ class LearnedCompute {
                                            Memo& memo) const;
   double guarded_log_ratio_memo(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target, double batch,
                            Precision precision, double observed_anchor, Memo& memo) const;
+  double guarded_log_ratio_fresh(const WorkloadStats& w, const GpuSpec& anchor, const GpuSpec& target, double batch,
+                                 Precision precision, double observed_anchor, Memo& memo) const;
   struct AnchorTerms;  // what every ratio from one anchor shares (learned_compute.cpp)
   AnchorTerms anchor_terms(const GpuSpec& anchor, double batch, Precision precision,
                            Memo& memo) const;
@@ -313,9 +356,13 @@ class LearnedCompute {
                                  const GpuSpec& target, double batch, Precision precision, double observed_anchor,
                                  Memo& memo) const;
 
+  // The Memo of `cache` for this model (locked by the caller); throws when another's.
+  Memo& memo_of(Cache& cache) const;
+
   LearnedModel ratio_;
   LearnedModel absolute_;
   LearnedComputeConfig config_;
+  std::uint64_t id_ = 0;  // shared by copies (same models and config): which Cache memos are this one's
 };
 
 }  // namespace srift
