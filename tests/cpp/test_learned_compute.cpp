@@ -1406,4 +1406,41 @@ TEST(LearnedCompute, LinesOfDominatingGpusStayInOrderAtEveryBatch) {
   EXPECT_GT(crossed_points, 0);
 }
 
+TEST(LearnedCompute, ACacheGivesTheFreshCallsAnswersBitForBitAndKeepsToItsModels) {
+  // Note "shared memo": one workload's evaluations kept across calls through a Cache.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec slow = gpu("slow", 10, 50, 400), mid = gpu("mid", 15, 75, 600), fast = gpu("fast", 20, 100, 800);
+  srift::LearnedComputeConfig cfg;
+  cfg.blend = true;
+  cfg.blend_weight = 0.4;
+  cfg.shrink = 0.25;
+  cfg.ratio_references = cfg.absolute_references = {slow, mid, fast};
+  const srift::LearnedCompute lc(constant_model(32, 0.1, 1, 0.3), constant_model(9, 0.0, 3, 0.1), cfg);
+  srift::LearnedCompute::Cache cache(w);
+  const std::vector<srift::Measurement> runs = {{8, 0.05}};
+  const auto same = [](const srift::LearnedComputeResult& a, const srift::LearnedComputeResult& b) {
+    EXPECT_EQ(a.model.forward_fixed_s, b.model.forward_fixed_s);
+    EXPECT_EQ(a.model.forward_per_sample_s, b.model.forward_per_sample_s);
+    EXPECT_EQ(a.model.backward_fixed_s, b.model.backward_fixed_s);
+    EXPECT_EQ(a.model.backward_per_sample_s, b.model.backward_per_sample_s);
+    EXPECT_EQ(a.model.optimizer_s, b.model.optimizer_s);
+    EXPECT_EQ(a.p10_factor, b.p10_factor);
+    EXPECT_EQ(a.p90_factor, b.p90_factor);
+  };
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass reads what the first kept
+    for (Precision p : {Precision::fp32, Precision::amp}) {
+      for (double max_batch : {0.0, 96.0, 3000.0}) {
+        for (const GpuSpec& target : {slow, mid, fast}) {
+          same(lc.predict_absolute(cache, target, p, max_batch), lc.predict_absolute(w, target, p, max_batch));
+          same(lc.predict_anchored(cache, mid, runs, target, p, max_batch),
+               lc.predict_anchored(w, mid, runs, target, p, max_batch));
+        }
+      }
+    }
+  }
+  // another LearnedCompute (its own models) may not read this one's evaluations
+  const srift::LearnedCompute other(constant_model(32, 0.0), constant_model(9, 0.0), cfg);
+  EXPECT_THROW(other.predict_absolute(cache, fast, Precision::amp, 0), std::invalid_argument);
+}
+
 }  // namespace
