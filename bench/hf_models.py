@@ -49,7 +49,7 @@ from torch.utils.checkpoint import checkpoint
 from torch.utils.flop_counter import FlopCounterMode
 
 import srift
-from srift.buckets import ddp_parameters
+from srift.buckets import torch_ddp_buckets
 from srift.flops import FusedAttention, flop_formulas
 
 A100_PEAK = {"fp32": 19.5e12, "tf32": 156e12, "amp": 312e12}
@@ -388,31 +388,10 @@ def _counter_flops(case, fused: bool) -> int:
 
 
 def _ddp_buckets(case, prof) -> bool:
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    model = case["model"]
-    names = {id(p.tensor): p.name for p in ddp_parameters(model)}
     # DDP's defaults (bucket_cap_mb=None: a 1 MiB first bucket), as the profile models them
-    ddp = DDP(model, find_unused_parameters=prof.find_unused_parameters)
-    seen: list[tuple[int, list[str], int]] = []
-
-    def hook(state, bucket):
-        buf = bucket.buffer()
-        seen.append((bucket.index(), [names[id(p)] for p in bucket.parameters()], buf.numel() * buf.element_size()))
-        fut = torch.futures.Future()
-        fut.set_result(buf)
-        return fut
-
-    ddp.register_comm_hook(None, hook)
-    for _ in range(3):
-        seen.clear()
-        _loss(case, _call(ddp, case["inputs"])).backward()
-    ddp.zero_grad(set_to_none=True)
-    seen.sort()
-    theirs = [(s[1], s[2]) for s in seen]
+    theirs, _ = torch_ddp_buckets(case["model"], lambda ddp: _loss(case, _call(ddp, case["inputs"])),
+                                  find_unused_parameters=prof.find_unused_parameters)
     ours = [(b.param_names, b.bytes) for b in prof.buckets]
-    # the hooks DDP left on the parameters go with the wrapper
-    del ddp
     if ours != theirs and os.environ.get("HF_MODELS_DEBUG"):
         for (a, x), (b, y) in zip(ours, theirs):
             d = [i for i, (u, v) in enumerate(zip(a, b)) if u != v][:3]

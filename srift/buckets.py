@@ -304,6 +304,39 @@ def ddp_buckets(
     ]
 
 
+def torch_ddp_buckets(model: Any, step: Any, **ddp_kwargs: Any) -> tuple[list[tuple[list[str], int]], dict]:
+    """The gradient buckets torch's own DistributedDataParallel all-reduces once it has rebuilt
+    them (at its second iteration), as (parameter names, bytes) in reduction order, and DDP's
+    logging data (`_get_ddp_logging_data()`): what `ddp_buckets` is checked against. Wraps
+    `model` in DDP with `ddp_kwargs`, runs `step(ddp_module)` (one forward, returning the loss)
+    three times with a comm hook that records each bucket and reduces nothing, and zeroes the
+    gradients. Needs an initialised process group (one gloo rank will do)."""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    names = {id(p.tensor): p.name for p in ddp_parameters(model)}
+    ddp = DDP(model, **ddp_kwargs)
+    seen: list[tuple[int, list[str], int]] = []
+
+    def record(state, bucket):  # unannotated: DDP checks a hook's annotations
+        buf = bucket.buffer()
+        seen.append((bucket.index(), [names[id(p)] for p in bucket.parameters()], buf.numel() * buf.element_size()))
+        done = torch.futures.Future()
+        done.set_result(buf)
+        return done
+
+    ddp.register_comm_hook(None, record)
+    for _ in range(3):  # DDP rebuilds at iteration 2; its logger records it at iteration 3
+        seen.clear()
+        step(ddp).backward()
+    data = ddp._get_ddp_logging_data()
+    ddp.zero_grad(set_to_none=True)
+    seen.sort()
+    if [s[0] for s in seen] != list(range(len(seen))):
+        raise RuntimeError(f"DDP reduced buckets {[s[0] for s in seen]}, not each of 0..{len(seen) - 1} once")
+    return [(s[1], s[2]) for s in seen], data
+
+
 def buffer_broadcasts(model: Any, bucket_bytes: int = BROADCAST_BUCKET_BYTES) -> list[int]:
     """The messages of DDP's per-iteration buffer broadcast, bytes (empty: no buffers).
 

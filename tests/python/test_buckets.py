@@ -17,6 +17,7 @@ from srift.buckets import (
     ddp_buckets,
     ddp_parameters,
     hash_map_order,
+    torch_ddp_buckets,
 )
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
@@ -63,28 +64,7 @@ def _ready_order(model, inputs, loss_fn):
 
 def _ddp_steady_buckets(model, inputs, loss_fn, **ddp_kwargs):
     """(param names, bytes) per bucket that DDP reduces in steady state, after its rebuild."""
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    names = {id(p.tensor): p.name for p in ddp_parameters(model)}
-    ddp = DDP(model, **ddp_kwargs)
-    seen: list[tuple[int, list[str], int]] = []
-
-    def hook(state, bucket):
-        buf = bucket.buffer()
-        seen.append((bucket.index(), [names[id(p)] for p in bucket.parameters()], buf.numel() * buf.element_size()))
-        fut = torch.futures.Future()
-        fut.set_result(buf)
-        return fut
-
-    ddp.register_comm_hook(None, hook)
-    for _ in range(3):  # DDP rebuilds at iteration 2; its logger records it at iteration 3
-        seen.clear()
-        loss_fn(_call(ddp, inputs)).backward()
-    data = ddp._get_ddp_logging_data()
-    ddp.zero_grad(set_to_none=True)
-    seen.sort()
-    assert [s[0] for s in seen] == list(range(len(seen)))
-    return [(s[1], s[2]) for s in seen], data
+    return torch_ddp_buckets(model, lambda ddp: loss_fn(_call(ddp, inputs)), **ddp_kwargs)
 
 
 def _ours(buckets):
