@@ -66,6 +66,9 @@ srift::WorkloadStats two_layers() {
                               8e6);
 }
 
+// A model's whole iteration at batch b (seconds): compute plus the optimizer step.
+double total_at(const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; }
+
 }  // namespace
 
 TEST(WorkloadStats, SharesIntensityAndBandwidthBoundShare) {
@@ -418,20 +421,19 @@ TEST(LearnedCompute, MeasuredModelTakesTheLearnedCurveFromOneBatch) {
   const srift::ComputeModel roof = w.roofline(g, Precision::amp);
   const std::vector<srift::Measurement> one = {{32, 0.1}};
   const srift::ComputeModel m = lc.measured_model(w, g, roof, one, Precision::amp, 0);
-  auto total = [](const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; };
-  EXPECT_NEAR(total(m, 32), 0.1, 1e-15);
+  EXPECT_NEAR(total_at(m, 32), 0.1, 1e-15);
   const srift::ComputeModel learned = lc.predict_absolute(w, g, Precision::amp, 0).model;
   for (double b : {1.0, 4.0, 256.0}) {
-    const double by_roof = total(roof, b) / total(roof, 32), by_learned = total(learned, b) / total(learned, 32);
+    const double by_roof = total_at(roof, b) / total_at(roof, 32), by_learned = total_at(learned, b) / total_at(learned, 32);
     ASSERT_GT(std::abs(by_roof / by_learned - 1), 0.01);  // the two curves differ here
-    EXPECT_NEAR(total(m, b), 0.1 * by_learned, 1e-12 * by_learned) << b;
+    EXPECT_NEAR(total_at(m, b), 0.1 * by_learned, 1e-12 * by_learned) << b;
   }
   const double share = roof.forward_per_sample_s / roof.per_sample_s();
   EXPECT_NEAR(m.forward_per_sample_s / m.per_sample_s(), share, 1e-12);
   const std::vector<srift::Measurement> two = {{8, 0.05}, {32, 0.14}};
   const srift::ComputeModel line = lc.measured_model(w, g, roof, two, Precision::amp, 0);
   const srift::ComputeModel fit = srift::anchor_to_measurements(roof, two);
-  EXPECT_DOUBLE_EQ(total(line, 20), total(fit, 20));
+  EXPECT_DOUBLE_EQ(total_at(line, 20), total_at(fit, 20));
   EXPECT_THROW(lc.measured_model(w, g, roof, {}, Precision::amp, 0), std::invalid_argument);
 }
 
@@ -443,10 +445,9 @@ TEST(LearnedCompute, SeveralBatchesWithNoLineKeepTheNearerCurve) {
   const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 8, 2.0), srift::LearnedComputeConfig{});
   const srift::ComputeModel roof = w.roofline(g, Precision::amp);
   const srift::ComputeModel learned = lc.predict_absolute(w, g, Precision::amp, 0).model;
-  auto total = [](const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; };
   auto misfit = [&](const srift::ComputeModel& c, const std::vector<srift::Measurement>& pts) {
     double s = 0;
-    for (const auto& p : pts) s += std::pow(std::log(total(c, p.local_batch) / p.iteration_s), 2);
+    for (const auto& p : pts) s += std::pow(std::log(total_at(c, p.local_batch) / p.iteration_s), 2);
     return s;
   };
   const srift::ComputeModel learned_split = [&] {
@@ -463,21 +464,21 @@ TEST(LearnedCompute, SeveralBatchesWithNoLineKeepTheNearerCurve) {
     return c;
   }();
   // flat (falling by noise) over 32-64: the learned curve, with its fixed cost, is nearer
-  const double t32 = total(learned, 32);
+  const double t32 = total_at(learned, 32);
   const std::vector<srift::Measurement> flat = {{32, t32}, {64, t32 * 0.999}};
   const srift::ComputeModel by_roof = srift::anchor_to_measurements(roof, flat);
   const srift::ComputeModel by_learned = srift::anchor_to_measurements(learned_split, flat);
   ASSERT_LT(misfit(by_learned, flat), misfit(by_roof, flat));
   const srift::ComputeModel m = lc.measured_model(w, g, roof, flat, Precision::amp, 0);
-  for (double b : {1.0, 48.0, 1024.0}) EXPECT_NEAR(total(m, b), total(by_learned, b), 1e-12 * total(by_learned, b)) << b;
-  EXPECT_GT(total(m, 1), 1.5 * total(by_roof, 1));  // the learned curve's fixed cost, which the roofline's lacks
+  for (double b : {1.0, 48.0, 1024.0}) EXPECT_NEAR(total_at(m, b), total_at(by_learned, b), 1e-12 * total_at(by_learned, b)) << b;
+  EXPECT_GT(total_at(m, 1), 1.5 * total_at(by_roof, 1));  // the learned curve's fixed cost, which the roofline's lacks
   // steeper than proportional (a negative intercept): the roofline's curve is nearer
   const std::vector<srift::Measurement> steep = {{32, 0.01}, {64, 0.021}};
   ASSERT_LT(srift::measured_line(steep).intercept, 0.0);
   const srift::ComputeModel s = lc.measured_model(w, g, roof, steep, Precision::amp, 0);
   const srift::ComputeModel s_roof = srift::anchor_to_measurements(roof, steep);
   ASSERT_LT(misfit(s_roof, steep), misfit(srift::anchor_to_measurements(learned_split, steep), steep));
-  for (double b : {1.0, 48.0, 1024.0}) EXPECT_DOUBLE_EQ(total(s, b), total(s_roof, b)) << b;
+  for (double b : {1.0, 48.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(s, b), total_at(s_roof, b)) << b;
 }
 
 TEST(LearnedCompute, OneCallsKeptEvaluationsChangeNoAnswerAndStayInTheCall) {
@@ -496,7 +497,6 @@ TEST(LearnedCompute, OneCallsKeptEvaluationsChangeNoAnswerAndStayInTheCall) {
   const srift::LearnedCompute lc(constant_model(32, 0.0, 1, 0.7), constant_model(9, 0.1, 8, 1.5), cfg);
   const std::vector<srift::Measurement> on_a = {{32, 0.1}};
   const std::vector<GpuSpec> targets = {slow, mid, fast, gpu("t", 25, 90, 500)};
-  auto total = [](const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; };
   auto run_all = [&] {
     std::vector<double> out;
     for (const GpuSpec& t : targets) {
@@ -504,8 +504,8 @@ TEST(LearnedCompute, OneCallsKeptEvaluationsChangeNoAnswerAndStayInTheCall) {
         const srift::ComputeModel m = lc.predict_anchored(w, a, on_a, t, p, 300).model;
         const srift::ComputeModel n = lc.predict_absolute(w, t, p, 300).model;
         for (double b : {1.0, 32.0, 300.0}) {
-          out.push_back(total(m, b));
-          out.push_back(total(n, b));
+          out.push_back(total_at(m, b));
+          out.push_back(total_at(n, b));
         }
       }
     }
@@ -514,10 +514,10 @@ TEST(LearnedCompute, OneCallsKeptEvaluationsChangeNoAnswerAndStayInTheCall) {
   // each grid point of an anchored prediction is the measured curve times the guarded ratio,
   // which a fresh call computes on its own
   const srift::ComputeModel measured = lc.measured_model(w, a, w.roofline(a, Precision::amp), on_a, Precision::amp, 300);
-  const double on_a_1 = total(measured, 1), roof_a_1 = total(w.roofline(a, Precision::amp), 1);
+  const double on_a_1 = total_at(measured, 1), roof_a_1 = total_at(w.roofline(a, Precision::amp), 1);
   const double r = lc.guarded_log_ratio(w, a, targets[3], 1, Precision::amp, std::log(on_a_1 / roof_a_1));
   const srift::ComputeModel t3 = lc.predict_anchored(w, a, on_a, targets[3], Precision::amp, 300).model;
-  EXPECT_NEAR(total(t3, 1) / (on_a_1 * std::exp(r)), 1.0, 0.05);  // the line's fit residual at batch 1
+  EXPECT_NEAR(total_at(t3, 1) / (on_a_1 * std::exp(r)), 1.0, 0.05);  // the line's fit residual at batch 1
   const std::vector<double> alone = run_all();
   std::vector<double> first, second;
   std::thread t1([&] { first = run_all(); });
@@ -623,7 +623,6 @@ TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
   srift::LearnedComputeConfig inside_cfg = cfg;
   inside_cfg.edge_year = 0;  // no data_edge recorded: nothing is past it
   const srift::LearnedCompute plain(constant_model(32, 0.0), constant_model(9, 0.0), inside_cfg);
-  auto total = [](const srift::ComputeModel& m, double b) { return m.compute_s(b) + m.optimizer_s; };
   const std::vector<srift::Measurement> meas = {{32, 0.14}};
 
   // no measurement: x exp(0.1), band the wider of (-0.3, 0.26) and (-0.1, 0.1)
@@ -631,7 +630,7 @@ TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
   const srift::LearnedComputeResult base = plain.predict_absolute(w, new_gpu, Precision::amp, 0);
   EXPECT_TRUE(past.past_data_edge);
   EXPECT_FALSE(base.past_data_edge);
-  for (double b : {1.0, 64.0, 1024.0}) EXPECT_NEAR(total(past.model, b), std::exp(0.1) * total(base.model, b), 1e-12 * total(past.model, b));
+  for (double b : {1.0, 64.0, 1024.0}) EXPECT_NEAR(total_at(past.model, b), std::exp(0.1) * total_at(base.model, b), 1e-12 * total_at(past.model, b));
   EXPECT_DOUBLE_EQ(past.p10_factor, std::exp(-0.3));
   EXPECT_DOUBLE_EQ(past.p90_factor, std::exp(0.26));
   // a GPU with no launch year, or one inside the data, is not moved
@@ -642,7 +641,7 @@ TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
   const srift::LearnedComputeResult up = lc.predict_anchored(w, old_gpu, meas, new_gpu, Precision::amp);
   const srift::LearnedComputeResult up0 = plain.predict_anchored(w, old_gpu, meas, new_gpu, Precision::amp);
   EXPECT_TRUE(up.past_data_edge);
-  for (double b : {8.0, 32.0, 256.0}) EXPECT_NEAR(total(up.model, b), std::exp(0.15) * total(up0.model, b), 1e-9 * total(up.model, b));
+  for (double b : {8.0, 32.0, 256.0}) EXPECT_NEAR(total_at(up.model, b), std::exp(0.15) * total_at(up0.model, b), 1e-9 * total_at(up.model, b));
   EXPECT_DOUBLE_EQ(up.p10_factor, std::exp(-0.2));
   EXPECT_DOUBLE_EQ(up.p90_factor, std::exp(0.35));
   // anchored on the new GPU, predicting the older one: the ratio read the other way
@@ -650,7 +649,7 @@ TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
   const srift::LearnedComputeResult down0 = plain.predict_anchored(w, new_gpu, meas, old_gpu, Precision::amp);
   EXPECT_TRUE(down.past_data_edge);
   for (double b : {8.0, 32.0, 256.0}) {
-    EXPECT_NEAR(total(down.model, b), std::exp(-0.15) * total(down0.model, b), 1e-9 * total(down.model, b));
+    EXPECT_NEAR(total_at(down.model, b), std::exp(-0.15) * total_at(down0.model, b), 1e-9 * total_at(down.model, b));
   }
   EXPECT_DOUBLE_EQ(down.p10_factor, std::exp(-0.35));
   EXPECT_DOUBLE_EQ(down.p90_factor, std::exp(0.25));
@@ -661,7 +660,7 @@ TEST(LearnedCompute, AGpuPastTheDataEdgeCarriesANewGenerationsLeanAndBand) {
   const srift::LearnedComputeResult both = lc.predict_anchored(w, new_gpu, meas, newer, Precision::amp);
   const srift::LearnedComputeResult both0 = plain.predict_anchored(w, new_gpu, meas, newer, Precision::amp);
   EXPECT_TRUE(both.past_data_edge);
-  EXPECT_NEAR(total(both.model, 32), total(both0.model, 32), 1e-12 * total(both.model, 32));
+  EXPECT_NEAR(total_at(both.model, 32), total_at(both0.model, 32), 1e-12 * total_at(both.model, 32));
   EXPECT_DOUBLE_EQ(both.p10_factor, std::exp(-0.35));
   EXPECT_DOUBLE_EQ(both.p90_factor, std::exp(0.35));
   // several anchors: the band of the one past the edge (an anchor with the target's own specs
@@ -1111,20 +1110,19 @@ TEST(LearnedCompute, ADefaultFp32RunOnATf32AnchorHoldsAGpuWithoutTf32BetweenItsR
   const GpuSpec b = gpu("b", 10, 65, 500);  // no TF32; `a` beats it on every spec
   const std::vector<srift::Measurement> run = {{32, 0.1}};  // its FP32 peak needs 0.029 s
   const srift::LearnedComputeConfig config{};
-  auto total = [](const srift::ComputeModel& m, double batch) { return m.compute_s(batch) + m.optimizer_s; };
   const srift::ComputeModel roof_default = w.roofline(a, Precision::fp32), roof_tf32 = w.roofline(a, Precision::tf32);
-  ASSERT_GT(total(roof_default, 32) / total(roof_tf32, 32), 3.0);
+  ASSERT_GT(total_at(roof_default, 32) / total_at(roof_tf32, 32), 3.0);
   std::vector<srift::Measurement> as_tf32 = run;
-  as_tf32[0].iteration_s *= total(roof_tf32, 32) / total(roof_default, 32);
+  as_tf32[0].iteration_s *= total_at(roof_tf32, 32) / total_at(roof_default, 32);
   // a ratio model that follows the matmul peak less than the roofline (log ratio + 0.4 x log
   // peak ratio): the restated route puts b 2.3x under the strict reading, which binds (the
   // all-TF32 reading is 1.5x over it)
   {
     const srift::LearnedCompute lc(constant_model(32, 0.0, 1, 0.4), constant_model(9, 0.0), config);
-    const double got = total(lc.predict_anchored(w, a, run, b, Precision::fp32).model, 32);
-    const double route = total(lc.predict_anchored(w, a, as_tf32, b, Precision::tf32).model, 32);
-    const double strict = total(lc.predict_anchored(w, strict_a, run, b, Precision::fp32).model, 32);
-    const double unrestated = total(lc.predict_anchored(w, a, run, b, Precision::tf32).model, 32);
+    const double got = total_at(lc.predict_anchored(w, a, run, b, Precision::fp32).model, 32);
+    const double route = total_at(lc.predict_anchored(w, a, as_tf32, b, Precision::tf32).model, 32);
+    const double strict = total_at(lc.predict_anchored(w, strict_a, run, b, Precision::fp32).model, 32);
+    const double unrestated = total_at(lc.predict_anchored(w, a, run, b, Precision::tf32).model, 32);
     EXPECT_LT(route, strict / 2);  // before the note, the prediction: b faster than a's own run
     EXPECT_LT(route, 0.1);
     EXPECT_NEAR(got / strict, 1.0, 1e-9);
@@ -1136,15 +1134,13 @@ TEST(LearnedCompute, ADefaultFp32RunOnATf32AnchorHoldsAGpuWithoutTf32BetweenItsR
     const srift::LearnedCompute lc(constant_model(32, 0.0, 1, -0.9), constant_model(9, 0.0), config);
     const srift::ComputeModel got = lc.predict_anchored(w, a, run, b, Precision::fp32).model;
     const srift::ComputeModel route = lc.predict_anchored(w, a, as_tf32, b, Precision::tf32).model;
-    const double strict = total(lc.predict_anchored(w, strict_a, run, b, Precision::fp32).model, 32);
-    ASSERT_GT(total(route, 32), strict);
-    for (double batch : {1.0, 32.0, 1024.0}) EXPECT_NEAR(total(got, batch) / total(route, batch), 1.0, 1e-9) << batch;
+    const double strict = total_at(lc.predict_anchored(w, strict_a, run, b, Precision::fp32).model, 32);
+    ASSERT_GT(total_at(route, 32), strict);
+    for (double batch : {1.0, 32.0, 1024.0}) EXPECT_NEAR(total_at(got, batch) / total_at(route, batch), 1.0, 1e-9) << batch;
   }
 }
 
 namespace {
-
-double total_of(const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; }
 
 TEST(LearnedCompute, TheMeasuredCurveIsNoFasterThanThePeakOnItsGrid) {
   // Note "measured floor": one run at batch 4 at 1.05x the GPU's peak floor (two_layers' 9
@@ -1161,36 +1157,36 @@ TEST(LearnedCompute, TheMeasuredCurveIsNoFasterThanThePeakOnItsGrid) {
   const std::vector<srift::Measurement> run = {{4, t0}};
   // the premise: the learned curve scaled through the run, as before the floor, is under it
   const srift::ComputeModel learned = lc.predict_absolute(w, g, Precision::amp, 1024).model;
-  const double scale = t0 / total_of(learned, 4);
-  ASSERT_LT(scale * total_of(learned, 1024), 0.9 * floor * 1024);
+  const double scale = t0 / total_at(learned, 4);
+  ASSERT_LT(scale * total_at(learned, 1024), 0.9 * floor * 1024);
   const srift::ComputeModel m = lc.measured_model(w, g, roof, run, Precision::amp, 1024);
   // the pivot by hand: the line through (4, t0) and (1024, floor x 1024)
   const double slope = (floor * 1024 - t0) / (1024 - 4), fixed = t0 - slope * 4;
   EXPECT_NEAR(m.per_sample_s(), slope, 1e-12 * slope);
   EXPECT_NEAR(m.fixed_s() + m.optimizer_s, fixed, 1e-12 * t0);
   EXPECT_GT(fixed, 0);
-  EXPECT_NEAR(total_of(m, 4), t0, 1e-12 * t0);
-  for (double b : srift::batch_grid(1024)) EXPECT_GE(total_of(m, b), floor * b * (1 - 1e-12)) << b;
+  EXPECT_NEAR(total_at(m, 4), t0, 1e-12 * t0);
+  for (double b : srift::batch_grid(1024)) EXPECT_GE(total_at(m, b), floor * b * (1 - 1e-12)) << b;
   // its forward share as the roofline's, as the unheld curve's
   EXPECT_NEAR(m.forward_per_sample_s / m.per_sample_s(), roof.forward_per_sample_s / roof.per_sample_s(), 1e-12);
   // the grid reaches the measured batch (max_batch 0, unknown, ends it at 1024)
   const std::vector<srift::Measurement> big = {{4096, 1.05 * floor * 4096}};
   const srift::ComputeModel mb = lc.measured_model(w, g, roof, big, Precision::amp, 0);
-  EXPECT_NEAR(total_of(mb, 4096), 1.05 * floor * 4096, 1e-12 * floor * 4096);
-  for (double b : srift::batch_grid(4096)) EXPECT_GE(total_of(mb, b), floor * b * (1 - 1e-12)) << b;
+  EXPECT_NEAR(total_at(mb, 4096), 1.05 * floor * 4096, 1e-12 * floor * 4096);
+  for (double b : srift::batch_grid(4096)) EXPECT_GE(total_at(mb, b), floor * b * (1 - 1e-12)) << b;
 
   // a run that beats its own floor (the FLOP count is off): no floor, the scaled curve as before
   const std::vector<srift::Measurement> quick = {{32, 0.5 * floor * 32}};
   const srift::ComputeModel q = lc.measured_model(w, g, roof, quick, Precision::amp, 1024);
-  EXPECT_NEAR(total_of(q, 1024), 0.5 * floor * 32 / total_of(learned, 32) * total_of(learned, 1024),
-              1e-12 * total_of(q, 1024));
-  EXPECT_LT(total_of(q, 1024), floor * 1024);
+  EXPECT_NEAR(total_at(q, 1024), 0.5 * floor * 32 / total_at(learned, 32) * total_at(learned, 1024),
+              1e-12 * total_at(q, 1024));
+  EXPECT_LT(total_at(q, 1024), floor * 1024);
   // a run the floor does not reach is scaled as before (bit for bit: see
   // MeasuredModelTakesTheLearnedCurveFromOneBatch)
   const std::vector<srift::Measurement> slow = {{32, 100 * floor * 32}};
   const srift::ComputeModel s = lc.measured_model(w, g, roof, slow, Precision::amp, 1024);
-  EXPECT_NEAR(total_of(s, 1024), 100 * floor * 32 / total_of(learned, 32) * total_of(learned, 1024),
-              1e-12 * total_of(s, 1024));
+  EXPECT_NEAR(total_at(s, 1024), 100 * floor * 32 / total_at(learned, 32) * total_at(learned, 1024),
+              1e-12 * total_at(s, 1024));
 }
 
 TEST(LearnedCompute, SeveralMeasuredBatchesTurnTheirLineAboutTheirMean) {
@@ -1211,10 +1207,10 @@ TEST(LearnedCompute, SeveralMeasuredBatchesTurnTheirLineAboutTheirMean) {
   const double slope = (1024 - 62.4) / (1024 - 40) * f, fixed = 62.4 * f - 40 * slope;
   EXPECT_NEAR(m.per_sample_s(), slope, 1e-12 * f);
   EXPECT_NEAR(m.fixed_s() + m.optimizer_s, fixed, 1e-12 * 62.4 * f);
-  EXPECT_NEAR(total_of(m, 40), 62.4 * f, 1e-12 * 62.4 * f);
-  for (double b : srift::batch_grid(1024)) EXPECT_GE(total_of(m, b), f * b * (1 - 1e-12)) << b;
+  EXPECT_NEAR(total_at(m, 40), 62.4 * f, 1e-12 * 62.4 * f);
+  for (double b : srift::batch_grid(1024)) EXPECT_GE(total_at(m, b), f * b * (1 - 1e-12)) << b;
   // its residuals at the runs still sum to 0, as a least-squares line's do
-  EXPECT_NEAR(total_of(m, 16) - 48 * f + total_of(m, 64) - 76.8 * f, 0.0, 1e-12 * f);
+  EXPECT_NEAR(total_at(m, 16) - 48 * f + total_at(m, 64) - 76.8 * f, 0.0, 1e-12 * f);
   // steep enough runs keep their own line, bit for bit
   const std::vector<srift::Measurement> steep = {{16, 48 * f}, {64, 96 * f}};
   const srift::ComputeModel k = lc.measured_model(w, g, roof, steep, Precision::amp, 1024);
@@ -1227,8 +1223,8 @@ TEST(LearnedCompute, SeveralMeasuredBatchesTurnTheirLineAboutTheirMean) {
   const std::vector<srift::Measurement> off = {{16, 48 * f}, {64, 0.9 * 64 * f}};
   const srift::ComputeModel o = lc.measured_model(w, g, roof, off, Precision::amp, 1024);
   const srift::ComputeModel o_fit = srift::anchor_to_measurements(roof, off);
-  EXPECT_EQ(total_of(o, 1024), total_of(o_fit, 1024));
-  EXPECT_LT(total_of(o, 1024), f * 1024);
+  EXPECT_EQ(total_at(o, 1024), total_at(o_fit, 1024));
+  EXPECT_LT(total_at(o, 1024), f * 1024);
 }
 
 TEST(LearnedCompute, MeasuredCurvesStayOnTheFloorAcrossRunsAndGrids) {
@@ -1244,10 +1240,10 @@ TEST(LearnedCompute, MeasuredCurvesStayOnTheFloorAcrossRunsAndGrids) {
       for (double max_batch : {0.0, 64.0, 1024.0, 100000.0}) {
         const std::vector<srift::Measurement> run = {{batch, k * f * batch}};
         const srift::ComputeModel m = lc.measured_model(w, g, roof, run, Precision::amp, max_batch);
-        EXPECT_NEAR(total_of(m, batch), k * f * batch, 1e-12 * k * f * batch) << batch << " " << k << " " << max_batch;
+        EXPECT_NEAR(total_at(m, batch), k * f * batch, 1e-12 * k * f * batch) << batch << " " << k << " " << max_batch;
         EXPECT_GE(m.fixed_s() + m.optimizer_s, 0.0);
         for (double b : srift::batch_grid(std::max(max_batch, batch))) {
-          EXPECT_GE(total_of(m, b), f * b * (1 - 1e-12)) << batch << " " << k << " " << max_batch << " " << b;
+          EXPECT_GE(total_at(m, b), f * b * (1 - 1e-12)) << batch << " " << k << " " << max_batch << " " << b;
         }
       }
     }
@@ -1266,8 +1262,6 @@ srift::Measurement timed(double batch, double forward_s, double backward_s, doub
   m.iteration_s = forward_s + backward_s + optimizer_s;
   return m;
 }
-
-double total_at(const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; }
 
 TEST(LearnedCompute, TheMeasuredFloorKeepsAMeasuredOptimizerStep) {
   // Note "measured floor" where every run timed its forward and backward: the optimizer step is
@@ -1378,7 +1372,6 @@ TEST(LearnedCompute, LinesOfDominatingGpusStayInOrderAtEveryBatch) {
   srift::LearnedComputeConfig cfg;
   cfg.absolute_references = {slow};  // the slow GPU's times bound the fast one's, not the reverse
   cfg.ratio_references = {slow};
-  auto total = [](const srift::ComputeModel& m, double b) { return m.compute_s(b) + m.optimizer_s; };
   int crossed_points = 0;
   for (double coef : {12.0, 20.0, 30.0}) {
     const srift::LearnedCompute lc(constant_model(32, 0.0, 17, coef), constant_model(9, 0.0, 8, coef), cfg);
@@ -1391,10 +1384,10 @@ TEST(LearnedCompute, LinesOfDominatingGpusStayInOrderAtEveryBatch) {
       const srift::ComputeModel anc_slow = lc.predict_anchored(w, odd, meas, slow, Precision::amp, max_batch).model;
       const double floor_fast = srift::peak_flop_seconds_per_sample(w.layers(), fast, Precision::amp);
       for (double b = 1; b <= hi; b *= 1.5) {
-        EXPECT_LE(total(abs_fast, b), total(abs_slow, b) * (1 + 1e-9)) << coef << " " << max_batch << " " << b;
-        EXPECT_LE(total(anc_fast, b), total(anc_slow, b) * (1 + 1e-9)) << coef << " " << max_batch << " " << b;
-        EXPECT_GE(total(abs_fast, b), floor_fast * b * (1 - 1e-9)) << coef << " " << max_batch << " " << b;
-        EXPECT_GE(total(anc_fast, b), floor_fast * b * (1 - 1e-9)) << coef << " " << max_batch << " " << b;
+        EXPECT_LE(total_at(abs_fast, b), total_at(abs_slow, b) * (1 + 1e-9)) << coef << " " << max_batch << " " << b;
+        EXPECT_LE(total_at(anc_fast, b), total_at(anc_slow, b) * (1 + 1e-9)) << coef << " " << max_batch << " " << b;
+        EXPECT_GE(total_at(abs_fast, b), floor_fast * b * (1 - 1e-9)) << coef << " " << max_batch << " " << b;
+        EXPECT_GE(total_at(anc_fast, b), floor_fast * b * (1 - 1e-9)) << coef << " " << max_batch << " " << b;
       }
       // the clip binds at the grid's points: the test has crossings to hold
       const std::vector<double> c = lc.absolute_corrections(w, fast, {1.0}, Precision::amp);
