@@ -51,6 +51,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import srift
 from srift.buckets import torch_ddp_buckets
 from srift.flops import FusedAttention, flop_formulas
+from srift.profiler import _call  # how the profiler calls a model on its inputs
 
 A100_PEAK = {"fp32": 19.5e12, "tf32": 156e12, "amp": 312e12}
 
@@ -335,14 +336,6 @@ TORCH = ("tied", "frozen", "unused", "sparse_embedding", "complex_buffer", "chan
 
 
 # ---- the checks ------------------------------------------------------------------------------------
-def _call(model, inputs):
-    if isinstance(inputs, dict):
-        return model(**inputs)
-    if isinstance(inputs, (tuple, list)):
-        return model(*inputs)
-    return model(inputs)
-
-
 def _loss(case, out):
     if case.get("loss_fn") is not None:
         return case["loss_fn"](out, case.get("targets"))

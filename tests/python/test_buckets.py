@@ -19,6 +19,7 @@ from srift.buckets import (
     hash_map_order,
     torch_ddp_buckets,
 )
+from srift.profiler import _call  # how the profiler calls a model on its inputs
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not available")
 
@@ -37,14 +38,6 @@ def process_group(tmp_path_factory):
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
     yield
     dist.destroy_process_group()
-
-
-def _call(model, inputs):
-    if isinstance(inputs, dict):
-        return model(**inputs)
-    if isinstance(inputs, (tuple, list)):
-        return model(*inputs)
-    return model(inputs)
 
 
 def _ready_order(model, inputs, loss_fn):
