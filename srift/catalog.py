@@ -357,6 +357,17 @@ class Catalog:
     def regions(self) -> list[str]:
         return list(self._data["regions"])
 
+    def region_name(self, name: str) -> str:
+        """``name`` as the catalog spells the region (AWS region codes are lower case, so
+        ``US-EAST-1`` is ``us-east-1``, as instance types and markets are read); a name the
+        catalog does not know comes back stripped, for the caller's error to name."""
+        if not isinstance(name, str):
+            return name
+        key = name.strip()
+        if key in self._data["regions"]:
+            return key
+        return next((r for r in self._data["regions"] if r.lower() == key.lower()), key)
+
     @property
     def generated_at(self) -> str | None:
         return self._data.get("generated_at")

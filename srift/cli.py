@@ -844,7 +844,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--global-batch", type=_positive_int, required=True)
     p.add_argument("--iterations", type=_iterations, default=None,
                    help="also give the whole run's time and cost (at most 1e12)")
-    p.add_argument("--region", default=None, help="default: the cheapest region pricing every group")
+    p.add_argument("--region", default=None, help="default: the cheapest of us-east-1, us-west-2, eu-west-1 (recommend's default regions) pricing every group, else of every region")
     p.add_argument("--explain", action="store_true", help="add where the time goes, the bottleneck link, headroom")
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="draw one iteration (compute per group, bucket allreduces) to a PNG/SVG/PDF")

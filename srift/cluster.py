@@ -3,16 +3,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from srift import checks
+
+if TYPE_CHECKING:
+    from srift.catalog import Catalog
 
 __all__ = ["Cluster", "ClusterGroup", "MARKETS"]
 
 MARKETS = ("on-demand", "spot")
 _MARKET_ALIASES = {"on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand", "spot": "spot"}
 _GROUP = re.compile(
-    r"^\s*(?:(?P<count>\d+)\s*[x×*]\s*)?(?P<type>[A-Za-z0-9][A-Za-z0-9.\-_]*?)(?::(?P<market>[A-Za-z\-]+))?\s*$"
+    r"^\s*(?:(?P<count>\d+)\s*[xX×*]\s*)?(?P<type>[A-Za-z0-9][A-Za-z0-9.\-_]*?)(?::(?P<market>[A-Za-z\-]+))?\s*$"
 )
 
 
@@ -80,6 +83,18 @@ class Cluster:
                 raise ValueError(f"count must be >= 1, got {count} in {part.strip()!r}")
             groups[key] = groups.get(key, 0) + count
         return cls(tuple(ClusterGroup(t, c, m) for (t, m), c in groups.items()), region)
+
+    def in_catalog(self, catalog: Catalog) -> Cluster:
+        """This cluster as ``catalog`` spells it: each instance type by its catalog name
+        (``P3.16XLARGE`` is ``p3.16xlarge``), groups of one type and market merged
+        (``1x p3.16xlarge + 1x P3.16xlarge`` is ``2x p3.16xlarge``) and the region by its catalog
+        name. Raises ValueError, with the nearest names, for a type the catalog does not know."""
+        groups: dict[tuple[str, str], int] = {}
+        for g in self.groups:
+            key = (catalog.instance(g.instance_type).name, g.market)
+            groups[key] = groups.get(key, 0) + g.count
+        region = None if self.region is None else catalog.region_name(self.region)
+        return Cluster(tuple(ClusterGroup(t, c, m) for (t, m), c in groups.items()), region)
 
     @property
     def instances(self) -> int:

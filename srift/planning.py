@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 from srift import _core, checks
 from srift.cluster import MARKETS, Cluster, ClusterGroup
 from srift.engine import Engine, EngineConfig, with_overrides
-from srift.prediction import Prediction, check_objects, predict
+from srift.prediction import DEFAULT_REGIONS, Prediction, check_objects, predict
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["recommend", "pareto", "Plan", "ParetoFront", "Recommendation", "SearchSummary", "SpotAssumptions",
            "DEFAULT_REGIONS"]
 
-DEFAULT_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
 _MARKET_TO_CORE = {"on-demand": _core.Market.on_demand, "spot": _core.Market.spot}
 
 
@@ -181,6 +180,7 @@ def resolve_regions(catalog: Catalog, regions: str | Sequence[str] | None) -> li
     if not all(isinstance(r, str) for r in chosen):
         raise ValueError(f"regions must be a region name, a comma-separated list of them, 'all' or a "
                          f"list of names, got {regions!r}")
+    chosen = [catalog.region_name(r) for r in chosen]
     unknown = [r for r in chosen if r not in catalog.regions]
     if unknown:
         raise ValueError(f"regions {unknown} are not in the catalog; known: {', '.join(catalog.regions)}")
@@ -271,10 +271,8 @@ class _Space:
         engines = _ENGINES.get()
         self.engine = engines.get(profile, catalog, config) if engines is not None else Engine(profile, catalog, config)
         self.spot = spot or SpotAssumptions()
-        held_cluster = None if held is None else Cluster.parse(held)
-        if held_cluster is not None:  # each held type as the catalog spells it (the filters below compare names)
-            held_cluster = Cluster(tuple(ClusterGroup(catalog.instance(g.instance_type).name, g.count, g.market)
-                                         for g in held_cluster.groups), held_cluster.region)
+        # each held type as the catalog spells it (the filters below compare names)
+        held_cluster = None if held is None else Cluster.parse(held).in_catalog(catalog)
         if held_cluster is not None and held_cluster.region:
             resolve_regions(catalog, [held_cluster.region])  # an unknown held region is named as such first
             # A plan is one region and keeps the held instances, so it runs where they run;

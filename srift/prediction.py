@@ -14,7 +14,11 @@ if TYPE_CHECKING:
     from srift.catalog import Catalog
     from srift.profile_data import Profile
 
-__all__ = ["predict", "Prediction", "GroupPrediction", "BucketTiming", "resolve_region"]
+__all__ = ["predict", "Prediction", "GroupPrediction", "BucketTiming", "resolve_region", "DEFAULT_REGIONS"]
+
+# The regions recommend searches and predict prices in unless told (a choice of where people
+# train, not of price: `regions="all"` / `--regions all` searches every one).
+DEFAULT_REGIONS = ("us-east-1", "us-west-2", "eu-west-1")
 
 _BOTTLENECK = {_core.Bottleneck.none: "none", _core.Bottleneck.intra: "intra-node", _core.Bottleneck.network: "network"}
 
@@ -149,18 +153,22 @@ class Prediction:
 
 
 def resolve_region(catalog: Catalog, cluster: Cluster, region: str | None) -> str:
-    """The region to price a cluster in: the one asked for, else the cheapest region where
-    every group is priced. Raises ValueError saying what is not priced where."""
+    """The region to price a cluster in: the one asked for, else the cheapest of the default
+    regions (``DEFAULT_REGIONS``, the ones ``recommend`` searches unless told) where every group
+    is priced, else the cheapest of every region that prices every group. Raises ValueError
+    saying what is not priced where."""
     for value in (region, cluster.region):
         # "" is no region name: it read as "the cheapest region" (falsy), where "us-east-1 " failed
         if value is not None and (not isinstance(value, str) or not value):
             raise ValueError(f"region: expected a region name such as 'us-east-1' (or None for the cheapest "
                              f"region), got {value!r}")
-    if region is not None and cluster.region is not None and region != cluster.region:
+    if (region is not None and cluster.region is not None
+            and catalog.region_name(region) != catalog.region_name(cluster.region)):
         raise ValueError(f"region = {region!r}, but the cluster says @{cluster.region}: give one of them "
                          f"(or the same)")
     wanted = region if region is not None else cluster.region
     if wanted is not None:
+        wanted = catalog.region_name(wanted)
         if wanted not in catalog.regions:
             raise ValueError(f"region {wanted!r} is not in the catalog; known: {', '.join(catalog.regions)}")
         for g in cluster.groups:
@@ -170,13 +178,18 @@ def resolve_region(catalog: Catalog, cluster: Cluster, region: str | None) -> st
                     f"{g.instance_type} has no {g.market} price in {wanted}; priced in: "
                     f"{', '.join(where) or 'no region'}")
         return wanted
+    # recommend's default regions first, so that predicting its answer prices it where it was
+    # priced; a cluster none of them prices falls back to every region
     best, best_rate = None, math.inf
-    for r in catalog.regions:
-        prices = [catalog.price(g.instance_type, r, g.market) for g in cluster.groups]
-        if all(p is not None for p in prices):
-            rate = sum(p * g.count for p, g in zip(prices, cluster.groups))
-            if rate < best_rate:
-                best, best_rate = r, rate
+    for searched in ([r for r in DEFAULT_REGIONS if r in catalog.regions], catalog.regions):
+        for r in searched:
+            prices = [catalog.price(g.instance_type, r, g.market) for g in cluster.groups]
+            if all(p is not None for p in prices):
+                rate = sum(p * g.count for p, g in zip(prices, cluster.groups))
+                if rate < best_rate:
+                    best, best_rate = r, rate
+        if best is not None:
+            break
     if best is None:
         raise ValueError(f"no region prices every group of {cluster} "
                          f"({', '.join(sorted({g.market for g in cluster.groups}))})")
@@ -249,8 +262,7 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             if value is not None and value != getattr(engine.config, name):
                 raise ValueError(f"{name}={value!r} differs from the engine's "
                                  f"({getattr(engine.config, name)!r}): set it in the engine's EngineConfig")
-    for g in cluster.groups:
-        catalog.instance(g.instance_type)  # unknown types raise with suggestions
+    cluster = cluster.in_catalog(catalog)  # unknown types raise with suggestions; names as the catalog spells them
     _warn_if_loopback_network(catalog, cluster)
     region = resolve_region(catalog, cluster, region)
 

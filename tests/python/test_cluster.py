@@ -44,3 +44,26 @@ def test_public_functions_survive_importing_every_submodule():
     for name in ("profile", "predict", "recommend", "pareto"):
         assert callable(getattr(srift, name)), name
     assert isinstance(srift.Catalog.default(), srift.Catalog)
+
+
+def test_a_capital_x_counts_and_the_catalog_spells_the_rest():
+    from srift.catalog import Catalog
+
+    parsed = Cluster.parse("2X P3.16XLARGE + 1x p3.16xlarge + 4X g4dn.12xlarge:SPOT @US-West-2")
+    assert [(g.instance_type, g.count, g.market) for g in parsed.groups] == [
+        ("P3.16XLARGE", 2, "on-demand"), ("p3.16xlarge", 1, "on-demand"), ("g4dn.12xlarge", 4, "spot")]
+    named = parsed.in_catalog(Catalog.default())
+    assert str(named) == "3x p3.16xlarge + 4x g4dn.12xlarge:spot @us-west-2"
+    with pytest.raises(ValueError, match="instance = 'p3.16xlarg': unknown EC2 instance type.*'p3.16xlarge'"):
+        Cluster.parse("1x p3.16xlarg").in_catalog(Catalog.default())
+
+
+def test_region_names_are_read_case_insensitively():
+    from srift.catalog import Catalog
+    from srift.planning import resolve_regions
+
+    catalog = Catalog.default()
+    assert resolve_regions(catalog, "US-EAST-1, Eu-West-1") == ["us-east-1", "eu-west-1"]
+    assert resolve_regions(catalog, [" us-west-2"]) == ["us-west-2"]
+    with pytest.raises(ValueError, match=r"regions \['MARS-1'\] are not in the catalog"):
+        resolve_regions(catalog, "MARS-1")  # named as given

@@ -639,7 +639,8 @@ def test_ddp_broadcasts_the_buffers_before_every_forward(resnet50_profile, catal
 
 
 def test_an_empty_region_is_refused_not_read_as_the_cheapest(resnet50_profile, tmp_path, capsys):
-    # "" priced silently in the cheapest region, where "us-east-1 " (a trailing space) was refused
+    # "" priced silently in the cheapest region; "us-east-1 " (a trailing space) is read as
+    # us-east-1, as instance types are
     from srift.cli import main
     from srift.cluster import Cluster
 
@@ -647,8 +648,7 @@ def test_an_empty_region_is_refused_not_read_as_the_cheapest(resnet50_profile, t
         srift.predict(resnet50_profile, "2x p3.2xlarge", global_batch=64, region="")
     with pytest.raises(ValueError, match="region: .*got ''"):
         srift.predict(resnet50_profile, Cluster.parse("2x p3.2xlarge", region=""), global_batch=64)
-    with pytest.raises(ValueError, match="region 'us-east-1 ' is not in the catalog"):
-        srift.predict(resnet50_profile, "2x p3.2xlarge", global_batch=64, region="us-east-1 ")
+    assert srift.predict(resnet50_profile, "2x p3.2xlarge", global_batch=64, region="us-east-1 ").region == "us-east-1"
     path = tmp_path / "r50.json"
     resnet50_profile.save(path)
     capsys.readouterr()
@@ -690,3 +690,45 @@ def test_iterations_past_any_real_run_are_refused_by_the_api_as_by_the_cli(resne
     with pytest.raises(ValueError, match=r"iterations must be at most 1e\+12"):
         parse_spec({"models": ["resnet50"], "global_batch": 64, "iterations": [1000, 1e13],
                     "constraints": [{"deadline": "10h"}]})
+
+
+def test_a_cluster_is_read_as_the_catalog_spells_it(resnet50_profile):
+    # Instance types and regions are case-insensitive as the CLI reads them: through the API
+    # "2X p3.16xlarge" was refused, "P3.16XLARGE" came back as typed and as a group apart from
+    # "p3.16xlarge", and "@US-EAST-1" was not in the catalog.
+    plain = srift.predict(resnet50_profile, "3x p3.16xlarge:spot @us-east-1", global_batch=96)
+    for text in ("3X P3.16XLARGE:SPOT @US-EAST-1", "1x p3.16xlarge:spot + 2x P3.16xlarge:Spot@Us-East-1"):
+        pred = srift.predict(resnet50_profile, text, global_batch=96)
+        assert pred.to_dict()["cluster"] == "3x p3.16xlarge:spot" and pred.region == "us-east-1"
+        assert [(g.instance_type, g.count, g.market) for g in pred.groups] == [("p3.16xlarge", 3, "spot")]
+        assert (pred.iteration_s, pred.usd_per_hour) == (plain.iteration_s, plain.usd_per_hour)
+    assert srift.predict(resnet50_profile, "3x p3.16xlarge:spot", global_batch=96,
+                         region="US-EAST-1").usd_per_hour == plain.usd_per_hour
+    with pytest.raises(ValueError, match="region = 'US-EAST-1', but the cluster says @us-west-2"):
+        srift.predict(resnet50_profile, "2x p3.16xlarge @us-west-2", global_batch=64, region="US-EAST-1")
+
+
+def test_predict_prices_in_recommends_regions_unless_told(resnet50_profile):
+    # predict priced a cluster in the cheapest of all 28 regions while recommend searches three
+    # by default, so predicting recommend's own answer could give another region and price.
+    from srift.prediction import DEFAULT_REGIONS
+
+    catalog = Catalog.default()
+    moved = 0
+    fell_back = 0
+    for name in ("g4dn.12xlarge", "g5.2xlarge", "p3.8xlarge", "p3.16xlarge", "p5.4xlarge"):
+        for market in ("on-demand", "spot"):
+            priced = {r: catalog.price(name, r, market) for r in catalog.regions}
+            priced = {r: p for r, p in priced.items() if p is not None}
+            home = {r: p for r, p in priced.items() if r in DEFAULT_REGIONS}
+            if not priced:
+                continue
+            suffix = ":spot" if market == "spot" else ""
+            pred = srift.predict(resnet50_profile, f"1x {name}{suffix}", global_batch=8)
+            expected = min(home or priced, key=lambda r: (home or priced)[r])
+            assert pred.region == expected and pred.usd_per_hour == (home or priced)[expected]
+            moved += min(priced.values()) < pred.usd_per_hour
+            fell_back += not home
+    # not vacuous: spot is cheaper outside the default regions for some types (g4dn.12xlarge in
+    # me-south-1 at 0.37x), and p5.4xlarge has no spot price in them (the fallback)
+    assert moved >= 3 and fell_back >= 1
