@@ -632,10 +632,13 @@ class Engine:
                 # roofline's; read the accumulated runs again with the model's own until it holds
                 for _ in range(8):
                     used = model.optimizer_s
-                    model = fit(self._measurements_for(gpu_key, used))
+                    points = self._measurements_for(gpu_key, used)
+                    model = fit(points)
                     if abs(model.optimizer_s - used) <= 1e-12 * max(used, 1e-30):
                         break
-            _warn_if_no_line(gpu_key, self._measurements_for(gpu_key, model.optimizer_s), model, _depth)
+                if model.optimizer_s != used:  # the points as the final model's step reads them
+                    points = self._measurements_for(gpu_key, model.optimizer_s)
+            _warn_if_no_line(gpu_key, points, model, _depth)
             entry = (model, "measured", *self.measured_band()[0])
         elif self.config.compute_model == "learned":
             from srift.learn import default_models
