@@ -45,6 +45,11 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               precision, anchor chip, target chip)'s measured ratio fitted in
                               hindsight on its own test rows (a constant, a line in log batch),
                               beside the shipped prediction on the same rows
+  compute_engine_path_breakdown/*  where the engine path's error above sits: its p90 tail by
+                              source, each source's rows by target and anchor chip, model,
+                              direction and batch, the pairs whose measurements contradict the
+                              GPUs' specs (and the least error any dominance-keeping model makes
+                              on them), Lambda's error by batch ratio, Sia's host noise
   compute_absolute_leave_one_gpu_out_engine_path  the absolute model as the engine applies it
                               (one affine model per GPU fitted on a batch grid) vs at each
                               row's own batch vs the old reference-batch-32 scaling
@@ -1198,6 +1203,7 @@ def ratio_engine_path(w) -> None:
             print(json.dumps({"split": f"compute_leave_one_gpu_out_engine_path/{source}/{chips[0]}->{chips[1]}",
                               "as_shipped": stats(ape(guarded[m], truth[m])), "v0_roofline": stats(ape(base[m], truth[m]))}))
     pair_ratio_floor(meta, truth, guarded, ok)
+    engine_path_breakdown(meta, truth, guarded, ok)
 
 
 def pair_ratio_floor(meta, truth: np.ndarray, shipped: np.ndarray, ok: np.ndarray) -> None:
@@ -1230,6 +1236,102 @@ def pair_ratio_floor(meta, truth: np.ndarray, shipped: np.ndarray, ok: np.ndarra
                           "hindsight_constant_per_pair": stats(ape(np.array(constant), truth[rows])),
                           "hindsight_line_in_log_batch_per_pair": stats(ape(np.array(line), truth[rows])),
                           "as_shipped": stats(ape(shipped[rows], truth[rows])), "pairs_scored": scored}))
+
+
+def engine_path_breakdown(meta, truth: np.ndarray, shipped: np.ndarray, ok: np.ndarray) -> None:
+    """Where the anchored engine path's error sits (docs/accuracy.md, "Where the cross-GPU error
+    sits"), on the held-out rows ratio_engine_path scores:
+      .../tail              the rows past the whole split's p90, by source
+      .../{source}/{by}/{key}  each source's rows by target chip, anchor chip, model, direction
+                            (the target measured faster or slower than the anchor) and batch
+                            (the target's batch against the anchor's): n, how many of the
+                            source's own p90 tail, the key's median / p90 and signed median
+                            (+: predicted too slow), and the source's figure without the key
+      .../contradicts_dominance/{source}  pairs whose measurements contradict the GPUs' specs
+                            at one batch (srift.learn.dominance dominance_contradictions): their
+                            error, the least any dominance-keeping model makes on them, the
+                            figures without them
+      .../without/*         the whole split without the groups that hold most of the tail
+      .../lambda_batch_ratio  Lambda's signed error by the target's batch over the anchor's,
+                            and its slope in log batch ratio with and without the two chips
+                            that carry it (RTX 4090 and B200, as target or anchor)
+      .../sia_same_gpu_other_host  Sia's A100 timed on two clusters (dgx, dgx-ext), one
+                            model and batch: the noise of a host, not of a GPU
+    Signed errors are medians of log(predicted / measured), printed as percentages."""
+    idx = np.flatnonzero(ok)
+    rows = [meta[i] for i in idx]
+    log_error = shipped[idx] - truth[idx]
+    err = ape(shipped[idx], truth[idx])
+    source = np.array([b.source for _, b in rows])
+
+    def figure(m: np.ndarray) -> dict:
+        return stats(err[m]) if m.any() else {"n": 0}
+
+    def signed(m: np.ndarray) -> float:
+        return round(100.0 * math.expm1(float(np.median(log_error[m]))), 1)
+
+    threshold = float(np.quantile(err, 0.9))
+    tail = err > threshold
+    print(json.dumps({"split": "compute_engine_path_breakdown/tail", "p90_ape": round(threshold, 2),
+                      "rows_past_it": int(tail.sum()),
+                      **{s: int((tail & (source == s)).sum()) for s in ("lambda", "gavel", "sia")}}))
+    keys = {"target": lambda a, b: b.chip, "anchor": lambda a, b: a.chip, "model": lambda a, b: b.workload,
+            "direction": lambda a, b: "target_faster" if b.per_sample_s < a.per_sample_s else "target_slower",
+            "batch": lambda a, b: ("same" if a.batch == b.batch else
+                                   "target_larger" if b.batch > a.batch else "target_smaller")}
+    for s in ("lambda", "gavel", "sia"):
+        in_source = source == s
+        own_tail = in_source & (err > np.quantile(err[in_source], 0.9))
+        for by, key in keys.items():
+            labels = np.array([key(a, b) for a, b in rows])
+            for k in sorted(set(labels[in_source]), key=lambda k: (-int((own_tail & (labels == k)).sum()), k)):
+                m = in_source & (labels == k)
+                print(json.dumps({"split": f"compute_engine_path_breakdown/{s}/{by}/{k}", "n": int(m.sum()),
+                                  "in_source_p90_tail": f"{int((own_tail & m).sum())}/{int(own_tail.sum())}",
+                                  "its": figure(m), "signed_median_pct": signed(m),
+                                  "source_without_it": figure(in_source & ~m)}))
+    from srift.learn.datasets import device_peaks
+    from srift.learn.dominance import dominance_contradictions
+
+    bound = dominance_contradictions(rows, device_peaks())
+    whether = bound > 0
+    for s in ("lambda", "gavel", "sia"):
+        m = whether & (source == s)
+        print(json.dumps({"split": f"compute_engine_path_breakdown/contradicts_dominance/{s}", "n": int(m.sum()),
+                          "of": int((source == s).sum()), "past_the_split_p90": int((m & tail).sum()),
+                          "its": figure(m),
+                          "least_error_keeping_dominance": (stats(bound[m]) if m.any() else {"n": 0}),
+                          "source_without_them": figure((source == s) & ~m)}))
+    ncf_sia = np.array([b.source == "sia" and b.workload.startswith("ncf") for _, b in rows])
+    newest_or_4090 = np.array([bool({a.chip, b.chip} & {"RTX4090", "B200"}) for a, b in rows])
+    for label, m in (("sia", source == "sia"), ("sia_ncf", ncf_sia), ("contradicts_dominance", whether),
+                     ("sia_ncf_or_contradicts_dominance", ncf_sia | whether),
+                     ("lambda_rtx4090_or_b200", (source == "lambda") & newest_or_4090)):
+        print(json.dumps({"split": f"compute_engine_path_breakdown/without/{label}", "removed": int(m.sum()),
+                          "removed_past_the_split_p90": int((m & tail).sum()), "the_rest": figure(~m)}))
+    lam = source == "lambda"
+    log_ratio = np.array([math.log(b.batch / a.batch) for a, b in rows])
+    bins = {}
+    for lo, hi in ((-9.0, -1.5), (-1.5, -0.7), (-0.7, -0.2), (-0.2, 0.2), (0.2, 0.7), (0.7, 1.5), (1.5, 9.0)):
+        m = lam & (log_ratio >= lo) & (log_ratio < hi)
+        bins[f"[{lo},{hi})"] = {**figure(m), "signed_median_pct": signed(m)}
+
+    def slope(m: np.ndarray) -> float:
+        return round(float(np.polyfit(log_ratio[m], log_error[m], 1)[0]), 3)
+
+    print(json.dumps({"split": "compute_engine_path_breakdown/lambda_batch_ratio",
+                      "by_log_target_over_anchor_batch": bins,
+                      "slope_of_log_error": slope(lam), "slope_without_rtx4090_b200": slope(lam & ~newest_or_4090)}))
+    one_gpu: dict[tuple, list[float]] = {}
+    for r in sia_rows():
+        if r.replicas == 1 and r.cluster in ("dgx", "dgx-ext"):
+            one_gpu.setdefault((r.cluster, r.model, r.local_bsz), []).append(r.step_time)
+    apart = [abs(float(np.median(one_gpu[("dgx-ext", m, b)])) / float(np.median(t)) - 1.0) * 100.0
+             for (c, m, b), t in one_gpu.items() if c == "dgx" and ("dgx-ext", m, b) in one_gpu]
+    print(json.dumps({"split": "compute_engine_path_breakdown/sia_same_gpu_other_host",
+                      "abs_pct_apart": {"median": round(float(np.median(apart)), 2),
+                                        "p90": round(float(np.quantile(apart, 0.9)), 2), "max": round(max(apart), 1),
+                                        "n": len(apart)}}))
 
 
 def absolute_engine_path(w) -> None:

@@ -9,10 +9,12 @@ In the measured rows timed the way srift's profiler times a model (a batch alrea
 Lambda's and Gavel's), a dominating GPU is never more than 2% slower than the GPU it dominates
 on the same model, batch and precision: 0 of Lambda's pairs and 3 of Gavel's (V100 against
 P100); only Sia's host-bound harness breaks it (66 pairs across clusters, where the host, not
-the GPU, sets the time). The absolute model (no measurement anywhere) is a linear correction
-in log peaks and bandwidth, and its slope in the peak has the sign that fits the data's range:
-outside it, or at batches where the roofline is launch-bound, it could put an L40S 1.4x behind
-an A10G (ResNet-18 at AMP and batch 8), a B200 behind an H200, or TF32 behind FP32.
+the GPU, sets the time; dominance_contradictions finds them and the least error they force on a
+prediction that keeps dominance: docs/accuracy.md, "Where the cross-GPU error sits"). The
+absolute model (no measurement anywhere) is a linear correction in log peaks and bandwidth, and
+its slope in the peak has the sign that fits the data's range: outside it, or at batches where
+the roofline is launch-bound, it could put an L40S 1.4x behind an A10G (ResNet-18 at AMP and
+batch 8), a B200 behind an H200, or TF32 behind FP32.
 
 The no-measurement prediction of GPU b is therefore clipped to the absolute model's own
 predictions of the reference GPUs (every GPU of the training data, srift.learn.gpus):
@@ -56,6 +58,7 @@ catalog's GPUs to the references scored worse on the no-measurement split (11.7 
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -66,7 +69,12 @@ from srift.learn.gpus import TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["dominates", "reference_gpus", "dominance_bounds", "clip_to_bounds", "guarded_log_times",
-           "guarded_correction", "guarded_log_ratio", "reference_specs", "no_lean", "line_in_order"]
+           "guarded_correction", "guarded_log_ratio", "reference_specs", "no_lean", "line_in_order",
+           "DOMINANCE_TOLERANCE", "dominance_contradictions"]
+
+# A dominating GPU measured no more than this share slower than the GPU it dominates agrees with
+# its specs (note "dominance": Lambda's and Gavel's timings stay within it but for 3 of Gavel's).
+DOMINANCE_TOLERANCE = 0.02
 
 _PRECISIONS = ("fp32", "tf32", "amp")
 
@@ -236,3 +244,31 @@ def line_in_order(own: tuple[float, float], upper: Sequence[tuple[float, float]]
         fixed, per_sample = 0.0, min(h0 / first, h1 / last)
     lift = max(floor_per_sample - (fixed + per_sample * float(b)) / float(b) for b in grid)
     return fixed, (per_sample + lift if lift > 0 else per_sample)
+
+
+def dominance_contradictions(pairs: Sequence[tuple], peaks: dict[str, GpuPeaks]) -> np.ndarray:
+    """Note "dominance", against the data: for each (anchor, target) pair of measured rows
+    (srift.learn.datasets.ComputeRow: group, gpu, precision, batch, per_sample_s), the least
+    absolute percentage error any prediction of the target that keeps dominance makes, 0 where
+    none is forced. It is forced where the anchor's GPU was measured at the target's batch (a row
+    of the same group among `pairs`), one of the two GPUs dominates the other at the precision,
+    and the dominating one was measured more than DOMINANCE_TOLERANCE slower: a prediction that
+    keeps dominance then sits on the anchor's own time or beyond it, on the wrong side of the
+    target's, so it misses by at least 1 - t_a / t_b (the target dominates) or t_a / t_b - 1
+    (the anchor does). The bound of a host that sets the time (Sia's harness) on a model of GPUs
+    (docs/accuracy.md, "Where the cross-GPU error sits"). peaks: GPU key -> GpuPeaks."""
+    measured = {(r.group, chip_of(r.gpu), r.batch): r.per_sample_s for pair in pairs for r in pair}
+    out = np.zeros(len(pairs))
+    for i, (a, b) in enumerate(pairs):
+        anchor_there = measured.get((a.group, chip_of(a.gpu), b.batch))
+        if anchor_there is None:
+            continue
+        ratio = b.per_sample_s / anchor_there
+        if not (ratio > 0 and math.isfinite(ratio)):
+            raise ValueError(f"per_sample_s of {b.gpu} and {a.gpu} in group {b.group!r}: expected positive "
+                             f"times, got {b.per_sample_s!r} and {anchor_there!r}")
+        if ratio > 1.0 + DOMINANCE_TOLERANCE and dominates(peaks[b.gpu], peaks[a.gpu], b.precision):
+            out[i] = (1.0 - 1.0 / ratio) * 100.0
+        elif ratio < 1.0 / (1.0 + DOMINANCE_TOLERANCE) and dominates(peaks[a.gpu], peaks[b.gpu], b.precision):
+            out[i] = (1.0 / ratio - 1.0) * 100.0
+    return out

@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 
+from measured_data import MEASURED
+from srift.learn.datasets import ComputeRow
 from srift.learn.dominance import clip_to_bounds, dominance_bounds, dominates, guarded_log_times, reference_gpus
 from srift.learn.gpus import TRAINING_GPUS, GpuPeaks, peaks_from_catalog
 
@@ -180,3 +182,48 @@ def test_anchored_predictions_respect_the_measurement(precision: str, monkeypatc
                 if dominates(anchor, target, precision):
                     assert t >= seconds * (1 - 1e-12), (name, anchor_key, key)
 
+
+
+def _row(gpu: str, batch: float, per_sample_s: float, group: str = "lab/model") -> ComputeRow:
+    return ComputeRow("lab", "resnet50", gpu, "amp", batch, per_sample_s, True, group)
+
+
+def test_dominance_contradictions_bound_a_pair_measured_against_its_specs() -> None:
+    """An A100 measured 1.25x a V100's time at one batch: a prediction that keeps dominance
+    misses the A100 from the V100 by 20% at least, and the V100 from the A100 by 25%."""
+    from srift.learn.dominance import dominance_contradictions
+
+    v100, a100 = _row("V100-16GB", 32, 1.0), _row("A100-40GB", 32, 1.25)
+    within = _row("A100-40GB", 32, 1.019, group="lab/other"), _row("V100-16GB", 32, 1.0, group="lab/other")
+    neither = _row("RTX4090", 32, 2.0, group="lab/third"), _row("A100-40GB", 32, 1.0, group="lab/third")
+    pairs = [(v100, a100), (a100, v100), within, within[::-1], neither, neither[::-1]]
+    assert dominance_contradictions(pairs, G).tolist() == pytest.approx([20.0, 25.0, 0.0, 0.0, 0.0, 0.0])
+    # anchored at another batch than the target's, and not measured at the target's: nothing forced
+    other_batch = _row("V100-16GB", 64, 0.5, group="lab/fourth"), _row("A100-40GB", 32, 1.25, group="lab/fourth")
+    assert dominance_contradictions([other_batch], G).tolist() == [0.0]
+    # measured at both batches: the anchor's time at the target's batch is the one compared
+    measured_there = _row("V100-16GB", 32, 1.0, group="lab/fourth")
+    assert dominance_contradictions([other_batch, (measured_there, other_batch[1])], G).tolist() == \
+        pytest.approx([20.0, 20.0])
+    with pytest.raises(ValueError, match="per_sample_s of A100-40GB and V100-16GB"):
+        dominance_contradictions([(v100, _row("A100-40GB", 32, 0.0))], G)
+
+
+@pytest.mark.skipif(not MEASURED.is_dir(), reason="measured data not beside the checkout")
+def test_dominance_contradictions_in_the_training_data() -> None:
+    """Note "dominance" counts the data's contradictions: none of Lambda's pairs, 3 of Gavel's
+    (V100 against P100) and 66 of Sia's, each in both directions; every one is at one batch."""
+    from srift.learn.datasets import compute_rows, device_peaks
+    from srift.learn.dominance import dominance_contradictions
+    from srift.learn.train import ratio_dataset
+    from srift.learn.workloads import load_workloads
+
+    rows = [r for r in compute_rows(MEASURED) if r.source in ("lambda", "gavel", "sia")]
+    meta = ratio_dataset(rows, load_workloads())[4]
+    bound = dominance_contradictions(meta, device_peaks())
+    by_source = {s: int(sum(1 for (a, b), x in zip(meta, bound) if x > 0 and b.source == s))
+                 for s in ("lambda", "gavel", "sia")}
+    assert by_source == {"lambda": 0, "gavel": 6, "sia": 132}
+    assert all(a.batch == b.batch for (a, b), x in zip(meta, bound) if x > 0)
+    gavel = sorted({(a.chip, b.chip) for (a, b), x in zip(meta, bound) if x > 0 and b.source == "gavel"})
+    assert gavel == [("P100", "V100"), ("V100", "P100")]
