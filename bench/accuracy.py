@@ -23,6 +23,7 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               compute_measured_two_batches the same from two batches
   measured_floor_sweep/*      the measured GPU's own curve under its peak floor before and after
                               note "measured floor", over the zoo x catalog GPUs x precisions
+  instance_floor_sweep/*      the same for a whole instance's runs (srift::hold_to_measured_floor)
   compute_several_anchors_*   the same held-out predictions by target row: one measured GPU type
                               at a time against the geometric mean of all the group's others
                               (srift::LearnedCompute note "several anchors")
@@ -212,7 +213,7 @@ def main() -> None:
             print(json.dumps(out))
     engine_misses(cases, w, engine_path, truth, sites, multinode)
     steps = instance_anchored_steps(cases, w, rows)
-    instance_anchored(steps, cases, base, truth, sites)
+    instance_anchored(steps, cases, base, truth, sites, instance_anchored_steps(cases, w, rows, floor=False))
     link_calibrated(cases, w, base, truth, sites)
     interval_coverage(w, cases, steps, sites)
     pcie_interval_coverage(cases, pcie, sites)
@@ -406,6 +407,7 @@ def compute(w, kinds: list[str]) -> None:
     measured_other_batch(w)
     measured_two_batches(w)
     measured_floor_sweep(w)
+    instance_floor_sweep(w)
     same_specs_hosts(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
@@ -1598,15 +1600,91 @@ def link_calibrated(cases, w, base, truth, sites) -> None:
                               "probe_on_two_gpus": stats(ape(two[m], truth[m]))}))
 
 
-def instance_anchored(steps, cases, base, truth, sites) -> None:
+def instance_floor_sweep(w) -> None:
+    """How often a whole instance's measured iterations took its GPU's curve under the peak
+    floor before srift::hold_to_measured_floor held it (note "measured floor"), and after: every
+    zoo workload x catalog GPU of a multi-GPU instance x precision, the GPU's own curve the
+    no-measurement model's (no 1-GPU run; the engine's _compute_entry), scaled through one
+    instance run at batch 1, 8, 64 or 512 timed at 1.25x, 2x or 4x its floor or at 0.25-2x the
+    GPU's curve (a host or harness faster or slower than srift's stack), or fitted through two
+    runs at b and 2b whose times differ by 10% (a flat, host-bound line: Sia's NCF); predictions
+    on batch_grid(1024). "before" is anchor_to_measurements of the curve (the engine's fit),
+    "after" the core's hold of it; runs under their own floor have none and are counted apart."""
+    from srift import _core
+    from srift.catalog import Catalog
+    from srift.learn import default_models
+    from srift.learn.features import PRECISIONS, core_precision, core_workload_stats, gpu_spec, peak_floor_per_sample
+    from srift.learn.gpus import peaks_from_catalog
+    from srift.learn.models import batch_grid
+
+    cat, lc = Catalog.default(), default_models().learned_compute
+    grid = batch_grid(1024.0)
+    gpus = sorted({cat.instance(n).gpu for n in cat.instance_names() if cat.instance(n).gpu_count > 1})
+
+    def total(m, b):
+        return m.compute_s(b) + m.optimizer_s
+
+    out: dict[str, dict] = {}
+    for key in sorted(w):
+        wl = w[key]
+        stats_w = core_workload_stats(wl)
+        for gpu_key in gpus:
+            g = peaks_from_catalog(cat, gpu_key)
+            spec = gpu_spec(g)
+            for prec in PRECISIONS:
+                p, floor = core_precision(prec), peak_floor_per_sample(wl, g, prec)
+                single = lc.predict_absolute(stats_w, spec, p, 1024.0).model
+                for batch in (1.0, 8.0, 64.0, 512.0):
+                    runs = [("floor", [(batch, k * floor * batch)]) for k in (1.25, 2.0, 4.0)]
+                    runs += [("gpu_curve", [(batch, k * total(single, batch))]) for k in (0.25, 0.5, 1.0, 2.0)]
+                    runs += [("two_batches_flat", [(batch, k * floor * batch), (2 * batch, 1.1 * k * floor * batch)])
+                             for k in (1.25, 2.0)]
+                    for family, points in runs:
+                        c = out.setdefault(family, {"runs": 0, "runs_under_own_floor": 0, "curves_under_before": 0,
+                                                    "curves_under_after": 0, "predictions": 0,
+                                                    "predictions_under_before": 0, "predictions_under_after": 0,
+                                                    "least_over_floor_before": math.inf,
+                                                    "least_over_floor_after": math.inf,
+                                                    "measured_points_moved": 0})
+                        c["runs"] += 1
+                        if any(t < floor * b for b, t in points):
+                            c["runs_under_own_floor"] += 1
+                            continue
+                        ms = [_core.Measurement(b, t) for b, t in points]
+                        before = _core.anchor_to_measurements(single, ms)
+                        after = _core.hold_to_measured_floor(stats_w, spec, before, ms, p, 1024.0)
+                        if len(points) == 1:  # one run: the held curve still passes through it
+                            b, t = points[0]
+                            c["measured_points_moved"] += int(abs(total(after, b) / t - 1) > 1e-9)
+                        for name, m in (("before", before), ("after", after)):
+                            over = np.array([total(m, b) / (floor * b) for b in grid])
+                            under = int((over < 1 - 1e-9).sum())
+                            c[f"predictions_under_{name}"] += under
+                            c[f"curves_under_{name}"] += int(under > 0)
+                            c[f"least_over_floor_{name}"] = min(c[f"least_over_floor_{name}"], float(over.min()))
+                        c["predictions"] += len(grid)
+    for family, c in out.items():
+        c = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()}
+        print(json.dumps({"split": f"instance_floor_sweep/run_at_{family}", **c}))
+
+
+def instance_anchored(steps, cases, base, truth, sites, unheld=None) -> None:
+    """Sia multi-node steps given the test cluster's single-node steps (note "instance anchor");
+    `unheld`: the same steps not held to the peak floor (note "measured floor"), printed beside
+    with the count of steps the floor moved."""
     ok = ~np.isnan(steps)
-    pred = np.log(steps / np.array([c.one_gpu_time for c in cases]))
+    one = np.array([c.one_gpu_time for c in cases])
+    pred = np.log(steps / one)
     for g in [*sorted(set(sites[ok])), "ALL"]:
         m = ok & ((sites == g) if g != "ALL" else True)
-        print(json.dumps({"split": f"multi_node_instance_anchored/{g}",
-                          "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])),
-                          "v0_simulator": stats(ape(base[m], truth[m])),
-                          "instance_anchored": stats(ape(pred[m], truth[m]))}))
+        out = {"split": f"multi_node_instance_anchored/{g}",
+               "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])),
+               "v0_simulator": stats(ape(base[m], truth[m])),
+               "instance_anchored": stats(ape(pred[m], truth[m]))}
+        if unheld is not None:
+            out["not_held_to_the_peak_floor"] = stats(ape(np.log(unheld[m] / one[m]), truth[m]))
+            out["moved_by_the_floor"] = int((steps[m] != unheld[m]).sum())
+        print(json.dumps(out))
 
 
 

@@ -1593,6 +1593,24 @@ ComputeModel measured_held_to_floor(const ComputeModel& m, const WorkloadStats& 
 }
 }  // namespace
 
+// Note "measured floor" for a curve fitted elsewhere: the engine's whole-instance runs (note
+// "instance anchor" in srift.learn.comm) scale the GPU's own curve through the instance's
+// iterations (anchor_to_measurements), and an instance run faster than that curve, or two whose
+// line is shallower than the floor, took it under the floor as one fast 1-GPU run did (over the
+// zoo x catalog GPUs x precisions, an instance run at 1.25-4x its floor put 3,329 of 7,560
+// curves under it, down to 0.0012x: bench/accuracy.py instance_floor_sweep). The same turn
+// holds them.
+ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& fitted,
+                                    const std::vector<Measurement>& measurements, Precision precision,
+                                    double max_batch) {
+  if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  validate_measurements(measurements);
+  require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
+  fitted.validate();
+  check_gpu(gpu);
+  return measured_held_to_floor(fitted, w, gpu, measurements, precision, max_batch);
+}
+
 // Note "measured batch shape": every DDP plan runs its own local batch (the global batch over
 // its GPUs), so a GPU measured at one batch is predicted at others, along a curve scaled through
 // the measurement. The roofline's curve leaves the fixed per-iteration cost too small; the

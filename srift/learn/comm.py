@@ -284,12 +284,20 @@ def node_measurements(rows: list[SiaRow]) -> dict[tuple[str, str, int], list[tup
     return out
 
 
+_CORE_STATS: dict[str, object] = {}  # core_workload_stats of each workload, made once
+
+
 def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
-                          nodes: dict[tuple[str, str, int], list[tuple[float, float]]]) -> float | None:
+                          nodes: dict[tuple[str, str, int], list[tuple[float, float]]],
+                          floor: bool = True) -> float | None:
     """Simulated step of a multi-node case with every node's ranks anchored to the measured
-    single-node iterations with as many GPUs (None when a node size was never measured)."""
+    single-node iterations with as many GPUs (None when a node size was never measured), held
+    to the GPU's peak floor at AMP up to the case's local batch as the engine holds them
+    (srift::hold_to_measured_floor, note "measured floor"; floor=False: not held, as before)."""
     from srift import _core
     from srift.engine import INSIDE_MEASUREMENT_BYTES_S
+    from srift.learn.features import core_precision, core_workload_stats, gpu_spec
+    from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS
 
     link = SIA_LINKS[case.cluster]
     counts = [int(c) for c in case.placement]
@@ -304,7 +312,13 @@ def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
             if not points:
                 return None
             spec = _node_spec(case.cluster, c, _core.LinkSpec(INSIDE_MEASUREMENT_BYTES_S, 0.0), net)
-            cm = _core.anchor_to_measurements(one, [_core.Measurement(b, t, -1.0, -1.0) for b, t in points])
+            runs = [_core.Measurement(b, t, -1.0, -1.0) for b, t in points]
+            cm = _core.anchor_to_measurements(one, runs)
+            if floor:  # Sia's rows are AMP; the engine's grid reaches every local batch it plans
+                if w.key not in _CORE_STATS:
+                    _CORE_STATS[w.key] = core_workload_stats(w)
+                cm = _core.hold_to_measured_floor(_CORE_STATS[w.key], gpu_spec(TRAINING_GPUS[DATA_GPU_NAMES[case.cluster]]),
+                                                  cm, runs, core_precision("amp"), float(case.local_bsz))
         groups.append((spec, counts.count(c), cm, 0.0))
     res, _, why = _core.simulate(_workload(w), groups, int(round(case.local_bsz * sum(counts))))
     if why:
@@ -313,14 +327,14 @@ def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
 
 
 def instance_anchored_steps(cases: list[ClusterCase], workloads: dict[str, WorkloadInfo],
-                            rows: list[SiaRow]) -> np.ndarray:
+                            rows: list[SiaRow], floor: bool = True) -> np.ndarray:
     """instance_anchored_sim of every multi-node case (NaN for single-node cases and node
     sizes never measured), with `rows` the Sia rows the cases were built from."""
     nodes = node_measurements(rows)
     out = np.full(len(cases), np.nan)
     for i, c in enumerate(cases):
         if len(c.placement) > 1:
-            p = instance_anchored_sim(c, workloads[c.workload], nodes)
+            p = instance_anchored_sim(c, workloads[c.workload], nodes, floor)
             if p is not None:
                 out[i] = p
     return out
