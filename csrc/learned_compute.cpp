@@ -1649,6 +1649,14 @@ ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, 
 // 32.6 / 34.3 (Sia, 56); turned about the larger batch instead 8.0 / 20.1 and 33.3 / 34.4, the
 // least-squares line constrained to the floor at the grid's end 6.5 / 18.6 and 32.6 / 34.3. On
 // the data's one-batch pairs it moves none (compute_measured_other_batch).
+// The floor holds on the grid, 1 to its end, and not past it: a line turned to meet the floor at
+// the end, or left as measured with a slope under the floor's, is under it past the end (two runs
+// at 2**19 and 2**20, 10% apart: 0.43x the floor at 2**22). So the grid's end is the largest
+// local batch the caller asks: the engine passes what fits the GPU's memory, the simulator's own
+// limit on a plan's local batch, accumulation micro-steps included (srift/engine.py
+// memory_max_batch); with no activation memory the simulator plans up to the global batch, and
+// the engine's grid then ends at the largest int (2**20 before). A whole instance's runs are held
+// the same way (hold_to_measured_floor).
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {

@@ -879,9 +879,9 @@ class Engine:
                 # srift::LearnedCompute note "measured floor", as the GPU's own runs are held:
                 # an instance run faster than the GPU's curve scaled it under the FLOPs at the
                 # peak at large batches (srift::hold_to_measured_floor)
-                from srift.learn.models import held_to_measured_floor
+                from srift.learn.models import hold_to_measured_floor
 
-                anchored = held_to_measured_floor(self.profile, it.gpu, self.catalog, self.precision, anchored,
+                anchored = hold_to_measured_floor(self.profile, it.gpu, self.catalog, self.precision, anchored,
                                                   points, self.memory_max_batch(it.gpu))
             anchored.accumulate_s = single.accumulate_s
             cached = self._instance_compute[it.name] = (anchored, "measured-instance", *self.measured_band()[0])

@@ -642,13 +642,14 @@ def default_models() -> CostModels:
     return CostModels()
 
 
-def held_to_measured_floor(profile: Any, gpu_key: str, catalog: Any, precision: str, fitted: Any,
+def hold_to_measured_floor(profile: Any, gpu_key: str, catalog: Any, precision: str, fitted: Any,
                            measurements: list[Any], max_batch: float | None = None) -> Any:
     """`fitted` (a _core.ComputeModel fitted through `measurements` on catalog GPU `gpu_key`: the
     engine's whole-instance runs through the GPU's own curve, srift.learn.comm note "instance
     anchor") held to the GPU's peak floor on the batch grid of `max_batch` and the measured
-    batches, as measured_model holds the GPU's own runs (srift::hold_to_measured_floor,
-    csrc/learned_compute.cpp note "measured floor", evaluated by the core)."""
+    batches, as measured_model holds the GPU's own runs: srift::hold_to_measured_floor
+    (csrc/learned_compute.cpp note "measured floor"), evaluated by the core; its Python twin is
+    measured_held_to_floor."""
     from srift import _core
 
     mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0

@@ -309,7 +309,9 @@ class LearnedCompute {
   /// faster than the workload's FLOPs at this GPU's peak (peak_flop_seconds_per_sample, seconds
   /// per sample): a curve under it is turned about the measurements' mean batch, through their
   /// mean time, to the floor at the grid's end; no floor where a measurement beats its own
-  /// (learned_compute.cpp note "measured floor").
+  /// (learned_compute.cpp note "measured floor"). The floor holds up to the grid's end only
+  /// (a line under the floor's slope is under it past the end): pass as `max_batch` the
+  /// largest local batch the model will be asked.
   /// Throws std::invalid_argument on no measurements or a bad batch or time, or naming
   /// measurements[i].precision for a run timed at another precision than `precision`
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
