@@ -287,9 +287,6 @@ def node_measurements(rows: list[SiaRow]) -> dict[tuple[str, str, int], list[tup
     return out
 
 
-_CORE_STATS: dict[str, object] = {}  # core_workload_stats of each workload, made once
-
-
 def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
                           nodes: dict[tuple[str, str, int], list[tuple[float, float]]],
                           floor: bool = True) -> float | None:
@@ -318,10 +315,9 @@ def instance_anchored_sim(case: ClusterCase, w: WorkloadInfo,
             runs = [_core.Measurement(b, t, -1.0, -1.0) for b, t in points]
             cm = _core.anchor_to_measurements(one, runs)
             if floor:  # Sia's rows are AMP; the engine's grid reaches every local batch it plans
-                if w.key not in _CORE_STATS:
-                    _CORE_STATS[w.key] = core_workload_stats(w)
-                cm = _core.hold_to_measured_floor(_CORE_STATS[w.key], gpu_spec(TRAINING_GPUS[DATA_GPU_NAMES[case.cluster]]),
-                                                  cm, runs, core_precision("amp"), float(case.local_bsz))
+                gpu = gpu_spec(TRAINING_GPUS[DATA_GPU_NAMES[case.cluster]])
+                cm = _core.hold_to_measured_floor(core_workload_stats(w), gpu, cm, runs, core_precision("amp"),
+                                                  float(case.local_bsz))
         groups.append((spec, counts.count(c), cm, 0.0))
     res, _, why = _core.simulate(_workload(w), groups, int(round(case.local_bsz * sum(counts))))
     if why:
