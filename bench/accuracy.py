@@ -83,7 +83,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    multi_gpu_pcie_line_sites: that line refitted with Gavel's servers
   multi_node_instance_anchored     Sia multi-node steps, given the test cluster's 1-GPU and
                                    single-node steps (a whole instance profiled; nothing learned
-                                   from other clusters: srift.learn.comm note "instance anchor")
+                                   from other clusters: srift.learn.comm note "instance anchor"),
+                                   held to the peak floor as the engine holds it, beside it not
+                                   held (not_held_to_the_peak_floor, moved_by_the_floor)
   allreduce_tcp_leave_one_{rate,shape}_out  gloo allreduce time per message size on emulated
                                    TCP links (srift/data/measurements), a NIC rate or host shape
                                    held out: the learned link model vs v0 (80% of nominal, 30 us)
