@@ -216,6 +216,7 @@ def main() -> None:
     engine_misses(cases, w, engine_path, truth, sites, multinode)
     steps = instance_anchored_steps(cases, w, rows)
     instance_anchored(steps, cases, base, truth, sites, instance_anchored_steps(cases, w, rows, floor=False))
+    instance_floor_on_sia(cases, w, rows)
     link_calibrated(cases, w, base, truth, sites)
     interval_coverage(w, cases, steps, sites)
     pcie_interval_coverage(cases, pcie, sites)
@@ -1668,6 +1669,41 @@ def instance_floor_sweep(w) -> None:
     for family, c in out.items():
         c = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()}
         print(json.dumps({"split": f"instance_floor_sweep/run_at_{family}", **c}))
+
+
+def instance_floor_on_sia(cases, w, rows) -> None:
+    """How far under the peak floor Sia's instance fits went before srift::hold_to_measured_floor
+    (note "measured floor"): each (cluster, model, GPUs per node, predicted local batch) of a
+    multi-node step, the 1-GPU curve scaled through the node's single-node steps (AMP), against
+    the floor on batch_grid of the predicted and measured batches."""
+    from srift import _core
+    from srift.learn.comm import _one_gpu_compute, node_measurements
+    from srift.learn.features import peak_floor_per_sample
+    from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS
+    from srift.learn.models import batch_grid
+
+    nodes = node_measurements(rows)
+    seen: dict[tuple, float] = {}
+    for c in cases:
+        if len(c.placement) < 2:
+            continue
+        for n in sorted({int(x) for x in c.placement} - {1}):
+            points = nodes.get((c.cluster, c.model, n))
+            key = (c.cluster, c.model, n, c.local_bsz)
+            if not points or key in seen:
+                continue
+            runs = [_core.Measurement(b, t, -1.0, -1.0) for b, t in points]
+            fit = _core.anchor_to_measurements(_one_gpu_compute(c), runs)
+            g = TRAINING_GPUS[DATA_GPU_NAMES[c.cluster]]
+            floor = peak_floor_per_sample(w[c.workload], g, "amp", anchor=g, measurements=runs)
+            if floor > 0:
+                grid = batch_grid(max([c.local_bsz] + [b for b, _ in points]))
+                seen[key] = min((fit.compute_s(b) + fit.optimizer_s) / (floor * b) for b in grid)
+    under = {k: v for k, v in seen.items() if v < 1}
+    least = min(seen, key=seen.get)
+    print(json.dumps({"split": "instance_floor_sweep/sia_single_node_fits", "fits": len(seen),
+                      "under_the_floor_before": len(under), "least_over_floor_before": round(seen[least], 4),
+                      "least_at": list(least)}))
 
 
 def instance_anchored(steps, cases, base, truth, sites, unheld=None) -> None:
