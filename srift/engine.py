@@ -540,10 +540,10 @@ class Engine:
 
     def memory_max_batch(self, gpu_key: str) -> float:
         """The largest local batch whose memory fits one GPU of `gpu_key` (samples; the
-        simulator's max_local_batch rule without the global-batch cap; at least 1). Every
-        compute model of the GPU is fitted on batch_grid of it (and of its measured batches),
-        and the simulator plans no larger local batch, so the peak floor, held on that grid,
-        holds at every batch a plan runs (srift::LearnedCompute note "measured floor": a line
+        simulator's max_local_batch rule without the global-batch cap; at least 1). The GPU's
+        learned and measured compute models are fitted and held to the peak floor on
+        batch_grid of it (and of its measured batches), and the simulator plans no larger local
+        batch, so the floor holds at every batch a plan runs (srift::LearnedCompute note "measured floor": a line
         turned to meet the floor at the grid's end, or any line shallower than it, is under the
         floor past the end)."""
         return max(1.0, self._memory_batch_limit(gpu_key))
