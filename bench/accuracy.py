@@ -23,6 +23,7 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                               compute_measured_two_batches the same from two batches
   measured_floor_sweep/*      the measured GPU's own curve under its peak floor before and after
                               note "measured floor", over the zoo x catalog GPUs x precisions
+  instance_floor_sweep/*      the same for a whole instance's runs (srift::hold_to_measured_floor)
   compute_several_anchors_*   the same held-out predictions by target row: one measured GPU type
                               at a time against the geometric mean of all the group's others
                               (srift::LearnedCompute note "several anchors")
@@ -87,7 +88,9 @@ Prints JSON lines: median and p90 absolute percentage error of per-sample / iter
                                    multi_gpu_pcie_line_sites: that line refitted with Gavel's servers
   multi_node_instance_anchored     Sia multi-node steps, given the test cluster's 1-GPU and
                                    single-node steps (a whole instance profiled; nothing learned
-                                   from other clusters: srift.learn.comm note "instance anchor")
+                                   from other clusters: srift.learn.comm note "instance anchor"),
+                                   held to the peak floor as the engine holds it, beside it not
+                                   held (not_held_to_the_peak_floor, moved_by_the_floor)
   allreduce_tcp_leave_one_{rate,shape}_out  gloo allreduce time per message size on emulated
                                    TCP links (srift/data/measurements), a NIC rate or host shape
                                    held out: the learned link model vs v0 (80% of nominal, 30 us)
@@ -217,7 +220,8 @@ def main() -> None:
             print(json.dumps(out))
     engine_misses(cases, w, engine_path, truth, sites, multinode)
     steps = instance_anchored_steps(cases, w, rows)
-    instance_anchored(steps, cases, base, truth, sites)
+    instance_anchored(steps, cases, base, truth, sites, instance_anchored_steps(cases, w, rows, floor=False))
+    instance_floor_on_sia(cases, w, rows)
     link_calibrated(cases, w, base, truth, sites)
     interval_coverage(w, cases, steps, sites)
     pcie_interval_coverage(cases, pcie, sites)
@@ -411,6 +415,7 @@ def compute(w, kinds: list[str]) -> None:
     measured_other_batch(w)
     measured_two_batches(w)
     measured_floor_sweep(w)
+    instance_floor_sweep(w)
     same_specs_hosts(w)
     ratio_engine_path(w)
     absolute_engine_path(w)
@@ -1700,15 +1705,126 @@ def link_calibrated(cases, w, base, truth, sites) -> None:
                               "probe_on_two_gpus": stats(ape(two[m], truth[m]))}))
 
 
-def instance_anchored(steps, cases, base, truth, sites) -> None:
+def instance_floor_sweep(w) -> None:
+    """How often a whole instance's measured iterations took its GPU's curve under the peak
+    floor before srift::hold_to_measured_floor held it (note "measured floor"), and after: every
+    zoo workload x catalog GPU of a multi-GPU instance x precision, the GPU's own curve the
+    no-measurement model's (no 1-GPU run; the engine's _compute_entry), scaled through one
+    instance run at batch 1, 8, 64 or 512 timed at 1.25x, 2x or 4x its floor or at 0.25-2x the
+    GPU's curve (a host or harness faster or slower than srift's stack), or fitted through two
+    runs at b and 2b whose times differ by 10% (a flat, host-bound line: Sia's NCF); predictions
+    on batch_grid(1024). "before" is anchor_to_measurements of the curve (the engine's fit),
+    "after" the core's hold of it; runs under their own floor have none and are counted apart."""
+    from srift import _core
+    from srift.catalog import Catalog
+    from srift.learn import default_models
+    from srift.learn.features import PRECISIONS, core_precision, core_workload_stats, gpu_spec, peak_floor_per_sample
+    from srift.learn.gpus import peaks_from_catalog
+    from srift.learn.models import batch_grid
+
+    cat, lc = Catalog.default(), default_models().learned_compute
+    grid = batch_grid(1024.0)
+    gpus = sorted({cat.instance(n).gpu for n in cat.instance_names() if cat.instance(n).gpu_count > 1})
+
+    def total(m, b):
+        return m.compute_s(b) + m.optimizer_s
+
+    out: dict[str, dict] = {}
+    for key in sorted(w):
+        wl = w[key]
+        stats_w = core_workload_stats(wl)
+        for gpu_key in gpus:
+            g = peaks_from_catalog(cat, gpu_key)
+            spec = gpu_spec(g)
+            for prec in PRECISIONS:
+                p, floor = core_precision(prec), peak_floor_per_sample(wl, g, prec)
+                single = lc.predict_absolute(stats_w, spec, p, 1024.0).model
+                for batch in (1.0, 8.0, 64.0, 512.0):
+                    runs = [("floor", [(batch, k * floor * batch)]) for k in (1.25, 2.0, 4.0)]
+                    runs += [("gpu_curve", [(batch, k * total(single, batch))]) for k in (0.25, 0.5, 1.0, 2.0)]
+                    runs += [("two_batches_flat", [(batch, k * floor * batch), (2 * batch, 1.1 * k * floor * batch)])
+                             for k in (1.25, 2.0)]
+                    for family, points in runs:
+                        c = out.setdefault(family, {"runs": 0, "runs_under_own_floor": 0, "curves_under_before": 0,
+                                                    "curves_under_after": 0, "predictions": 0,
+                                                    "predictions_under_before": 0, "predictions_under_after": 0,
+                                                    "least_over_floor_before": math.inf,
+                                                    "least_over_floor_after": math.inf,
+                                                    "measured_points_moved": 0})
+                        c["runs"] += 1
+                        if any(t < floor * b for b, t in points):
+                            c["runs_under_own_floor"] += 1
+                            continue
+                        ms = [_core.Measurement(b, t) for b, t in points]
+                        before = _core.anchor_to_measurements(single, ms)
+                        after = _core.hold_to_measured_floor(stats_w, spec, before, ms, p, 1024.0)
+                        if len(points) == 1:  # one run: the held curve still passes through it
+                            b, t = points[0]
+                            c["measured_points_moved"] += int(abs(total(after, b) / t - 1) > 1e-9)
+                        for name, m in (("before", before), ("after", after)):
+                            over = np.array([total(m, b) / (floor * b) for b in grid])
+                            under = int((over < 1 - 1e-9).sum())
+                            c[f"predictions_under_{name}"] += under
+                            c[f"curves_under_{name}"] += int(under > 0)
+                            c[f"least_over_floor_{name}"] = min(c[f"least_over_floor_{name}"], float(over.min()))
+                        c["predictions"] += len(grid)
+    for family, c in out.items():
+        c = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()}
+        print(json.dumps({"split": f"instance_floor_sweep/run_at_{family}", **c}))
+
+
+def instance_floor_on_sia(cases, w, rows) -> None:
+    """How far under the peak floor Sia's instance fits went before srift::hold_to_measured_floor
+    (note "measured floor"): each (cluster, model, GPUs per node, predicted local batch) of a
+    multi-node step, the 1-GPU curve scaled through the node's single-node steps (AMP), against
+    the floor on batch_grid of the predicted and measured batches."""
+    from srift import _core
+    from srift.learn.comm import _one_gpu_compute, node_measurements
+    from srift.learn.features import peak_floor_per_sample
+    from srift.learn.gpus import DATA_GPU_NAMES, TRAINING_GPUS
+    from srift.learn.models import batch_grid
+
+    nodes = node_measurements(rows)
+    seen: dict[tuple, float] = {}
+    for c in cases:
+        if len(c.placement) < 2:
+            continue
+        for n in sorted({int(x) for x in c.placement} - {1}):
+            points = nodes.get((c.cluster, c.model, n))
+            key = (c.cluster, c.model, n, c.local_bsz)
+            if not points or key in seen:
+                continue
+            runs = [_core.Measurement(b, t, -1.0, -1.0) for b, t in points]
+            fit = _core.anchor_to_measurements(_one_gpu_compute(c), runs)
+            g = TRAINING_GPUS[DATA_GPU_NAMES[c.cluster]]
+            floor = peak_floor_per_sample(w[c.workload], g, "amp", anchor=g, measurements=runs)
+            if floor > 0:
+                grid = batch_grid(max([c.local_bsz] + [b for b, _ in points]))
+                seen[key] = min((fit.compute_s(b) + fit.optimizer_s) / (floor * b) for b in grid)
+    under = {k: v for k, v in seen.items() if v < 1}
+    least = min(seen, key=seen.get)
+    print(json.dumps({"split": "instance_floor_sweep/sia_single_node_fits", "fits": len(seen),
+                      "under_the_floor_before": len(under), "least_over_floor_before": round(seen[least], 4),
+                      "least_at": list(least)}))
+
+
+def instance_anchored(steps, cases, base, truth, sites, unheld=None) -> None:
+    """Sia multi-node steps given the test cluster's single-node steps (note "instance anchor");
+    `unheld`: the same steps not held to the peak floor (note "measured floor"), printed beside
+    with the count of steps the floor moved."""
     ok = ~np.isnan(steps)
-    pred = np.log(steps / np.array([c.one_gpu_time for c in cases]))
+    one = np.array([c.one_gpu_time for c in cases])
+    pred = np.log(steps / one)
     for g in [*sorted(set(sites[ok])), "ALL"]:
         m = ok & ((sites == g) if g != "ALL" else True)
-        print(json.dumps({"split": f"multi_node_instance_anchored/{g}",
-                          "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])),
-                          "v0_simulator": stats(ape(base[m], truth[m])),
-                          "instance_anchored": stats(ape(pred[m], truth[m]))}))
+        out = {"split": f"multi_node_instance_anchored/{g}",
+               "linear_scaling": stats(ape(np.zeros(m.sum()), truth[m])),
+               "v0_simulator": stats(ape(base[m], truth[m])),
+               "instance_anchored": stats(ape(pred[m], truth[m]))}
+        if unheld is not None:
+            out["not_held_to_the_peak_floor"] = stats(ape(np.log(unheld[m] / one[m]), truth[m]))
+            out["moved_by_the_floor"] = int((steps[m] != unheld[m]).sum())
+        print(json.dumps(out))
 
 
 

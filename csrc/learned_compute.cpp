@@ -1593,6 +1593,24 @@ ComputeModel measured_held_to_floor(const ComputeModel& m, const WorkloadStats& 
 }
 }  // namespace
 
+// Note "measured floor" for a curve fitted elsewhere: the engine's whole-instance runs (note
+// "instance anchor" in srift.learn.comm) scale the GPU's own curve through the instance's
+// iterations (anchor_to_measurements), and an instance run faster than that curve, or two whose
+// line is shallower than the floor, took it under the floor as one fast 1-GPU run did (over the
+// zoo x catalog GPUs x precisions, an instance run at 1.25-4x its floor put 3,329 of 7,560
+// curves under it, down to 0.0012x: bench/accuracy.py instance_floor_sweep). The same turn
+// holds them.
+ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& fitted,
+                                    const std::vector<Measurement>& measurements, Precision precision,
+                                    double max_batch) {
+  if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");
+  validate_measurements(measurements);
+  require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
+  fitted.validate();
+  check_gpu(gpu);
+  return measured_held_to_floor(fitted, w, gpu, measurements, precision, max_batch);
+}
+
 // Note "measured batch shape": every DDP plan runs its own local batch (the global batch over
 // its GPUs), so a GPU measured at one batch is predicted at others, along a curve scaled through
 // the measurement. The roofline's curve leaves the fixed per-iteration cost too small; the
@@ -1631,6 +1649,14 @@ ComputeModel measured_held_to_floor(const ComputeModel& m, const WorkloadStats& 
 // 32.6 / 34.3 (Sia, 56); turned about the larger batch instead 8.0 / 20.1 and 33.3 / 34.4, the
 // least-squares line constrained to the floor at the grid's end 6.5 / 18.6 and 32.6 / 34.3. On
 // the data's one-batch pairs it moves none (compute_measured_other_batch).
+// The floor holds on the grid, 1 to its end, and not past it: a line turned to meet the floor at
+// the end, or left as measured with a slope under the floor's, is under it past the end (two runs
+// at 2**19 and 2**20, 10% apart: 0.43x the floor at 2**22). So the grid's end is the largest
+// local batch the caller asks: the engine passes what fits the GPU's memory, the simulator's own
+// limit on a plan's local batch, accumulation micro-steps included (srift/engine.py
+// memory_max_batch); with no activation memory the simulator plans up to the global batch, and
+// the engine's grid then ends at the largest int (2**20 before). A whole instance's runs are held
+// the same way (hold_to_measured_floor).
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {

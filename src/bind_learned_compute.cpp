@@ -41,6 +41,10 @@ void bind_learned_compute(py::module_& m) {
   m.def("batch_grid", &batch_grid, py::arg("max_batch"));
   m.def("affine_relative_fit", &affine_relative_fit, py::arg("batches"), py::arg("seconds"),
         py::arg("min_per_sample") = 0.0);
+  m.def("hold_to_measured_floor", &hold_to_measured_floor, py::arg("workload"), py::arg("gpu"), py::arg("fitted"),
+        py::arg("measurements"), py::arg("precision"), py::arg("max_batch"),
+        "A model fitted through measurements on `gpu` held to its peak floor (srift::hold_to_measured_floor, "
+        "learned_compute.cpp note \"measured floor\").");
 
   py::class_<LearnedComputeConfig>(m, "LearnedComputeConfig", "How the shipped compute models combine.")
       .def(py::init<>())

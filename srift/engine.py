@@ -29,6 +29,7 @@ OP_KINDS = ("matmul", "conv", "attention", "norm", "elementwise", "embedding", "
 PRECISIONS = {"fp32": _core.Precision.fp32, "tf32": _core.Precision.tf32, "amp": _core.Precision.amp}
 # Bandwidth standing for "inside the measured iteration" (bytes/s): allreduce time ~ 0.
 INSIDE_MEASUREMENT_BYTES_S = 1e18
+LARGEST_LOCAL_BATCH = float(2**31 - 1)  # a local batch is an int (srift::batch_grid's end, the simulator's)
 
 
 @dataclass
@@ -539,7 +540,12 @@ class Engine:
 
     def memory_max_batch(self, gpu_key: str) -> float:
         """The largest local batch whose memory fits one GPU of `gpu_key` (samples; the
-        simulator's max_local_batch rule without the global-batch cap; at least 1)."""
+        simulator's max_local_batch rule without the global-batch cap; at least 1). The GPU's
+        learned and measured compute models are fitted and held to the peak floor on
+        batch_grid of it (and of its measured batches), and the simulator plans no larger local
+        batch, so the floor holds at every batch a plan runs (srift::LearnedCompute note "measured floor": a line
+        turned to meet the floor at the grid's end, or any line shallower than it, is under the
+        floor past the end)."""
         return max(1.0, self._memory_batch_limit(gpu_key))
 
     def _memory_batch_limit(self, gpu_key: str) -> float:
@@ -547,7 +553,9 @@ class Engine:
         w = self.workload
         free = self.config.usable_memory_fraction * float(self.catalog.gpu(gpu_key).memory_gib) * GIB - w.fixed_memory_bytes
         if w.activation_bytes_per_sample <= 0:
-            return 2.0**20 if free > 0 else 0.0
+            # the simulator then plans any local batch up to the global batch, an int: the grid
+            # reaches the largest (2**20 here left batches past it under the floor)
+            return LARGEST_LOCAL_BATCH if free > 0 else 0.0
         return max(0.0, math.floor(free / w.activation_bytes_per_sample))
 
     def _anchors(self) -> list[tuple[str, list[_core.Measurement]]]:
@@ -870,6 +878,14 @@ class Engine:
             self._warn_if_faster_than_peak(it.gpu, whole, on=it.name)
             single, _, _, _ = self._compute_entry(it.gpu)
             anchored = _core.anchor_to_measurements(single, points)
+            if self.config.compute_model == "learned":
+                # srift::LearnedCompute note "measured floor", as the GPU's own runs are held:
+                # an instance run faster than the GPU's curve scaled it under the FLOPs at the
+                # peak at large batches (srift::hold_to_measured_floor)
+                from srift.learn.models import hold_to_measured_floor
+
+                anchored = hold_to_measured_floor(self.profile, it.gpu, self.catalog, self.precision, anchored,
+                                                  points, self.memory_max_batch(it.gpu))
             anchored.accumulate_s = single.accumulate_s
             cached = self._instance_compute[it.name] = (anchored, "measured-instance", *self.measured_band()[0])
         return cached

@@ -640,3 +640,19 @@ def _loaded_default_models() -> CostModels | None:
 def default_models() -> CostModels:
     """The models shipped in srift/data/models (validated on load)."""
     return CostModels()
+
+
+def hold_to_measured_floor(profile: Any, gpu_key: str, catalog: Any, precision: str, fitted: Any,
+                           measurements: list[Any], max_batch: float | None = None) -> Any:
+    """`fitted` (a _core.ComputeModel fitted through `measurements` on catalog GPU `gpu_key`: the
+    engine's whole-instance runs through the GPU's own curve, srift.learn.comm note "instance
+    anchor") held to the GPU's peak floor on the batch grid of `max_batch` and the measured
+    batches, as measured_model holds the GPU's own runs: srift::hold_to_measured_floor
+    (csrc/learned_compute.cpp note "measured floor"), evaluated by the core; its Python twin is
+    measured_held_to_floor."""
+    from srift import _core
+
+    mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
+    return _core.hold_to_measured_floor(core_workload_stats(workload_from_profile(profile)),
+                                        gpu_spec(peaks_from_catalog(catalog, gpu_key)), fitted, list(measurements),
+                                        core_precision(precision), mb)

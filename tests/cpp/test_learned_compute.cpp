@@ -1227,6 +1227,70 @@ TEST(LearnedCompute, SeveralMeasuredBatchesTurnTheirLineAboutTheirMean) {
   EXPECT_LT(total_at(o, 1024), f * 1024);
 }
 
+TEST(LearnedCompute, AWholeInstancesCurveIsHeldToTheFloorAsTheGpusOwn) {
+  // Note "measured floor" for a curve fitted elsewhere (srift::hold_to_measured_floor): the
+  // engine scales a GPU's curve through a whole instance's iterations (anchor_to_measurements);
+  // an instance run at 1.05x the floor at batch 4 scaled the learned curve to 0.77x the floor at
+  // batch 1024. Held, it is turned about the run to the floor at the grid's end, as
+  // measured_model turns a 1-GPU run.
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 15.7, 125, 900);
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 8, 2.0), srift::LearnedComputeConfig{});
+  const double f = srift::peak_flop_seconds_per_sample(w.layers(), g, Precision::amp);
+  const srift::ComputeModel single = lc.predict_absolute(w, g, Precision::amp, 1024).model;
+  const double t0 = 1.05 * f * 4;
+  const std::vector<srift::Measurement> run = {{4, t0}};
+  const srift::ComputeModel fitted = srift::anchor_to_measurements(single, run);
+  ASSERT_LT(total_at(fitted, 1024), 0.9 * f * 1024);  // the premise: the engine's fit, under it
+  const srift::ComputeModel m = srift::hold_to_measured_floor(w, g, fitted, run, Precision::amp, 1024);
+  const double slope = (f * 1024 - t0) / (1024 - 4), fixed = t0 - slope * 4;  // by hand
+  EXPECT_NEAR(m.per_sample_s(), slope, 1e-12 * slope);
+  EXPECT_NEAR(m.fixed_s() + m.optimizer_s, fixed, 1e-12 * t0);
+  EXPECT_NEAR(total_at(m, 4), t0, 1e-12 * t0);  // the instance's own run, as measured
+  for (double b : srift::batch_grid(1024)) EXPECT_GE(total_at(m, b), f * b * (1 - 1e-12)) << b;
+  // the same turn as measured_model's for the same run on one GPU: the same line
+  const srift::ComputeModel own = lc.measured_model(w, g, w.roofline(g, Precision::amp), run, Precision::amp, 1024);
+  EXPECT_NEAR(total_at(own, 1024), total_at(m, 1024), 1e-12 * f * 1024);
+  EXPECT_NEAR(own.per_sample_s(), m.per_sample_s(), 1e-12 * slope);
+  // two flat runs (10% apart, above the floor) extrapolate under it past batch ~8,800
+  const std::vector<srift::Measurement> flat = {{2048, 2.5 * f * 2048}, {4096, 1.1 * 2.5 * f * 2048}};
+  const srift::ComputeModel on_flat = srift::anchor_to_measurements(single, flat);
+  ASSERT_LT(total_at(on_flat, 16384), f * 16384);  // their own line, 4608 f + 0.25 f b
+  const srift::ComputeModel h = srift::hold_to_measured_floor(w, g, on_flat, flat, Precision::amp, 16384);
+  // turned about their mean (3072, 5376 f) to the floor at 16384
+  const double mean_t = 5376 * f;
+  EXPECT_NEAR(h.per_sample_s(), (16384 * f - mean_t) / (16384 - 3072), 1e-12 * f);
+  EXPECT_NEAR(total_at(h, 3072), mean_t, 1e-12 * mean_t);
+  for (double b : srift::batch_grid(16384)) EXPECT_GE(total_at(h, b), f * b * (1 - 1e-12)) << b;
+  // the grid reaches the measured batches: max_batch 0 ends it at the larger of them and 1024
+  const std::vector<srift::Measurement> big = {{8192, 1.05 * f * 8192}};
+  const srift::ComputeModel hb =
+      srift::hold_to_measured_floor(w, g, srift::anchor_to_measurements(single, big), big, Precision::amp, 0);
+  EXPECT_NEAR(total_at(hb, 8192), 1.05 * f * 8192, 1e-12 * f * 8192);
+  for (double b : srift::batch_grid(8192)) EXPECT_GE(total_at(hb, b), f * b * (1 - 1e-12)) << b;
+  // an instance slower than its GPU's curve is not touched, bit for bit
+  const std::vector<srift::Measurement> slow = {{32, 3 * total_at(single, 32)}};
+  const srift::ComputeModel s = srift::anchor_to_measurements(single, slow);
+  const srift::ComputeModel kept = srift::hold_to_measured_floor(w, g, s, slow, Precision::amp, 1024);
+  EXPECT_EQ(kept.forward_fixed_s, s.forward_fixed_s);
+  EXPECT_EQ(kept.backward_per_sample_s, s.backward_per_sample_s);
+  EXPECT_EQ(kept.optimizer_s, s.optimizer_s);
+  // a run that beats its own floor: the FLOP count is off, no floor
+  const std::vector<srift::Measurement> quick = {{32, 0.5 * f * 32}};
+  const srift::ComputeModel q = srift::anchor_to_measurements(single, quick);
+  EXPECT_EQ(total_at(srift::hold_to_measured_floor(w, g, q, quick, Precision::amp, 1024), 1024), total_at(q, 1024));
+  // refused: no runs; a run at another precision, named
+  EXPECT_THROW(srift::hold_to_measured_floor(w, g, fitted, {}, Precision::amp, 1024), std::invalid_argument);
+  srift::Measurement at_fp32{4, t0};
+  at_fp32.precision = Precision::fp32;
+  try {
+    srift::hold_to_measured_floor(w, g, fitted, {at_fp32}, Precision::amp, 1024);
+    FAIL() << "no throw for a run at fp32";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("measurements[0].precision"), std::string::npos) << e.what();
+  }
+}
+
 TEST(LearnedCompute, MeasuredCurvesStayOnTheFloorAcrossRunsAndGrids) {
   // Invariants of note "measured floor" over runs at 1x-3x the floor and grids: through the run
   // at its batch, never under the floor on the grid, a fixed cost >= 0.

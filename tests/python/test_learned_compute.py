@@ -695,6 +695,45 @@ def test_the_measured_gpus_own_curve_is_no_faster_than_its_peak() -> None:
     assert (scaled.compute_s(1024.0) + scaled.optimizer_s) / (floor * 1024) == pytest.approx(0.0237, abs=5e-4)
 
 
+def test_a_whole_instances_fit_is_held_as_the_python_twin_holds_it() -> None:
+    """srift::hold_to_measured_floor, what the engine holds a whole instance's fit with (note
+    "measured floor"): on instance runs through the GPU's no-measurement curve, at 0.25-4x it and
+    two flat batches, the core's answer is the Python twin's (measured_held_to_floor), on or
+    above the floor on the grid, and through a single run."""
+    from srift.learn.models import batch_grid, measured_held_to_floor
+
+    cat = Catalog.default()
+    lc = default_models().learned_compute
+    total = lambda c, b: c.compute_s(b) + c.optimizer_s  # noqa: E731
+    moved = 0
+    for key in ("ncf", "resnet50", "bert_large"):
+        wl = load_workloads()[key]
+        stats = core_workload_stats(wl)
+        for gpu_key in ("T4", "V100-16GB", "H100-80GB"):
+            g = peaks_from_catalog(cat, gpu_key)
+            for prec in ("fp32", "amp"):
+                floor = peak_floor_per_sample(wl, g, prec)
+                single = lc.predict_absolute(stats, gpu_spec(g), core_precision(prec), 4096.0).model
+                for batch in (8.0, 256.0):
+                    cases = [[(batch, k * total(single, batch))] for k in (0.25, 1.0, 4.0)]
+                    cases += [[(batch, 2 * floor * batch), (2 * batch, 2.2 * floor * batch)]]
+                    for points in cases:
+                        ms = [_core.Measurement(b, t) for b, t in points]
+                        fit = _core.anchor_to_measurements(single, ms)
+                        held = _core.hold_to_measured_floor(stats, gpu_spec(g), fit, ms, core_precision(prec), 4096.0)
+                        twin = measured_held_to_floor(fit, wl, g, prec, ms, 4096.0)
+                        np.testing.assert_allclose(_model_terms(held), _model_terms(twin), rtol=1e-12, atol=1e-18)
+                        if any(t < floor * b for b, t in points):  # no floor
+                            assert _model_terms(held) == _model_terms(fit)
+                            continue
+                        for b in batch_grid(4096.0):
+                            assert total(held, b) >= floor * b * (1 - 1e-12), (key, gpu_key, prec, points, b)
+                        if len(points) == 1:
+                            assert total(held, batch) == pytest.approx(points[0][1], rel=1e-12)
+                        moved += _model_terms(held) != _model_terms(fit)
+    assert moved >= 10  # the floor binds on these fits (the engine's before it held them)
+
+
 def test_several_measured_batches_hold_the_floor_as_the_python_twin(catalog_gpus) -> None:
     """Note "measured floor" with two runs whose own line is shallower than the floor: turned
     about their mean batch, through their mean time, as the twin turns it."""

@@ -123,6 +123,24 @@ std::vector<double> batch_grid(double max_batch);
 std::pair<double, double> affine_relative_fit(const std::vector<double>& batches, const std::vector<double>& seconds,
                                               double min_per_sample = 0);
 
+/// `fitted`, a compute model of `gpu` fitted through `measurements` of the workload on it
+/// (anchor_to_measurements of any prior: srift/engine.py fits a whole instance's DDP iterations
+/// through its GPU's own curve, note "instance anchor"), held to the GPU's peak floor as
+/// LearnedCompute::measured_model holds its own curves (learned_compute.cpp note "measured
+/// floor"): where it is under the workload's FLOPs at the GPU's peak
+/// (peak_flop_seconds_per_sample x b) at some batch of batch_grid(max(`max_batch`, the largest
+/// measured batch)), turned about the measurements' mean batch, through their mean time, by the
+/// least slope that puts it on the floor at the grid's end; `fitted` itself, bit for bit,
+/// elsewhere and where a measurement beats its own floor (then there is none). The floor holds
+/// on that grid's batches, 1 to its end: a line turned to meet it at the end is under it past
+/// the end, so a caller passes as `max_batch` the largest local batch it will ask (the engine:
+/// what fits the GPU's memory, as the simulator plans it).
+/// Throws std::invalid_argument on no measurements, a bad batch or time, an invalid `fitted`,
+/// or naming measurements[i].precision for a run timed at another precision than `precision`.
+ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& fitted,
+                                    const std::vector<Measurement>& measurements, Precision precision,
+                                    double max_batch);
+
 /// How the shipped compute documents combine (see note "learned compute").
 struct LearnedComputeConfig {
   bool blend = false;        ///< the ratio document has an absolute_blend: weight and shrink apply
@@ -291,7 +309,9 @@ class LearnedCompute {
   /// faster than the workload's FLOPs at this GPU's peak (peak_flop_seconds_per_sample, seconds
   /// per sample): a curve under it is turned about the measurements' mean batch, through their
   /// mean time, to the floor at the grid's end; no floor where a measurement beats its own
-  /// (learned_compute.cpp note "measured floor").
+  /// (learned_compute.cpp note "measured floor"). The floor holds up to the grid's end only
+  /// (a line under the floor's slope is under it past the end): pass as `max_batch` the
+  /// largest local batch the model will be asked.
   /// Throws std::invalid_argument on no measurements or a bad batch or time, or naming
   /// measurements[i].precision for a run timed at another precision than `precision`
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
