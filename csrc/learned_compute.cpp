@@ -916,7 +916,8 @@ void at_data_edge(const LearnedComputeConfig& c, LearnedComputeResult& r, const 
 // Note "fp32 via tf32" with note "data edge": the strict-FP32 bound of `g` (the GPU without its
 // TF32 units) is `g` predicted another way, past the data's edge exactly when `g` is at FP32.
 // Without its TF32 peak it has no training GPU's specs, so a B300 (the B200's specs) took the
-// lean through its strict bound alone: x1.05-x1.15 the B200 at FP32 for the transformers.
+// lean through its strict bound alone: its transformers at FP32 up to x1.15 the B200 with no
+// measurement and x1.17 anchored on an H100 (bench/edge_same_specs.py).
 GpuSpec strict_fp32(const LearnedComputeConfig& c, const GpuSpec& g) {
   GpuSpec s = without_tf32(g);
   if (past_edge(c, s, Precision::fp32) && !past_edge(c, g, Precision::fp32)) s.launch_year = 0;
