@@ -14,7 +14,8 @@ fitted on its own memory limit's grid (srift.Engine.memory_max_batch: GPUs with 
 get longer grids), over the shipped workloads (profiled on meta for their memory) and the six
 models of bench/unlike_models.py (profiled on the CPU, ~1 minute).
 A break counts when the dominating GPU is more than 0.01% slower; they are grouped by whether
-one GPU of the pair is past the data's edge (note "data edge") and by precision, and the worst
+one GPU of the pair is past the data's edge (note "data edge": launched after it, with no
+training GPU's specs) and by precision, and the worst
 ratio of each (precision, pair) is listed.
 
     python bench/dominance_scan.py [--small] [--json out.json]
@@ -43,6 +44,7 @@ def main() -> None:
 
     from srift import _core
     from srift.catalog import Catalog
+    from srift.learn.data_edge import past_the_edge
     from srift.learn.dominance import dominates
     from srift.learn.features import PRECISIONS, core_precision, core_workload_stats, gpu_spec
     from srift.learn.gpus import peaks_from_catalog
@@ -53,7 +55,9 @@ def main() -> None:
     gpus = {k: peaks_from_catalog(cat, k) for k in cat.gpu_keys()}
     models = default_models()
     lc, edge_year = models.learned_compute, models.data_edge()[0]
-    past = {k for k, g in gpus.items() if edge_year > 0 and g.launch_year > edge_year}
+    # past the edge at each precision: launched after it, with no training GPU's specs (B300 has B200's)
+    refs = [*models._ratio_references, *models._references]
+    past = {prec: {k for k, g in gpus.items() if past_the_edge(g, edge_year, refs, prec)} for prec in PRECISIONS}
     workloads = {k: (w, None) for k, w in load_workloads().items()}
     batches = BATCHES
     if args.small:
@@ -73,7 +77,7 @@ def main() -> None:
                 continue
             pairs += 1
             if t[x] > TOLERANCE * t[y]:
-                group = "past the edge" if (x in past) != (y in past) else "inside"
+                group = "past the edge" if (x in past[prec]) != (y in past[prec]) else "inside"
                 breaks[(kind, group, prec)] += 1
                 key = (kind, prec, x, y)
                 ratio = t[x] / t[y]

@@ -856,8 +856,23 @@ LearnedComputeConfig learned_compute_config(const std::string& ratio_json, const
 
 namespace {
 
-bool past_edge(const LearnedComputeConfig& c, const GpuSpec& gpu) {
-  return c.edge_year > 0 && gpu.launch_year > c.edge_year;
+// Note "data edge": a GPU launched after the data's edge is past it unless it has, at this
+// precision, the specs of a GPU the models learned from (a dominance reference of either
+// document: srift.learn.train lists every training GPU there, with its specs). Such a GPU is
+// new in nothing the models read (the features are its peaks and bandwidth, specs_of), and the
+// lean is what a new generation's unseen specs cost. The catalog's B300 has the B200's specs:
+// with the lean it came out up to 17% slower than the B200 (x1.00-x1.17 over the shipped
+// workloads, precisions and batches 8-128, no measurement or anchored on a T4, A10G or H100;
+// bench/edge_same_specs.py), and a run on it predicted other GPUs up to 15% faster than the
+// same run on a B200. A document without dominance references has no training specs to match.
+bool past_edge(const LearnedComputeConfig& c, const GpuSpec& gpu, Precision precision) {
+  if (!(c.edge_year > 0 && gpu.launch_year > c.edge_year)) return false;
+  for (const std::vector<GpuSpec>* refs : {&c.ratio_references, &c.absolute_references}) {
+    for (const GpuSpec& g : *refs) {
+      if (same_specs(g, gpu, precision)) return false;
+    }
+  }
+  return true;
 }
 
 // Note "data edge": the log lean of `gpu`'s time, anchored (or with no measurement), where it is
@@ -865,8 +880,8 @@ bool past_edge(const LearnedComputeConfig& c, const GpuSpec& gpu) {
 // past the edge stays no slower than the references it beats on every spec: moved after the
 // clip, the lean put a B300 up to 15% behind an H200 (ResNet-18 at batch 8) and an RTX PRO 6000
 // 5% behind an A100, where the measured data has no dominating GPU more than 2% behind.
-double edge_lean(const LearnedComputeConfig& c, const GpuSpec& gpu, bool anchored) {
-  if (!past_edge(c, gpu)) return 0.0;
+double edge_lean(const LearnedComputeConfig& c, const GpuSpec& gpu, Precision precision, bool anchored) {
+  if (!past_edge(c, gpu, precision)) return 0.0;
   return anchored ? c.edge_anchored_p50 : c.edge_absolute_p50;
 }
 
@@ -874,8 +889,9 @@ double edge_lean(const LearnedComputeConfig& c, const GpuSpec& gpu, bool anchore
 // measurement), where either GPU is past the data's edge; the lean itself was applied before
 // the clip (edge_lean).
 void at_data_edge(const LearnedComputeConfig& c, LearnedComputeResult& r, const GpuSpec* anchor,
-                  const GpuSpec& target) {
-  const bool target_past = past_edge(c, target), anchor_past = anchor != nullptr && past_edge(c, *anchor);
+                  const GpuSpec& target, Precision precision) {
+  const bool target_past = past_edge(c, target, precision),
+             anchor_past = anchor != nullptr && past_edge(c, *anchor, precision);
   if (!target_past && !anchor_past) return;
   const double p10 = anchor != nullptr ? c.edge_anchored_p10 : c.edge_absolute_p10;
   const double p50 = anchor != nullptr ? c.edge_anchored_p50 : c.edge_absolute_p50;
@@ -895,6 +911,17 @@ void at_data_edge(const LearnedComputeConfig& c, LearnedComputeResult& r, const 
   r.p10_factor = std::exp(lo);
   r.p90_factor = std::exp(hi);
   r.past_data_edge = true;
+}
+
+// Note "fp32 via tf32" with note "data edge": the strict-FP32 bound of `g` (the GPU without its
+// TF32 units) is `g` predicted another way, past the data's edge exactly when `g` is at FP32.
+// Without its TF32 peak it has no training GPU's specs, so a B300 (the B200's specs) took the
+// lean through its strict bound alone: its transformers at FP32 up to x1.15 the B200 with no
+// measurement and x1.17 anchored on an H100 (bench/edge_same_specs.py).
+GpuSpec strict_fp32(const LearnedComputeConfig& c, const GpuSpec& g) {
+  GpuSpec s = without_tf32(g);
+  if (past_edge(c, s, Precision::fp32) && !past_edge(c, g, Precision::fp32)) s.launch_year = 0;
+  return s;
 }
 
 }  // namespace
@@ -1071,10 +1098,10 @@ double LearnedCompute::guarded_log_ratio_fresh(const WorkloadStats& w, const Gpu
                                                Memo& memo) const {
   const AnchorTerms at = anchor_terms(anchor, batch, precision, memo);
   // Note "data edge": each GPU's lean, read from the anchor's, before the clip.
-  const double anchor_lean = edge_lean(config_, anchor, true);
+  const double anchor_lean = edge_lean(config_, anchor, precision, true);
   auto moved_ratio = [&](const GpuSpec& g) {
     return anchored_log_ratio_from(w, at, anchor, g, batch, precision, observed_anchor, memo) +
-           (edge_lean(config_, g, true) - anchor_lean);
+           (edge_lean(config_, g, precision, true) - anchor_lean);
   };
   const double own = moved_ratio(target);
   if (config_.ratio_references.empty()) return own;
@@ -1119,11 +1146,11 @@ std::vector<double> LearnedCompute::absolute_corrections_memo(const GpuSpec& tar
   // log time per sample of one GPU at every batch: its roofline corrected by the model
   auto log_times = [&](const GpuSpec& g) {
     const GpuTerms& t = memo.terms_of(g, precision);
+    const double lean = edge_lean(config_, g, precision, false);  // note "data edge": before the clip
     std::vector<double> out(batches.size());
     for (std::size_t i = 0; i < batches.size(); ++i) {
       out[i] = std::log(per_sample_of(t.roofline, batches[i])) +
-               Memo::predict(memo.absolute, absolute_, absolute_features_of(t, g, batches[i], precision)) +
-               edge_lean(config_, g, false);  // note "data edge": before the clip
+               Memo::predict(memo.absolute, absolute_, absolute_features_of(t, g, batches[i], precision)) + lean;
     }
     return out;
   };
@@ -1272,10 +1299,10 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     ComputeModel strict;
     const bool clamp = fp32_via_tf32(target, precision);
     if (clamp) {
-      const GpuSpec strict_anchor = without_tf32(anchor);
+      const GpuSpec strict_anchor = strict_fp32(config_, anchor);
       strict = predict_anchored_memo(w, strict_anchor,
                                      restated(measurements, measured_roof, w.roofline(strict_anchor, Precision::fp32)),
-                                     without_tf32(target), Precision::fp32, span, memo)
+                                     strict_fp32(config_, target), Precision::fp32, span, memo)
                    .model;
     }
     // Note "fp32 via tf32, the anchor's side": a default-FP32 run on a TF32 anchor predicting a
@@ -1292,7 +1319,8 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     const bool mirror = !clamp && fp32_via_tf32(anchor, precision);
     ComputeModel as_strict, as_tf32;
     if (mirror) {
-      as_strict = predict_anchored_memo(w, without_tf32(anchor), measurements, target, Precision::fp32, span, memo).model;
+      as_strict =
+          predict_anchored_memo(w, strict_fp32(config_, anchor), measurements, target, Precision::fp32, span, memo).model;
       as_tf32 = predict_anchored_memo(w, anchor, restated(measurements, measured_roof, measured_roof), target,
                                       Precision::tf32, span, memo)
                     .model;
@@ -1389,7 +1417,7 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     r.p90_factor = std::exp(config_.anchored_p90);
     // Note "data edge": the band (the lean is in the guarded ratio). (The TF32 path above is
     // built from this path's predictions, so it is banded once, here.)
-    at_data_edge(config_, r, &anchor, target);
+    at_data_edge(config_, r, &anchor, target, precision);
   }
   return r;
 }
@@ -1492,7 +1520,8 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
                                                       Precision precision, double max_batch, Memo& memo) const {
   if (fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
     LearnedComputeResult r = predict_absolute_memo(w, target, Precision::tf32, max_batch, memo);
-    const LearnedComputeResult strict = predict_absolute_memo(w, without_tf32(target), Precision::fp32, max_batch, memo);
+    const LearnedComputeResult strict =
+        predict_absolute_memo(w, strict_fp32(config_, target), Precision::fp32, max_batch, memo);
     r.model = pytorch_fp32(w, target, r.model, strict.model);
     // Note "across the fp32 paths" (predict_anchored_fit), with no measurement, line by line
     // (note "lines in order"): a reference without TF32 that this GPU beats on every spec
@@ -1538,7 +1567,7 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
   r.p90_factor = std::exp(config_.absolute_p90);
   // Note "data edge": the band (the lean is in the corrections; the TF32 path above is built
   // from this path's predictions: banded once).
-  at_data_edge(config_, r, nullptr, target);
+  at_data_edge(config_, r, nullptr, target, precision);
   return r;
 }
 

@@ -17,7 +17,12 @@ that beats another on every spec stays no slower than it), and carries the wider
 band and the forward residuals' p10-p90 around that lean (edge_band). An anchored prediction from a GPU past
 the edge to one inside it is the same ratio read the other way, so it takes the mirrored lean
 and band; with both past the edge the two leans cancel and the band is the wider of both
-(srift::LearnedCompute note "data edge"). Only years whose models trained on at least
+(srift::LearnedCompute note "data edge"). A GPU launched after the edge with, at the precision
+predicted, the specs of a GPU the models learned from is not past it (past_the_edge): the lean
+is what a new generation's unseen specs cost, and the models read nothing of such a GPU they
+did not read of that one. The catalog's B300 has the B200's specs; moved by the lean it came out
+x1.00-x1.17 the B200's time for every shipped workload, anchored or not (bench/edge_same_specs.py),
+and is now the B200's prediction. Only years whose models trained on at least
 MIN_TRAINING_CHIPS GPU chips count: with fewer (2016-2020: one to five chips, no Ampere-class
 tensor cores) the forward models are a different regime from the shipped ones, which train on
 fifteen (2020's anchored rows: median x6.9).
@@ -36,10 +41,20 @@ from typing import Any
 import numpy as np
 
 __all__ = ["MIN_TRAINING_CHIPS", "counted_years", "weighted_quantile", "edge_quantiles", "edge_band", "edge_record",
-           "forward_residuals", "training_edge_year"]
+           "forward_residuals", "training_edge_year", "past_the_edge"]
 
 # Years whose forward models trained on fewer GPU chips are a different regime (module note).
 MIN_TRAINING_CHIPS = 8
+
+
+def past_the_edge(gpu: Any, edge_year: int, references: Any, precision: str) -> bool:
+    """Whether a prediction of `gpu` (GpuPeaks) at `precision` carries the lean and band of a GPU
+    past the data's edge (module note; srift::LearnedCompute's past_edge): launched after
+    `edge_year` (> 0; 0: no edge recorded) with specs none of `references` (the GPUs the models
+    learned from: the compute documents' dominance references) has at that precision."""
+    from srift.learn.dominance import with_training_specs
+
+    return edge_year > 0 and gpu.launch_year > edge_year and not with_training_specs(gpu, references, precision)
 
 
 def counted_years(chip_years: dict[str, int], years: list[int] | set[int]) -> list[int]:

@@ -69,8 +69,8 @@ from srift.learn.gpus import TRAINING_GPUS, GpuPeaks
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["dominates", "reference_gpus", "dominance_bounds", "clip_to_bounds", "guarded_log_times",
-           "guarded_correction", "guarded_log_ratio", "reference_specs", "no_lean", "line_in_order",
-           "DOMINANCE_TOLERANCE", "dominance_contradictions"]
+           "guarded_correction", "guarded_log_ratio", "reference_specs", "no_lean", "with_training_specs",
+           "line_in_order", "DOMINANCE_TOLERANCE", "dominance_contradictions"]
 
 # A dominating GPU measured no more than this share slower than the GPU it dominates agrees with
 # its specs (note "dominance": Lambda's and Gavel's timings stay within it but for 3 of Gavel's).
@@ -165,6 +165,18 @@ def no_lean(g: GpuPeaks) -> float:
     return 0.0
 
 
+def with_training_specs(g: GpuPeaks, references: Iterable[GpuPeaks], precision: str) -> bool:
+    """Whether `g` has, at `precision`, the specs of one of `references` (the GPUs the models
+    learned from; same_specs): then it is inside the data whatever its launch year, and no lean
+    moves it (srift.learn.data_edge note "data edge"; srift::LearnedCompute's past_edge)."""
+    return any(same_specs(g, r, precision) for r in references)
+
+
+def _lean_of(lean: Callable[[GpuPeaks], float], g: GpuPeaks, references: Sequence[GpuPeaks], precision: str) -> float:
+    # lean(g), none for a GPU with a reference's specs (with_training_specs)
+    return 0.0 if with_training_specs(g, references, precision) else float(lean(g))
+
+
 def guarded_correction(predict: Callable[[np.ndarray], np.ndarray], workload: WorkloadInfo, target: GpuPeaks,
                        batches: Sequence[float], precision: str, references: Sequence[GpuPeaks],
                        lean: Callable[[GpuPeaks], float] = no_lean) -> np.ndarray:
@@ -172,13 +184,14 @@ def guarded_correction(predict: Callable[[np.ndarray], np.ndarray], workload: Wo
     per-sample time) at each of `batches`, with the predicted time clipped by the references
     (note "dominance"). predict: feature rows -> log corrections (the absolute model).
     lean(gpu): the log lean of a GPU past the data's edge (srift.learn.data_edge; 0 inside it),
-    added to each GPU's time before the clip, as srift::LearnedCompute adds it."""
+    added to each GPU's time before the clip, as srift::LearnedCompute adds it; none for a GPU
+    with a reference's specs (with_training_specs)."""
     b = [float(x) for x in batches]
 
     def log_times(g: GpuPeaks) -> np.ndarray:
         roof = np.log([roofline_per_sample(workload, g, precision, x) for x in b])
         return (roof + np.asarray(predict(np.asarray([absolute_features(workload, g, x, precision) for x in b])))
-                + float(lean(g)))
+                + _lean_of(lean, g, references, precision))
 
     own_roof = np.log([roofline_per_sample(workload, target, precision, x) for x in b])
     return guarded_log_times(log_times, target, references, precision) - own_roof
@@ -194,13 +207,14 @@ def guarded_log_ratio(log_ratio: Callable[[GpuPeaks], float], anchor: GpuPeaks, 
     it, so that a target the anchor dominates is never predicted faster than the measurement,
     nor one that dominates the anchor slower (dominance is transitive). log_ratio(gpu) -> the
     anchored model's log ratio. lean(gpu): the log lean of a GPU past the data's edge
-    (srift.learn.data_edge; 0 inside it); each GPU's ratio moves by its lean less the anchor's
-    before the clip, as srift::LearnedCompute moves it."""
+    (srift.learn.data_edge; 0 inside it, and for a GPU with a reference's specs:
+    with_training_specs); each GPU's ratio moves by its lean less the anchor's before the clip,
+    as srift::LearnedCompute moves it."""
     anchor_specs = _specs(anchor, precision)
-    anchor_lean = float(lean(anchor))
+    anchor_lean = _lean_of(lean, anchor, references, precision)
 
     def moved(g: GpuPeaks) -> float:
-        return float(log_ratio(g)) + float(lean(g)) - anchor_lean
+        return float(log_ratio(g)) + _lean_of(lean, g, references, precision) - anchor_lean
 
     def ratio(g: GpuPeaks) -> float:
         if _specs(g, precision) == anchor_specs:

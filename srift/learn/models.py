@@ -473,8 +473,9 @@ def absolute_line_in_order(predict: Any, workload: Any, target: Any, precision: 
     (srift.learn.dominance.guarded_correction), held to its peak floor, with the token slope;
     then the target's line held between the lines of the references it dominates and that
     dominate it (the core's note "lines in order", srift.learn.dominance.line_in_order).
-    lean(gpu): srift.learn.data_edge's log lean (None: none). A _core.ComputeModel."""
-    from srift.learn.dominance import dominance_bounds, guarded_log_times, line_in_order, no_lean
+    lean(gpu): srift.learn.data_edge's log lean (None: none; none either for a GPU with a
+    reference's specs: srift.learn.dominance.with_training_specs). A _core.ComputeModel."""
+    from srift.learn.dominance import dominance_bounds, guarded_log_times, line_in_order, no_lean, with_training_specs
     from srift.learn.features import absolute_features, peak_floor_per_sample, roofline, roofline_per_sample
 
     lean = lean or no_lean
@@ -485,8 +486,9 @@ def absolute_line_in_order(predict: Any, workload: Any, target: Any, precision: 
     def log_times(g: Any) -> np.ndarray:
         if id(g) not in cache:
             roof = np.log([roofline_per_sample(workload, g, precision, x) for x in b])
+            moved = 0.0 if with_training_specs(g, references, precision) else float(lean(g))
             cache[id(g)] = (roof + np.asarray(predict(np.asarray([absolute_features(workload, g, x, precision)
-                                                                  for x in b]))) + float(lean(g)))
+                                                                  for x in b]))) + moved)
         return cache[id(g)]
 
     def line(g: Any) -> tuple[Any, tuple[float, float]]:

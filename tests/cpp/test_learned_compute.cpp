@@ -731,6 +731,128 @@ TEST(LearnedCompute, TheLeanMovesAGpuPastTheEdgeBeforeTheDominanceClip) {
   EXPECT_DOUBLE_EQ(r.p90_factor, std::exp(0.2));
 }
 
+TEST(LearnedCompute, AGpuPastTheEdgeWithATrainingGpusSpecsIsInsideTheData) {
+  // Note "data edge": `twin` is launched after the edge with the specs of `ref`, a GPU the models
+  // learned from (a dominance reference), and more memory; `odd` is launched after the edge with
+  // specs no reference has (neither beating `ref` on every spec nor beaten: no clip). A ratio
+  // model with a slope in the peak ratio, blended and shrunk, so that anchored paths read the GPUs.
+  const srift::WorkloadStats w = two_layers();
+  GpuSpec old_gpu = gpu("old", 15.7, 125, 900), ref = gpu("ref", 31.2, 250, 1600), odd = gpu("odd", 25, 300, 1700);
+  old_gpu.launch_year = 2020;
+  ref.launch_year = 2024;
+  GpuSpec twin = ref;
+  twin.name = "twin";
+  twin.memory_bytes *= 1.5;
+  twin.launch_year = odd.launch_year = 2025;
+  srift::LearnedComputeConfig cfg;
+  cfg.blend = true;
+  cfg.blend_weight = 0.5;
+  cfg.shrink = 0.2;
+  cfg.anchored_p10 = -0.2, cfg.anchored_p90 = 0.25;
+  cfg.absolute_p10 = -0.3, cfg.absolute_p90 = 0.26;
+  cfg.edge_year = 2024;
+  cfg.edge_anchored_p10 = -0.05, cfg.edge_anchored_p50 = 0.15, cfg.edge_anchored_p90 = 0.5;
+  cfg.edge_absolute_p10 = 0.0, cfg.edge_absolute_p50 = 0.1, cfg.edge_absolute_p90 = 0.2;
+  GpuSpec in_docs = ref;  // as a document's reference_specs give it: no launch year
+  in_docs.launch_year = 0;
+  cfg.ratio_references = {in_docs};
+  cfg.absolute_references = {in_docs};
+  const srift::LearnedCompute lc(constant_model(32, 0.05, 1, 0.1), constant_model(9, 0.05), cfg);
+  const std::vector<srift::Measurement> meas = {{32, 0.14}};
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::amp}) {
+    // no measurement: the reference's own prediction, inside the data's band
+    for (double max_batch : {0.0, 5000.0}) {
+      const srift::LearnedComputeResult t = lc.predict_absolute(w, twin, p, max_batch);
+      const srift::LearnedComputeResult r = lc.predict_absolute(w, ref, p, max_batch);
+      EXPECT_FALSE(t.past_data_edge);
+      for (double b : {1.0, 32.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(t.model, b), total_at(r.model, b)) << b;
+      EXPECT_DOUBLE_EQ(t.p10_factor, std::exp(-0.3));
+      EXPECT_DOUBLE_EQ(t.p90_factor, std::exp(0.26));
+    }
+    // anchored on an older GPU, and measured on the twin predicting the older GPU: as the
+    // reference's (no lean read either way)
+    const srift::LearnedComputeResult up = lc.predict_anchored(w, old_gpu, meas, twin, p);
+    const srift::LearnedComputeResult up_ref = lc.predict_anchored(w, old_gpu, meas, ref, p);
+    EXPECT_FALSE(up.past_data_edge);
+    const srift::LearnedComputeResult down = lc.predict_anchored(w, twin, meas, old_gpu, p);
+    const srift::LearnedComputeResult down_ref = lc.predict_anchored(w, ref, meas, old_gpu, p);
+    EXPECT_FALSE(down.past_data_edge);
+    for (double b : {1.0, 32.0, 1024.0}) {
+      EXPECT_DOUBLE_EQ(total_at(up.model, b), total_at(up_ref.model, b)) << b;
+      EXPECT_DOUBLE_EQ(total_at(down.model, b), total_at(down_ref.model, b)) << b;
+    }
+    EXPECT_DOUBLE_EQ(up.p10_factor, std::exp(-0.2));
+    EXPECT_DOUBLE_EQ(up.p90_factor, std::exp(0.25));
+    EXPECT_DOUBLE_EQ(down.p90_factor, std::exp(0.25));
+    // measured on the reference: the twin is that run's curve (note "same specs")
+    EXPECT_FALSE(lc.predict_anchored(w, ref, meas, twin, p).past_data_edge);
+    // a GPU past the edge with specs of its own still leans: x exp(0.1) with no measurement
+    srift::LearnedComputeConfig no_edge = cfg;
+    no_edge.edge_year = 0;
+    const srift::LearnedCompute plain(constant_model(32, 0.05, 1, 0.1), constant_model(9, 0.05), no_edge);
+    const srift::LearnedComputeResult o = lc.predict_absolute(w, odd, p, 0);
+    EXPECT_TRUE(o.past_data_edge);
+    EXPECT_NEAR(total_at(o.model, 1024), std::exp(0.1) * total_at(plain.predict_absolute(w, odd, p, 0).model, 1024),
+                1e-9 * total_at(o.model, 1024));
+    EXPECT_TRUE(lc.predict_anchored(w, old_gpu, meas, odd, p).past_data_edge);
+  }
+  // the specs are the precision's: a twin whose FP16 peak differs is the reference's at TF32
+  // (the models read no FP16 peak there) and past the edge at AMP
+  GpuSpec half_twin = twin;
+  half_twin.fp16_flops *= 1.3;
+  EXPECT_FALSE(lc.predict_absolute(w, half_twin, Precision::tf32, 0).past_data_edge);
+  EXPECT_TRUE(lc.predict_absolute(w, half_twin, Precision::amp, 0).past_data_edge);
+}
+
+TEST(LearnedCompute, TheShippedModelsPredictB300AsB200AndStillLeanTheRtxPro6000) {
+  // Note "data edge", as shipped: the catalog's B300 (2025) has exactly the B200's specs
+  // (srift/data/gpu_specs.csv) and more memory; B200 (2024) is a training GPU, listed with its
+  // specs in both documents' dominance references. The RTX PRO 6000 (2025) has specs of its own.
+  const srift::LearnedCompute lc =
+      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
+                                            srift_test::shipped_document("compute_absolute"));
+  const auto reference = [&](const std::string& name) {
+    for (const GpuSpec& g : lc.config().absolute_references) {
+      if (g.name == name) return g;
+    }
+    throw std::logic_error(name + " is not a shipped reference");
+  };
+  GpuSpec b200 = reference("B200"), h100 = reference("H100-80GB");
+  b200.launch_year = 2024;
+  h100.launch_year = 2022;
+  GpuSpec b300 = b200;
+  b300.name = "B300";
+  b300.memory_bytes = 275040.0 * (1 << 20);
+  b300.launch_year = 2025;
+  GpuSpec t4 = gpu("T4", 8.1, 65, 320), pro = GpuSpec{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9};
+  t4.launch_year = 2018;
+  pro.launch_year = 2025;
+  ASSERT_GT(2025, lc.config().edge_year);
+  const srift::WorkloadStats w = two_layers();
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::amp}) {
+    const srift::LearnedComputeResult a300 = lc.predict_absolute(w, b300, p, 0), a200 = lc.predict_absolute(w, b200, p, 0);
+    EXPECT_FALSE(a300.past_data_edge);
+    EXPECT_DOUBLE_EQ(a300.p90_factor, a200.p90_factor);
+    for (double b : {1.0, 32.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(a300.model, b), total_at(a200.model, b)) << b;
+    for (const GpuSpec& anchor : {t4, h100}) {
+      const std::vector<srift::Measurement> run = {{32, total_at(lc.predict_absolute(w, anchor, p, 0).model, 32)}};
+      const srift::LearnedComputeResult r300 = lc.predict_anchored(w, anchor, run, b300, p);
+      const srift::LearnedComputeResult r200 = lc.predict_anchored(w, anchor, run, b200, p);
+      EXPECT_FALSE(r300.past_data_edge) << anchor.name;
+      EXPECT_DOUBLE_EQ(r300.p90_factor, r200.p90_factor);
+      // and a run on the B300 predicts the older GPU as the same run on a B200 does
+      const srift::ComputeModel back300 = lc.predict_anchored(w, b300, run, anchor, p).model;
+      const srift::ComputeModel back200 = lc.predict_anchored(w, b200, run, anchor, p).model;
+      for (double b : {8.0, 32.0, 128.0}) {
+        EXPECT_DOUBLE_EQ(total_at(r300.model, b), total_at(r200.model, b)) << anchor.name << " " << b;
+        EXPECT_DOUBLE_EQ(total_at(back300, b), total_at(back200, b)) << anchor.name << " " << b;
+      }
+    }
+    EXPECT_TRUE(lc.predict_absolute(w, pro, p, 0).past_data_edge);
+    EXPECT_TRUE(lc.predict_anchored(w, t4, {{32, 0.1}}, pro, p).past_data_edge);
+  }
+}
+
 TEST(LearnedCompute, DataEdgeFromTheDocuments) {
   const auto doc = zero_model_doc;
   const std::string edge_r = R"(,"data_edge":{"launch_year":2024,"p10":-0.05,"p50":0.15,"p90":0.35})";

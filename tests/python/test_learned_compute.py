@@ -16,7 +16,8 @@ from srift import _core
 from srift.catalog import Catalog
 from srift.learn.blend import anchored_log_ratio, has_fp16_path
 from srift.learn.datasets import device_peaks
-from srift.learn.dominance import dominates, guarded_correction, guarded_log_ratio, line_in_order, same_specs
+from srift.learn.dominance import (dominates, guarded_correction, guarded_log_ratio, line_in_order, same_specs,
+                                   with_training_specs)
 from srift.learn.features import (PRECISIONS, absolute_features, core_precision, core_workload_stats, gpu_spec,
                                   peak_floor_per_sample, ratio_features, roofline)
 from srift.learn.gpus import peaks_from_catalog
@@ -49,23 +50,26 @@ def test_features_equal_the_python_twin_on_every_training_device() -> None:
                                        absolute_features(w[key], g, batch, prec), rtol=1e-12, atol=1e-15)
 
 
-def _edge(models, kind: str, anchor, target, in_range) -> tuple[float, float, float]:
+def _edge(models, kind: str, anchor, target, in_range, prec: str) -> tuple[float, float, float]:
     """(log lean, log p10, log p90) srift.learn.data_edge gives a prediction of `target` (from
-    `anchor`, None: no measurement) with the shipped data_edge; no lean inside the data."""
-    from srift.learn.data_edge import edge_band
+    `anchor`, None: no measurement) at `prec` with the shipped data_edge; no lean inside the
+    data (a GPU with a training GPU's specs included: past_the_edge)."""
+    from srift.learn.data_edge import edge_band, past_the_edge
 
     year, anchored, absolute = models.data_edge()
     q = dict(zip(("p10", "p50", "p90"), anchored if kind == "anchored" else absolute))
-    past_b = year > 0 and target.launch_year > year
-    past_a = anchor is not None and year > 0 and anchor.launch_year > year
+    refs = [*models._ratio_references, *models._references]
+    past_b = past_the_edge(target, year, refs, prec)
+    past_a = anchor is not None and past_the_edge(anchor, year, refs, prec)
     if not (past_a or past_b):
         return 0.0, in_range[0], in_range[1]
     return edge_band(in_range, q, 0 if past_a and past_b else 1 if past_b else -1)
 
 
 def _lean(models, kind: str):
-    """gpu -> the log lean srift.learn.data_edge gives it (0 inside the data), as the dominance
-    clip's twin takes it (the core adds it before the clip)."""
+    """gpu -> the log lean srift.learn.data_edge gives it by its launch year (0 inside the data),
+    as the dominance clip's twin takes it (the core adds it before the clip; the twin, as the
+    core, adds none to a GPU with a reference's specs: with_training_specs)."""
     year, anchored, absolute = models.data_edge()
     p50 = (anchored if kind == "anchored" else absolute)[1]
     return lambda g: p50 if year > 0 and g.launch_year > year else 0.0
@@ -96,7 +100,8 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
 
             lean = _lean(models, "anchored")
             expected = guarded_log_ratio(log_ratio, a, b, refs, prec, lean)
-            clipped += not math.isclose(expected, log_ratio(b) + lean(b) - lean(a), rel_tol=1e-12)
+            moved = [0.0 if with_training_specs(g, refs, prec) else lean(g) for g in (a, b)]
+            clipped += not math.isclose(expected, log_ratio(b) + moved[1] - moved[0], rel_tol=1e-12)
             got = models.learned_compute.guarded_log_ratio(stats, gpu_spec(a), gpu_spec(b), batch, core_precision(prec),
                                                            observed)
             assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)
@@ -155,7 +160,7 @@ def test_anchored_prediction_equals_the_python_composition(catalog_gpus) -> None
                                   peak_floor_per_sample(wl, b, prec, a, meas))
             # srift.learn.data_edge note "data edge": a GPU past the models' data moved by the
             # lean (divided, anchored from one) before the clip, and banded
-            _, lo, hi = _edge(models, "anchored", a, b, (blend["residuals"]["p10"], blend["residuals"]["p90"]))
+            _, lo, hi = _edge(models, "anchored", a, b, (blend["residuals"]["p10"], blend["residuals"]["p90"]), prec)
             # the order guard: a target that dominates the anchor is no slower than the anchor's
             # measured line at the measured batches, one the anchor dominates no faster
             factor = 1.0
@@ -196,7 +201,7 @@ def test_absolute_prediction_equals_the_python_composition(catalog_gpus) -> None
                                               _lean(models, "absolute"))
             r = models.learned_compute.predict_absolute(core_workload_stats(wl), gpu_spec(g), core_precision(prec),
                                                         max_batch or 0.0)
-            _, lo, hi = _edge(models, "absolute", None, g, (models.absolute.p10, models.absolute.p90))
+            _, lo, hi = _edge(models, "absolute", None, g, (models.absolute.p10, models.absolute.p90), prec)
             np.testing.assert_allclose(_model_terms(r.model), _model_terms(expected), rtol=1e-9, atol=1e-15)
             assert (r.p10_factor, r.p90_factor) == pytest.approx((math.exp(lo), math.exp(hi)), rel=1e-12)
 
@@ -230,9 +235,13 @@ def _termwise(a, b, pick):
 
 
 def _strict(g):
-    """The GPU without its TF32 units: what strict FP32 runs on."""
+    """The GPU without its TF32 units: what strict FP32 runs on; inside the data's edge where g is
+    (learned_compute.cpp strict_fp32: a B300 has the B200's specs, its strict bound none)."""
     s = gpu_spec(g)
     s.tf32_flops = 0.0
+    models = default_models()
+    if with_training_specs(g, [*models._ratio_references, *models._references], "fp32"):
+        s.launch_year = 0
     return s
 
 

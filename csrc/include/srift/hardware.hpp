@@ -14,8 +14,8 @@ struct GpuSpec {
   double fp16_flops = 0;            ///< FP16/BF16 tensor-core peak, FLOP/s (0: none)
   double memory_bandwidth = 0;      ///< DRAM/HBM bandwidth, bytes/s
   /// Year the GPU chip was announced (0: unknown). A learned prediction for a GPU newer than
-  /// every GPU its models learned from moves by a new generation's lean (learned_compute.hpp
-  /// note "data edge").
+  /// every GPU its models learned from, with specs none of them has, moves by a new
+  /// generation's lean (learned_compute.hpp note "data edge").
   int launch_year = 0;
 
   /// Throws std::invalid_argument naming the field when a value is not finite, memory_bytes

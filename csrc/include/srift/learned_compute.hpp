@@ -33,9 +33,11 @@
 // wider of the in-range band and the forward residuals around that lean. Anchored from a GPU
 // past the edge to one inside it, the ratio is read the other way: the lean divides and the
 // band is mirrored; with both past the edge the leans cancel and the band is the wider of
-// both. A GPU with no launch year (0) is taken as inside the data. Pairs the ratio model does
-// not cover (note "no fp16 path") keep the roofline's ratio and band. srift.learn.data_edge
-// documents the split and the backtest.
+// both. A GPU with no launch year (0) is taken as inside the data, and so is one with, at the
+// precision predicted, the specs of a GPU the models learned from (a dominance reference of
+// either document; the catalog's B300 has the B200's): the models read nothing new of it.
+// Pairs the ratio model does not cover (note "no fp16 path") keep the roofline's ratio and
+// band. srift.learn.data_edge documents the split and the backtest.
 //
 // srift.learn.blend, srift.learn.dominance and srift.learn.models document the choices and
 // the held-out errors behind them; the Python training code computes the same features
@@ -161,7 +163,8 @@ struct LearnedComputeConfig {
   double measured_p10 = 1, measured_p90 = 1;
   double measured_per_e_fold_p10 = 1, measured_per_e_fold_p90 = 1;
   /// Note "data edge": the launch year of the newest GPU chip the models learned from (0: the
-  /// documents record none, and no GPU is past the edge), and the forward split's log
+  /// documents record none, and no GPU is past the edge; nor is a GPU with the specs of one of
+  /// the references above, the GPUs the models learned from), and the forward split's log
   /// residuals log(measured / predicted) of a GPU newer than its training chips, anchored on
   /// an older one and with no measurement (p10 <= p50 <= p90).
   int edge_year = 0;
@@ -193,7 +196,8 @@ struct LearnedComputeResult {
   double p90_factor = 1;
   bool roofline_ratio_only = false;  ///< anchored on a pair the ratio model does not cover
   /// Note "data edge": the target (or the anchor) is newer than every GPU the models learned
-  /// from, and the prediction carries a new generation's lean and band.
+  /// from, with specs none of them has, and the prediction carries a new generation's lean and
+  /// band.
   bool past_data_edge = false;
 };
 
