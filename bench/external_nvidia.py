@@ -23,6 +23,11 @@ from the READMEs at the commits it names. Splits, each beside the baselines of t
   one_gpu_other_batch      each 1-GPU row given the same machine's row at another batch (a user
                            times one batch; every plan runs its own local batch), beside v0 (the
                            roofline's batch curve) and the per-sample time held constant
+  one_gpu_same_specs       each 1-GPU row given a 1-GPU row of the same README version, workload
+                           and precision on another GPU with its specs (V100 16 GB and 32 GB), at
+                           the batch that row ran: the anchor's own curve (note "same specs"),
+                           with srift.predict's band; beside v0 and the per-sample time held
+                           constant
   multi_gpu_one_system     each N-GPU row of one machine given that machine's 1-GPU row, the
                            machine entered as a catalog override (GPU, count, NVLink/NVSwitch
                            and its bandwidth), beside perfect linear scaling and v0
@@ -297,6 +302,44 @@ def one_gpu_anchored(rows: list[Row], profiles: Profiles, seen: set) -> list[dic
                     continue
                 res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput, "seen": is_seen(target, seen)}
                 res.update(learned_and_v0(profiles, target, anchor))
+                out.append(res)
+    return out
+
+
+def one_gpu_same_specs(rows: list[Row], profiles: Profiles) -> list[dict]:
+    """Every 1-GPU row from a row of the same README version, workload and precision on a GPU
+    with its specs but another catalog entry (V100-SXM2 16 GB and 32 GB: DGX-1 against DGX-1 or
+    DGX-2), at whatever batch each was measured (the 32 GB machines often ran twice the batch):
+    srift predicts such a target as the anchor's own measured curve (srift::LearnedCompute note
+    "same specs"), with the band srift.predict gives it on a 1-GPU machine of the target's."""
+    import srift
+    from srift.catalog import Catalog
+    from srift.learn.dominance import same_specs
+    from srift.learn.gpus import peaks_from_catalog
+
+    catalog = Catalog.default()
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.gpus == 1 and r.system not in VARIANT_SYSTEMS:
+            groups[(r.commit, r.workload, r.precision)].append(r)
+    out = []
+    for members in groups.values():
+        for target in members:
+            for anchor in members:
+                if anchor.gpu_key == target.gpu_key or not same_specs(
+                        peaks_from_catalog(catalog, anchor.gpu_key), peaks_from_catalog(catalog, target.gpu_key),
+                        target.precision):
+                    continue
+                res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput,
+                       "constant_per_sample": 1.0 / anchor.throughput}
+                res.update(learned_and_v0(profiles, target, anchor))
+                cat, name = system_catalog(target.system, target.gpu_key, 1)
+                prof = profiles.get(target)
+                prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
+                                     source="NVIDIA DeepLearningExamples")
+                p = srift.predict(prof, f"1x {name}", target.micro_batch, catalog=cat)
+                res["band"] = (p.iteration_p10_s / target.micro_batch, p.iteration_p90_s / target.micro_batch)
+                res["batch_ratio"] = target.micro_batch / anchor.micro_batch
                 out.append(res)
     return out
 
@@ -591,6 +634,8 @@ def main(argv: list[str] | None = None) -> int:
     report("one_gpu_no_measurement", one_gpu_no_measurement(rows, profiles, seen), ("learned", "v0"), args.rows)
     report("one_gpu_anchored", one_gpu_anchored(rows, profiles, seen), ("learned", "v0"), args.rows)
     report("one_gpu_other_batch", one_gpu_other_batch(rows, profiles), ("learned", "v0", "constant_per_sample"),
+           args.rows)
+    report("one_gpu_same_specs", one_gpu_same_specs(rows, profiles), ("learned", "v0", "constant_per_sample"),
            args.rows)
     report("multi_gpu_one_system", multi_gpu_one_system(rows, profiles), ("learned", "v0", "linear"), args.rows)
     report("multi_node_instance_anchored", multi_node_instance_anchored(rows, profiles), ("learned", "v0", "linear"),

@@ -1215,8 +1215,11 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
 // absolute model's prediction, away from a measurement of the very chip (GPT-2 at FP32
 // measured on a V100-16GB: the V100-32GB 1.23x slower at every batch, the measured one
 // included; ResNet-50 0.88x). No lean past the data's edge: a run on these specs is the
-// evidence. The band stays the anchored one (wider than a measured GPU's noise: a catalog
-// type is another host than the one timed).
+// evidence. The band is the anchored one (wider than a measured GPU's noise: a catalog type is
+// another host than the one timed), and `same_specs_anchor` tells the caller that it widens away
+// from the measured batch as the measured GPU's own does (band.hpp note "measured batch band":
+// the engine's group band; before, it was x0.81-x1.28 at 4x the measured batch, where the
+// measured GPU's was x0.67-x1.49).
 LearnedComputeResult LearnedCompute::on_same_specs(const WorkloadStats& w, const GpuSpec& anchor,
                                                    const std::vector<Measurement>& measurements, Precision precision,
                                                    double max_batch, Memo& memo) const {
@@ -1226,6 +1229,7 @@ LearnedComputeResult LearnedCompute::on_same_specs(const WorkloadStats& w, const
   r.model = measured_model_memo(w, anchor, w.roofline(anchor, precision), measurements, precision, span, memo);
   r.p10_factor = std::exp(config_.anchored_p10);
   r.p90_factor = std::exp(config_.anchored_p90);
+  r.same_specs_anchor = true;
   return r;
 }
 

@@ -85,7 +85,8 @@ void bind_learned_compute(py::module_& m) {
       .def_readonly("p10_factor", &LearnedComputeResult::p10_factor)
       .def_readonly("p90_factor", &LearnedComputeResult::p90_factor)
       .def_readonly("roofline_ratio_only", &LearnedComputeResult::roofline_ratio_only)
-      .def_readonly("past_data_edge", &LearnedComputeResult::past_data_edge);
+      .def_readonly("past_data_edge", &LearnedComputeResult::past_data_edge)
+      .def_readonly("same_specs_anchor", &LearnedComputeResult::same_specs_anchor);
 
   m.def("learned_compute_config", &learned_compute_config, py::arg("ratio_json"), py::arg("absolute_json"),
         "The combination the two compute documents record; ValueError names the JSON path.");

@@ -797,10 +797,22 @@ class Engine:
 
     def _measured_batch(self, gpu_key: str) -> float | None:
         """The one local batch a GPU type was measured at, when its compute scales that single
-        measurement (srift::LearnedCompute note "measured batch shape"); None otherwise."""
-        if self._compute_entry(gpu_key)[1] != "measured":
+        measurement (srift::LearnedCompute note "measured batch shape"); None otherwise. A GPU
+        type predicted as a measured type with its specs (source "measured-same-specs", note
+        "same specs") is that type's curve, and its band widens away from that type's batch
+        alike: it is no surer of another batch than the measured type itself."""
+        source = self._compute_entry(gpu_key)[1]
+        if source == "measured":
+            batches = {p.local_batch for p in self._measurements_for(gpu_key)}
+        elif source == "measured-same-specs":
+            from srift.learn.dominance import same_specs
+            from srift.learn.gpus import peaks_from_catalog
+
+            mine = peaks_from_catalog(self.catalog, gpu_key)
+            batches = {p.local_batch for key, points in self._anchors()
+                       if same_specs(peaks_from_catalog(self.catalog, key), mine, self.precision) for p in points}
+        else:
             return None
-        batches = {p.local_batch for p in self._measurements_for(gpu_key)}
         return float(next(iter(batches))) if len(batches) == 1 else None
 
     def instance_interval(self, instance_type: str, instances: int = 1) -> tuple[float, float]:

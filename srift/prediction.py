@@ -41,7 +41,7 @@ class GroupPrediction:
     memory_gib: float            # peak memory of its fullest GPU
     gpu_memory_gib: float
     max_local_batch: int         # largest local batch one GPU may run: what fits it, capped by EngineConfig.max_local_batch
-    compute_source: str          # "measured", "measured-instance", "learned", "learned-past-edge" (a GPU newer than the models' data: srift.learn.data_edge), "anchored-roofline" or "roofline"
+    compute_source: str          # "measured", "measured-instance", "learned", "learned-past-edge" (a GPU newer than the models' data: srift.learn.data_edge), "measured-same-specs" (a measured GPU type with its specs: that type's curve), "anchored-roofline" or "roofline"
     intra_gbytes_s: float = math.nan  # achieved bandwidth of the links inside one instance, GB/s
 
     @property

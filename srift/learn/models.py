@@ -154,9 +154,11 @@ class CostModels:
         srift.learn.blend notes "blend" and "shrink") scales the anchored model,
         else the absolute model scales the roofline; either clipped by dominance where the
         shipped document says so (srift.learn.dominance note "dominance"). The factors
-        multiply the predicted time for the p10/p90 interval. source: "learned", or
-        "anchored-roofline" where the pair is one the ratio model never saw (note "no fp16
-        path"). max_batch: the largest local batch that fits this GPU (samples; the absolute
+        multiply the predicted time for the p10/p90 interval. source: "learned",
+        "learned-past-edge" (a GPU newer than the models' data, note "data edge"),
+        "measured-same-specs" (an anchor has the target's specs: its measured curve, note
+        "same specs"), or "anchored-roofline" where the pair is one the ratio model never saw
+        (note "no fp16 path"). max_batch: the largest local batch that fits this GPU (samples; the absolute
         model is fitted over 1..max(max_batch, 1024), note "batch grid"). The core evaluates
         all of it (srift::LearnedCompute, csrc/include/srift/learned_compute.hpp), as a C++
         scheduler would. cache: compute_cache(profile) of these models, to keep the
@@ -177,7 +179,8 @@ class CostModels:
         else:
             r = (lc.predict_absolute(stats, target, prec, mb) if cache is None else
                  lc.predict_absolute_cached(cache, target, prec, mb))
-        return r.model, r.p10_factor, r.p90_factor, ("anchored-roofline" if r.roofline_ratio_only else
+        return r.model, r.p10_factor, r.p90_factor, ("measured-same-specs" if r.same_specs_anchor else
+                                                     "anchored-roofline" if r.roofline_ratio_only else
                                                      "learned-past-edge" if r.past_data_edge else "learned")
 
     def measured_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str, roofline: Any,

@@ -1522,6 +1522,7 @@ TEST(LearnedCompute, AGpuWithTheAnchorsSpecsIsTheAnchorsMeasuredCurve) {
         for (double b : {1.0, 8.0, 32.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(r.model, b), total_at(own, b)) << b;
         EXPECT_DOUBLE_EQ(r.p10_factor, std::exp(-0.2));
         EXPECT_DOUBLE_EQ(r.p90_factor, std::exp(0.3));
+        EXPECT_TRUE(r.same_specs_anchor);  // a caller widens its band away from the measured batch
         // and the other way round
         const srift::ComputeModel back = lc.predict_anchored(w, large, runs, small, p, max_batch).model;
         for (double b : {1.0, 8.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(back, b), total_at(own, b)) << b;
@@ -1536,11 +1537,14 @@ TEST(LearnedCompute, AGpuWithTheAnchorsSpecsIsTheAnchorsMeasuredCurve) {
   nearly.memory_bandwidth += 1;
   const srift::ComputeModel through_ratio = lc.predict_anchored(w, small, {{8, 0.05}}, nearly, Precision::amp, 0).model;
   EXPECT_GT(std::abs(total_at(through_ratio, 8) / 0.05 - 1), 0.1);
+  EXPECT_FALSE(lc.predict_anchored(w, small, {{8, 0.05}}, nearly, Precision::amp, 0).same_specs_anchor);
   // several anchors: the one with the target's specs alone
   const srift::Anchor on_small{small, {{8, 0.05}}}, on_other{gpu("other", 31.2, 250, 1600), {{8, 0.02}}};
   const srift::ComputeModel several = lc.predict_anchored(w, {on_other, on_small}, large, Precision::amp, 0).model;
   const srift::ComputeModel alone = lc.predict_anchored(w, small, on_small.measurements, large, Precision::amp, 0).model;
   for (double b : {1.0, 8.0, 1024.0}) EXPECT_DOUBLE_EQ(total_at(several, b), total_at(alone, b)) << b;
+  EXPECT_TRUE(lc.predict_anchored(w, {on_other, on_small}, large, Precision::amp, 0).same_specs_anchor);
+  EXPECT_FALSE(lc.predict_anchored(w, {on_other}, large, Precision::amp, 0).same_specs_anchor);
 }
 
 TEST(LearnedCompute, LinesOfDominatingGpusStayInOrderAtEveryBatch) {

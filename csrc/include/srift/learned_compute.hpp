@@ -199,6 +199,10 @@ struct LearnedComputeResult {
   /// from, with specs none of them has, and the prediction carries a new generation's lean and
   /// band.
   bool past_data_edge = false;
+  /// Note "same specs": the target has the anchor's specs, and the model is the anchor's own
+  /// measured curve (a caller widens its band away from the measured batch as the measured
+  /// GPU's own: band.hpp note "measured batch band").
+  bool same_specs_anchor = false;
 };
 
 /// Measurements of the workload on one GPU type, to anchor predictions for others.
