@@ -174,7 +174,9 @@ def resolve_regions(catalog: Catalog, regions: str | Sequence[str] | None) -> li
     if regions is None:
         chosen = [r for r in DEFAULT_REGIONS if r in catalog.regions] or list(catalog.regions)
     elif isinstance(regions, str):
-        chosen = list(catalog.regions) if regions == "all" else [r.strip() for r in regions.split(",") if r.strip()]
+        # "all" as region names are read, in any case and spacing ("ALL" was a region not in the catalog)
+        every = regions.strip().lower() == "all"
+        chosen = list(catalog.regions) if every else [r.strip() for r in regions.split(",") if r.strip()]
     else:
         chosen = list(regions) if isinstance(regions, Iterable) else [regions]
     if not all(isinstance(r, str) for r in chosen):
