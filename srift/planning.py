@@ -276,7 +276,11 @@ class _Space:
         # each held type as the catalog spells it (the filters below compare names)
         held_cluster = None if held is None else Cluster.parse(held).in_catalog(catalog)
         if held_cluster is not None and held_cluster.region:
-            resolve_regions(catalog, [held_cluster.region])  # an unknown held region is named as such first
+            # an unknown held region is named as such first, as held's (not as a `regions` never given)
+            try:
+                resolve_regions(catalog, [held_cluster.region])
+            except ValueError as exc:
+                raise ValueError(f"held = {str(held)!r}: {exc}") from None
             # A plan is one region and keeps the held instances, so it runs where they run;
             # regions that leave theirs out would move running instances.
             asked = resolve_regions(catalog, regions) if regions is not None else None
