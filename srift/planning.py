@@ -182,7 +182,9 @@ def resolve_regions(catalog: Catalog, regions: str | Sequence[str] | None) -> li
     if not all(isinstance(r, str) for r in chosen):
         raise ValueError(f"regions must be a region name, a comma-separated list of them, 'all' or a "
                          f"list of names, got {regions!r}")
-    chosen = [catalog.region_name(r) for r in chosen]
+    # each once, as the catalog spells it: "us-east-1,US-EAST-1" searched us-east-1 twice (its
+    # offers twice, every plan listed twice among the alternatives)
+    chosen = list(dict.fromkeys(catalog.region_name(r) for r in chosen))
     unknown = [r for r in chosen if r not in catalog.regions]
     if unknown:
         raise ValueError(f"regions {unknown} are not in the catalog; known: {', '.join(catalog.regions)}")

@@ -79,6 +79,9 @@ def test_all_regions_and_the_catalogs_lookups_read_a_region_in_any_case():
     catalog = Catalog.default()
     for text in ("ALL", " all ", "All"):
         assert resolve_regions(catalog, text) == catalog.regions
+    # a region named twice (in another case or not) is one region, searched once
+    assert resolve_regions(catalog, "us-east-1, US-EAST-1,eu-west-1") == ["us-east-1", "eu-west-1"]
+    assert resolve_regions(catalog, ["EU-WEST-1", "eu-west-1 "]) == ["eu-west-1"]
     assert catalog.price("p3.2xlarge", "US-EAST-1") == catalog.price("p3.2xlarge", "us-east-1") > 0
     assert catalog.price_info("p3.2xlarge", " Us-East-1", "spot") == catalog.price_info("p3.2xlarge", "us-east-1", "spot")
     known = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "interruption": [
