@@ -477,7 +477,7 @@ class Catalog:
     def instance_types(self, region: str | None = None, *, include_retired: bool = True) -> list[InstanceType]:
         """Instance types (sorted by name), those offered in ``region`` when given."""
         if region is not None:
-            self._check_region(region)
+            region = self._check_region(region)
         out = []
         for name in sorted(self._instances):
             it = self._instances[name]
@@ -488,11 +488,16 @@ class Catalog:
             out.append(it)
         return out
 
-    def _check_region(self, region: str) -> None:
-        if region not in self._data["regions"]:
-            close = difflib.get_close_matches(str(region), self._data["regions"], n=3, cutoff=0.6)
+    def _check_region(self, region: str) -> str:
+        """``region`` as the catalog spells it (region_name: ``US-EAST-1`` is ``us-east-1``, as
+        instance types are read; the raw name here refused it, where predict and recommend read
+        it); ValueError naming it, with the nearest names, for one the catalog does not know."""
+        name = self.region_name(region)
+        if name not in self._data["regions"]:
+            close = difflib.get_close_matches(str(name).lower(), self._data["regions"], n=3, cutoff=0.6)
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             raise ValueError(f"region = {region!r}: not a region in the catalog{hint}")
+        return name
 
     @staticmethod
     def _check_market(market: str) -> None:
@@ -503,7 +508,7 @@ class Catalog:
         """The price record {usd_per_hour, as_of, source[, zone]} or None when not priced."""
         name = self._canonical_instance(instance)
         self._check_market(market)
-        self._check_region(region)
+        region = self._check_region(region)
         table = self._data["on_demand" if market == "on-demand" else "spot"]
         rec = table.get(name, {}).get(region)
         return dict(rec) if rec is not None else None
@@ -516,13 +521,13 @@ class Catalog:
     def spot_zones(self, instance: str, region: str) -> list[dict[str, Any]]:
         """Per-availability-zone spot prices (cheapest first), as recorded."""
         name = self._canonical_instance(instance)
-        self._check_region(region)
+        region = self._check_region(region)
         return [dict(z) for z in self._data["spot_zones"].get(name, {}).get(region, [])]
 
     def interruption_class(self, instance: str, region: str) -> str:
         """Spot interruption-frequency bucket, "unknown" where no data exists."""
         name = self._canonical_instance(instance)
-        return self._data["interruption"].get(name, {}).get(region, "unknown")
+        return self._data["interruption"].get(name, {}).get(self.region_name(region), "unknown")
 
     def offers(
         self,
@@ -532,7 +537,7 @@ class Catalog:
         include_retired: bool = False,
     ) -> list[OfferInfo]:
         """Every priced (instance, market) in ``region``; retired/unlisted types only on request."""
-        self._check_region(region)
+        region = self._check_region(region)
         markets = [markets] if isinstance(markets, str) else list(markets)
         for m in markets:
             self._check_market(m)

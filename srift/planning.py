@@ -174,13 +174,17 @@ def resolve_regions(catalog: Catalog, regions: str | Sequence[str] | None) -> li
     if regions is None:
         chosen = [r for r in DEFAULT_REGIONS if r in catalog.regions] or list(catalog.regions)
     elif isinstance(regions, str):
-        chosen = list(catalog.regions) if regions == "all" else [r.strip() for r in regions.split(",") if r.strip()]
+        # "all" as region names are read, in any case and spacing ("ALL" was a region not in the catalog)
+        every = regions.strip().lower() == "all"
+        chosen = list(catalog.regions) if every else [r.strip() for r in regions.split(",") if r.strip()]
     else:
         chosen = list(regions) if isinstance(regions, Iterable) else [regions]
     if not all(isinstance(r, str) for r in chosen):
         raise ValueError(f"regions must be a region name, a comma-separated list of them, 'all' or a "
                          f"list of names, got {regions!r}")
-    chosen = [catalog.region_name(r) for r in chosen]
+    # each once, as the catalog spells it: "us-east-1,US-EAST-1" searched us-east-1 twice (its
+    # offers twice, every plan listed twice among the alternatives)
+    chosen = list(dict.fromkeys(catalog.region_name(r) for r in chosen))
     unknown = [r for r in chosen if r not in catalog.regions]
     if unknown:
         raise ValueError(f"regions {unknown} are not in the catalog; known: {', '.join(catalog.regions)}")
@@ -274,7 +278,11 @@ class _Space:
         # each held type as the catalog spells it (the filters below compare names)
         held_cluster = None if held is None else Cluster.parse(held).in_catalog(catalog)
         if held_cluster is not None and held_cluster.region:
-            resolve_regions(catalog, [held_cluster.region])  # an unknown held region is named as such first
+            # an unknown held region is named as such first, as held's (not as a `regions` never given)
+            try:
+                resolve_regions(catalog, [held_cluster.region])
+            except ValueError as exc:
+                raise ValueError(f"held = {str(held)!r}: {exc}") from None
             # A plan is one region and keeps the held instances, so it runs where they run;
             # regions that leave theirs out would move running instances.
             asked = resolve_regions(catalog, regions) if regions is not None else None

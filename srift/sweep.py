@@ -290,9 +290,11 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
             raise ValueError(f"regions[{i}] must name a region, several (a list or comma-separated) or all, "
                              f"got {given!r}")
         regions.append(None if r is None else str(r))
-    # the same regions in another order or spacing are the same search (their keys would differ)
+    # the same regions in another order, spacing or case are the same search (their keys would
+    # differ; region names are read case-insensitively, as the catalog spells them)
     _refuse_repeats("regions", given_regions,
-                    [None if r is None else frozenset(x.strip() for x in r.split(",") if x.strip()) for r in regions])
+                    [None if r is None else frozenset(x.strip().lower() for x in r.split(",") if x.strip())
+                     for r in regions])
 
     def names(key: str) -> list[str] | None:
         value = data.get(key)

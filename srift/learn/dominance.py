@@ -270,17 +270,29 @@ def dominance_contradictions(pairs: Sequence[tuple], peaks: dict[str, GpuPeaks])
     keeps dominance then sits on the anchor's own time or beyond it, on the wrong side of the
     target's, so it misses by at least 1 - t_a / t_b (the target dominates) or t_a / t_b - 1
     (the anchor does). The bound of a host that sets the time (Sia's harness) on a model of GPUs
-    (docs/accuracy.md, "Where the cross-GPU error sits"). peaks: GPU key -> GpuPeaks."""
-    measured = {(r.group, chip_of(r.gpu), r.batch): r.per_sample_s for pair in pairs for r in pair}
+    (docs/accuracy.md, "Where the cross-GPU error sits"). peaks: GPU key -> GpuPeaks.
+
+    The anchor's time is its own GPU's (by GPU key, not chip: a group holds variants of one chip
+    at one batch, Lambda's H100 SXM and PCIe at 1.5x apart). ValueError naming the row for a
+    time that is not finite and > 0, or a GPU that ``peaks`` does not hold."""
+    def time_of(r) -> float:
+        t = r.per_sample_s
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and t > 0):
+            raise ValueError(f"per_sample_s of {r.gpu} in group {r.group!r} at batch {r.batch:g}: expected a "
+                             f"finite time > 0, got {t!r}")
+        return float(t)
+
+    measured = {(r.group, r.gpu, r.batch): time_of(r) for pair in pairs for r in pair}
+    missing = sorted({r.gpu for pair in pairs for r in pair} - set(peaks))
+    if missing:
+        raise ValueError(f"peaks: no GpuPeaks for GPU {', '.join(map(repr, missing))} of the pairs "
+                         f"(srift.learn.datasets.device_peaks() holds every GPU of the data)")
     out = np.zeros(len(pairs))
     for i, (a, b) in enumerate(pairs):
-        anchor_there = measured.get((a.group, chip_of(a.gpu), b.batch))
+        anchor_there = measured.get((a.group, a.gpu, b.batch))
         if anchor_there is None:
             continue
-        ratio = b.per_sample_s / anchor_there
-        if not (ratio > 0 and math.isfinite(ratio)):
-            raise ValueError(f"per_sample_s of {b.gpu} and {a.gpu} in group {b.group!r}: expected positive "
-                             f"times, got {b.per_sample_s!r} and {anchor_there!r}")
+        ratio = time_of(b) / anchor_there
         if ratio > 1.0 + DOMINANCE_TOLERANCE and dominates(peaks[b.gpu], peaks[a.gpu], b.precision):
             out[i] = (1.0 - 1.0 / ratio) * 100.0
         elif ratio < 1.0 / (1.0 + DOMINANCE_TOLERANCE) and dominates(peaks[a.gpu], peaks[b.gpu], b.precision):

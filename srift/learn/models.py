@@ -654,10 +654,11 @@ def hold_to_measured_floor(profile: Any, gpu_key: str, catalog: Any, precision: 
     anchor") held to the GPU's peak floor on the batch grid of `max_batch` and the measured
     batches, as measured_model holds the GPU's own runs: srift::hold_to_measured_floor
     (csrc/learned_compute.cpp note "measured floor"), evaluated by the core; its Python twin is
-    measured_held_to_floor."""
+    measured_held_to_floor. ``max_batch`` None: not known (the measured batches' grid); NaN or
+    an infinity is refused by the core, naming max_batch."""
     from srift import _core
 
-    mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
+    mb = 0.0 if max_batch is None else float(max_batch)
     return _core.hold_to_measured_floor(core_workload_stats(workload_from_profile(profile)),
                                         gpu_spec(peaks_from_catalog(catalog, gpu_key)), fitted, list(measurements),
                                         core_precision(precision), mb)

@@ -1413,6 +1413,35 @@ TEST(LearnedCompute, AWholeInstancesCurveIsHeldToTheFloorAsTheGpusOwn) {
   }
 }
 
+TEST(LearnedCompute, HoldToMeasuredFloorRefusesAMaxBatchThatIsNoNumber) {
+  // A NaN or infinite max_batch read as "not known" (<= 0): the grid ended at 1024 and the
+  // curve was turned to meet the floor there, so past it the held curve is under the floor at
+  // batches the caller asked it to hold (e.g. inf for "every batch").
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 15.7, 125, 900);
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 8, 2.0), srift::LearnedComputeConfig{});
+  const double f = srift::peak_flop_seconds_per_sample(w.layers(), g, Precision::amp);
+  const std::vector<srift::Measurement> run = {{4, 1.05 * f * 4}};
+  const srift::ComputeModel fitted = srift::anchor_to_measurements(lc.predict_absolute(w, g, Precision::amp, 1024).model, run);
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                     -std::numeric_limits<double>::infinity()}) {
+    try {
+      srift::hold_to_measured_floor(w, g, fitted, run, Precision::amp, bad);
+      FAIL() << "no throw for max_batch " << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("max_batch must be finite"), std::string::npos) << e.what();
+    }
+  }
+  // <= 0 is "not known": the grid of the measured batches (1024 here), as before
+  const srift::ComputeModel unknown = srift::hold_to_measured_floor(w, g, fitted, run, Precision::amp, -1);
+  const srift::ComputeModel at_1024 = srift::hold_to_measured_floor(w, g, fitted, run, Precision::amp, 1024);
+  EXPECT_EQ(unknown.per_sample_s(), at_1024.per_sample_s());
+  // a finite grid end holds there: on or above the floor at 1e6
+  const srift::ComputeModel far = srift::hold_to_measured_floor(w, g, fitted, run, Precision::amp, 1e6);
+  EXPECT_GE(total_at(far, 1e6), f * 1e6 * (1 - 1e-12));
+  EXPECT_LT(total_at(at_1024, 1e6), f * 1e6);  // the premise: the 1024 grid's turn is under it there
+}
+
 TEST(LearnedCompute, MeasuredCurvesStayOnTheFloorAcrossRunsAndGrids) {
   // Invariants of note "measured floor" over runs at 1x-3x the floor and grids: through the run
   // at its batch, never under the floor on the grid, a fixed cost >= 0.

@@ -67,3 +67,29 @@ def test_region_names_are_read_case_insensitively():
     assert resolve_regions(catalog, [" us-west-2"]) == ["us-west-2"]
     with pytest.raises(ValueError, match=r"regions \['MARS-1'\] are not in the catalog"):
         resolve_regions(catalog, "MARS-1")  # named as given
+
+
+def test_all_regions_and_the_catalogs_lookups_read_a_region_in_any_case():
+    # resolve_regions read "US-EAST-1" but not "ALL" (a region not in the catalog), and the
+    # catalog's own lookups compared the raw name: price("p3.2xlarge", "US-EAST-1") was refused
+    # where price("P3.2XLARGE", "us-east-1") was read, and interruption_class said "unknown"
+    from srift.catalog import Catalog
+    from srift.planning import resolve_regions
+
+    catalog = Catalog.default()
+    for text in ("ALL", " all ", "All"):
+        assert resolve_regions(catalog, text) == catalog.regions
+    # a region named twice (in another case or not) is one region, searched once
+    assert resolve_regions(catalog, "us-east-1, US-EAST-1,eu-west-1") == ["us-east-1", "eu-west-1"]
+    assert resolve_regions(catalog, ["EU-WEST-1", "eu-west-1 "]) == ["eu-west-1"]
+    assert catalog.price("p3.2xlarge", "US-EAST-1") == catalog.price("p3.2xlarge", "us-east-1") > 0
+    assert catalog.price_info("p3.2xlarge", " Us-East-1", "spot") == catalog.price_info("p3.2xlarge", "us-east-1", "spot")
+    known = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "interruption": [
+        {"instance": "p3.2xlarge", "region": "us-east-1", "class": "5-10%"}]})
+    assert known.interruption_class("p3.2xlarge", "US-EAST-1") == "5-10%"
+    assert catalog.spot_zones("p3.2xlarge", "US-EAST-1") == catalog.spot_zones("p3.2xlarge", "us-east-1")
+    assert ([o.instance for o in catalog.offers("US-WEST-2")] == [o.instance for o in catalog.offers("us-west-2")]
+            and all(o.region == "us-west-2" for o in catalog.offers("US-WEST-2")))
+    assert catalog.instance_types("EU-WEST-1") == catalog.instance_types("eu-west-1")
+    with pytest.raises(ValueError, match=r"region = 'US-ESAT-1': not a region in the catalog; did you mean .*'us-east-1'"):
+        catalog.price("p3.2xlarge", "US-ESAT-1")

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import srift
 from srift import _core
 from srift.catalog import Catalog
 from srift.learn.blend import anchored_log_ratio, has_fp16_path
@@ -741,6 +742,33 @@ def test_a_whole_instances_fit_is_held_as_the_python_twin_holds_it() -> None:
                             assert total(held, batch) == pytest.approx(points[0][1], rel=1e-12)
                         moved += _model_terms(held) != _model_terms(fit)
     assert moved >= 10  # the floor binds on these fits (the engine's before it held them)
+
+
+def test_hold_to_measured_floor_refuses_a_max_batch_that_is_no_number() -> None:
+    """A NaN or infinite max_batch read as "not known": the Python wrapper made it 0 and the
+    core took any non-finite value for it, so the curve was held to batch 1024 alone (ResNet-50
+    on a T4 at AMP, one run at 1.05x its floor at batch 4: 0.9998x the floor at batch 1e6,
+    where max_batch=1e6 holds it there). Both refuse it, naming max_batch."""
+    from srift.learn.models import hold_to_measured_floor
+
+    model, batch, loss_fn = srift.zoo.build("resnet50", batch_size=4, device="meta")
+    profile = srift.profile(model, batch, loss_fn=loss_fn, device="meta", name="resnet50")
+    cat = Catalog.default()
+    wl = load_workloads()["resnet50"]
+    stats, g = core_workload_stats(wl), peaks_from_catalog(cat, "T4")
+    f = peak_floor_per_sample(wl, g, "amp")
+    single = default_models().learned_compute.predict_absolute(stats, gpu_spec(g), core_precision("amp"), 1024.0).model
+    runs = [_core.Measurement(4.0, 1.05 * f * 4)]
+    fit = _core.anchor_to_measurements(single, runs)
+    for bad in (math.nan, math.inf):
+        with pytest.raises(ValueError, match=r"^max_batch must be finite .*got (nan|inf)$"):
+            _core.hold_to_measured_floor(stats, gpu_spec(g), fit, runs, core_precision("amp"), bad)
+        with pytest.raises(ValueError, match=r"^max_batch must be finite"):
+            hold_to_measured_floor(profile, "T4", cat, "amp", fit, runs, bad)
+    held = hold_to_measured_floor(profile, "T4", cat, "amp", fit, runs, 1e6)
+    assert held.compute_s(1e6) + held.optimizer_s >= (1 - 1e-12) * f * 1e6
+    unknown = hold_to_measured_floor(profile, "T4", cat, "amp", fit, runs, None)  # the measured batches' grid
+    assert _model_terms(unknown) == _model_terms(hold_to_measured_floor(profile, "T4", cat, "amp", fit, runs, 0.0))
 
 
 def test_several_measured_batches_hold_the_floor_as_the_python_twin(catalog_gpus) -> None:

@@ -221,6 +221,18 @@ def test_type_names_filter_as_the_catalog_spells_them(resnet50_profile):
     assert any(g.instance_type == "p3.2xlarge" for g in rec.best.cluster.groups)
 
 
+def test_a_region_named_twice_is_searched_once(resnet50_profile):
+    # "us-east-1,US-EAST-1" (or the same name twice) searched us-east-1 twice: twice the offers,
+    # and every plan among the alternatives twice
+    args = dict(global_batch=256, iterations=10000, deadline_hours=5, instance_types=["g5.xlarge", "g4dn.xlarge"])
+    once = srift.recommend(resnet50_profile, regions="us-east-1", **args)
+    for regions in ("us-east-1,US-EAST-1", ["us-east-1", "us-east-1"]):
+        rec = srift.recommend(resnet50_profile, regions=regions, **args)
+        assert rec.search.regions == ["us-east-1"] and rec.search.offers == once.search.offers == 2
+        plans = [str(p.cluster) for p in [rec.best, *rec.alternatives]]
+        assert plans == [str(p.cluster) for p in [once.best, *once.alternatives]] and len(set(plans)) == len(plans)
+
+
 def test_a_quota_of_zero_is_why_nothing_fits(resnet50_profile):
     # the core, given offers it may not rent, blamed the batch and GPU memory
     catalog = srift.Catalog.default().with_overrides({"schema": "srift.catalog-overrides/1", "quotas": {"p3.2xlarge": 0}})

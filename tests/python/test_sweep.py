@@ -431,6 +431,9 @@ def test_parquet_sweep_killed_mid_run_resumes_without_duplicates(spec_file, tmp_
     ({"constraints": [{"deadline": "12h"}, {"deadline": "720m"}]},
      r"^constraints\[1\] = \{'deadline': '720m'\} repeats constraints\[0\] = \{'deadline': '12h'\}"),
     ({"regions": ["us-east-1,us-west-2", ["us-west-2", " us-east-1"]]}, r"^regions\[1\] = .* repeats regions\[0\]"),
+    # region names are read case-insensitively: US-EAST-1 is the search us-east-1 is, and ALL is all
+    ({"regions": ["us-east-1", "US-EAST-1"]}, r"^regions\[1\] = 'US-EAST-1' repeats regions\[0\] = 'us-east-1'"),
+    ({"regions": ["all", "ALL"]}, r"^regions\[1\] = 'ALL' repeats regions\[0\] = 'all'"),
     ({"markets": ["spot,on-demand", "on-demand, spot"]}, r"^markets\[1\] = 'on-demand, spot' repeats markets\[0\]"),
     ({"models": ["resnet50", {"name": "resnet50"}]}, r"^models\[1\] = \{'name': 'resnet50'\} repeats models\[0\]"),
 ])

@@ -137,8 +137,10 @@ std::pair<double, double> affine_relative_fit(const std::vector<double>& batches
 /// on that grid's batches, 1 to its end: a line turned to meet it at the end is under it past
 /// the end, so a caller passes as `max_batch` the largest local batch it will ask (the engine:
 /// what fits the GPU's memory, as the simulator plans it).
-/// Throws std::invalid_argument on no measurements, a bad batch or time, an invalid `fitted`,
-/// or naming measurements[i].precision for a run timed at another precision than `precision`.
+/// `max_batch` <= 0: not known (the grid of the measured batches, at least 1024).
+/// Throws std::invalid_argument on no measurements, a bad batch or time, an invalid `fitted`, a
+/// `max_batch` that is NaN or infinite (named), or naming measurements[i].precision for a run
+/// timed at another precision than `precision`.
 ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& fitted,
                                     const std::vector<Measurement>& measurements, Precision precision,
                                     double max_batch);
