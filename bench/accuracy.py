@@ -1038,6 +1038,31 @@ def same_specs_hosts(w) -> None:
                          for k, v in errs.items() if v}}))
 
 
+def _floor_counter(**extra: int) -> dict:
+    """The counts measured_floor_sweep and instance_floor_sweep keep per family of runs."""
+    return {"runs": 0, "runs_under_own_floor": 0, "curves_under_before": 0, "curves_under_after": 0,
+            "predictions": 0, "predictions_under_before": 0, "predictions_under_after": 0,
+            "least_over_floor_before": math.inf, "least_over_floor_after": math.inf, **extra}
+
+
+def _count_under_floor(c: dict, before, after, grid, floor: float) -> None:
+    """Adds to ``c`` the grid batches where the curves ``before`` and ``after`` (compute plus
+    the optimizer step) are under the floor (``floor`` seconds per sample x batch)."""
+    for name, m in (("before", before), ("after", after)):
+        over = np.array([(m.compute_s(b) + m.optimizer_s) / (floor * b) for b in grid])
+        under = int((over < 1 - 1e-9).sum())
+        c[f"predictions_under_{name}"] += under
+        c[f"curves_under_{name}"] += int(under > 0)
+        c[f"least_over_floor_{name}"] = min(c[f"least_over_floor_{name}"], float(over.min()))
+    c["predictions"] += len(grid)
+
+
+def _print_floor_counts(split: str, out: dict) -> None:
+    for family, c in out.items():
+        c = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()}
+        print(json.dumps({"split": f"{split}/run_at_{family}", **c}))
+
+
 def measured_floor_sweep(w) -> None:
     """How often the measured GPU's own curve (srift::LearnedCompute::measured_model) fell under
     its peak floor before note "measured floor" held it, and after: every zoo workload x
@@ -1076,11 +1101,7 @@ def measured_floor_sweep(w) -> None:
                     runs = [("floor", k * floor * batch) for k in (1.25, 2.0, 4.0)]
                     runs += [("no_measurement", k * total(learned, batch)) for k in (0.25, 0.5, 1.0, 2.0)]
                     for family, seconds in runs:
-                        c = out.setdefault(family, {"runs": 0, "runs_under_own_floor": 0, "curves_under_before": 0,
-                                                    "curves_under_after": 0, "predictions": 0,
-                                                    "predictions_under_before": 0, "predictions_under_after": 0,
-                                                    "least_over_floor_before": math.inf,
-                                                    "least_over_floor_after": math.inf})
+                        c = out.setdefault(family, _floor_counter())
                         run = [_core.Measurement(batch, seconds)]
                         c["runs"] += 1
                         if seconds < floor * batch:
@@ -1088,16 +1109,8 @@ def measured_floor_sweep(w) -> None:
                             continue
                         before = _core.anchor_to_measurements(curve, run)
                         after = lc.measured_model(stats_w, spec, roof, run, p, 1024.0)
-                        for name, m in (("before", before), ("after", after)):
-                            over = np.array([total(m, b) / (floor * b) for b in grid])
-                            under = int((over < 1 - 1e-9).sum())
-                            c[f"predictions_under_{name}"] += under
-                            c[f"curves_under_{name}"] += int(under > 0)
-                            c[f"least_over_floor_{name}"] = min(c[f"least_over_floor_{name}"], float(over.min()))
-                        c["predictions"] += len(grid)
-    for family, c in out.items():
-        c = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()}
-        print(json.dumps({"split": f"measured_floor_sweep/run_at_{family}", **c}))
+                        _count_under_floor(c, before, after, grid, floor)
+    _print_floor_counts("measured_floor_sweep", out)
 
 
 def ratio_engine_path(w) -> None:
@@ -1745,12 +1758,7 @@ def instance_floor_sweep(w) -> None:
                     runs += [("two_batches_flat", [(batch, k * floor * batch), (2 * batch, 1.1 * k * floor * batch)])
                              for k in (1.25, 2.0)]
                     for family, points in runs:
-                        c = out.setdefault(family, {"runs": 0, "runs_under_own_floor": 0, "curves_under_before": 0,
-                                                    "curves_under_after": 0, "predictions": 0,
-                                                    "predictions_under_before": 0, "predictions_under_after": 0,
-                                                    "least_over_floor_before": math.inf,
-                                                    "least_over_floor_after": math.inf,
-                                                    "measured_points_moved": 0})
+                        c = out.setdefault(family, _floor_counter(measured_points_moved=0))
                         c["runs"] += 1
                         if any(t < floor * b for b, t in points):
                             c["runs_under_own_floor"] += 1
@@ -1761,16 +1769,8 @@ def instance_floor_sweep(w) -> None:
                         if len(points) == 1:  # one run: the held curve still passes through it
                             b, t = points[0]
                             c["measured_points_moved"] += int(abs(total(after, b) / t - 1) > 1e-9)
-                        for name, m in (("before", before), ("after", after)):
-                            over = np.array([total(m, b) / (floor * b) for b in grid])
-                            under = int((over < 1 - 1e-9).sum())
-                            c[f"predictions_under_{name}"] += under
-                            c[f"curves_under_{name}"] += int(under > 0)
-                            c[f"least_over_floor_{name}"] = min(c[f"least_over_floor_{name}"], float(over.min()))
-                        c["predictions"] += len(grid)
-    for family, c in out.items():
-        c = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()}
-        print(json.dumps({"split": f"instance_floor_sweep/run_at_{family}", **c}))
+                        _count_under_floor(c, before, after, grid, floor)
+    _print_floor_counts("instance_floor_sweep", out)
 
 
 def instance_floor_on_sia(cases, w, rows) -> None:

@@ -306,13 +306,31 @@ def one_gpu_anchored(rows: list[Row], profiles: Profiles, seen: set) -> list[dic
     return out
 
 
+def anchored_with_band(profiles: Profiles, target: Row, anchor: Row) -> dict:
+    """``target``'s 1-GPU row given ``anchor``'s measured row: learned and v0 as
+    learned_and_v0, the anchor's per-sample time held constant, and the band as srift.predict
+    gives it on a 1-GPU machine of the target's (it widens away from the measured batch: band.hpp
+    note "measured batch band")."""
+    import srift
+
+    res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput,
+           "constant_per_sample": 1.0 / anchor.throughput}
+    res.update(learned_and_v0(profiles, target, anchor))
+    cat, name = system_catalog(target.system, target.gpu_key, 1)
+    prof = profiles.get(target)
+    prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
+                         source="NVIDIA DeepLearningExamples")
+    p = srift.predict(prof, f"1x {name}", target.micro_batch, catalog=cat)
+    res["band"] = (p.iteration_p10_s / target.micro_batch, p.iteration_p90_s / target.micro_batch)
+    return res
+
+
 def one_gpu_same_specs(rows: list[Row], profiles: Profiles) -> list[dict]:
     """Every 1-GPU row from a row of the same README version, workload and precision on a GPU
     with its specs but another catalog entry (V100-SXM2 16 GB and 32 GB: DGX-1 against DGX-1 or
-    DGX-2), at whatever batch each was measured (the 32 GB machines often ran twice the batch):
+    DGX-2), at whatever batch each was measured (mostly the same; BERT-large SQuAD at FP32 twice):
     srift predicts such a target as the anchor's own measured curve (srift::LearnedCompute note
     "same specs"), with the band srift.predict gives it on a 1-GPU machine of the target's."""
-    import srift
     from srift.catalog import Catalog
     from srift.learn.dominance import same_specs
     from srift.learn.gpus import peaks_from_catalog
@@ -330,15 +348,7 @@ def one_gpu_same_specs(rows: list[Row], profiles: Profiles) -> list[dict]:
                         peaks_from_catalog(catalog, anchor.gpu_key), peaks_from_catalog(catalog, target.gpu_key),
                         target.precision):
                     continue
-                res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput,
-                       "constant_per_sample": 1.0 / anchor.throughput}
-                res.update(learned_and_v0(profiles, target, anchor))
-                cat, name = system_catalog(target.system, target.gpu_key, 1)
-                prof = profiles.get(target)
-                prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
-                                     source="NVIDIA DeepLearningExamples")
-                p = srift.predict(prof, f"1x {name}", target.micro_batch, catalog=cat)
-                res["band"] = (p.iteration_p10_s / target.micro_batch, p.iteration_p90_s / target.micro_batch)
+                res = anchored_with_band(profiles, target, anchor)
                 res["batch_ratio"] = target.micro_batch / anchor.micro_batch
                 out.append(res)
     return out
@@ -356,8 +366,6 @@ def one_gpu_other_batch(rows: list[Row], profiles: Profiles) -> list[dict]:
     measured GPU type is the measurement's own (srift.engine: the anchored affine model), so this
     checks how it carries to other batches; beside v0 (the roofline's batch curve through the
     same point) and the per-sample time held constant."""
-    import srift
-
     groups: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
         if r.gpus == 1:
@@ -368,18 +376,7 @@ def one_gpu_other_batch(rows: list[Row], profiles: Profiles) -> list[dict]:
             for anchor in members:
                 if anchor.micro_batch == target.micro_batch:
                     continue
-                res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput,
-                       "constant_per_sample": 1.0 / anchor.throughput}
-                res.update(learned_and_v0(profiles, target, anchor))
-                # the band as srift.predict gives it on a 1-GPU machine, which widens away from
-                # the measured batch (band.hpp note "measured batch band")
-                cat, name = system_catalog(target.system, target.gpu_key, 1)
-                prof = profiles.get(target)
-                prof.add_measurement(anchor.gpu_key, anchor.micro_batch, anchor.micro_batch / anchor.throughput,
-                                     source="NVIDIA DeepLearningExamples")
-                p = srift.predict(prof, f"1x {name}", target.micro_batch, catalog=cat)
-                res["band"] = (p.iteration_p10_s / target.micro_batch, p.iteration_p90_s / target.micro_batch)
-                out.append(res)
+                out.append(anchored_with_band(profiles, target, anchor))
     return out
 
 

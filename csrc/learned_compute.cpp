@@ -1630,7 +1630,7 @@ ComputeModel measured_held_to_floor(const ComputeModel& m, const WorkloadStats& 
 // "instance anchor" in srift.learn.comm) scale the GPU's own curve through the instance's
 // iterations (anchor_to_measurements), and an instance run faster than that curve, or two whose
 // line is shallower than the floor, took it under the floor as one fast 1-GPU run did (over the
-// zoo x catalog GPUs x precisions, an instance run at 1.25-4x its floor put 3,329 of 7,560
+// zoo x catalog GPUs x precisions, an instance run at 1.25-4x its floor put 3,336 of 7,560
 // curves under it, down to 0.0012x: bench/accuracy.py instance_floor_sweep). The same turn
 // holds them.
 ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& fitted,
