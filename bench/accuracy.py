@@ -1038,6 +1038,11 @@ def same_specs_hosts(w) -> None:
                          for k, v in errs.items() if v}}))
 
 
+def _total_s(m, b: float) -> float:
+    """A compute model's forward, backward and optimizer step at local batch ``b`` (seconds)."""
+    return m.compute_s(b) + m.optimizer_s
+
+
 def _floor_counter(**extra: int) -> dict:
     """The counts measured_floor_sweep and instance_floor_sweep keep per family of runs."""
     return {"runs": 0, "runs_under_own_floor": 0, "curves_under_before": 0, "curves_under_after": 0,
@@ -1049,7 +1054,7 @@ def _count_under_floor(c: dict, before, after, grid, floor: float) -> None:
     """Adds to ``c`` the grid batches where the curves ``before`` and ``after`` (compute plus
     the optimizer step) are under the floor (``floor`` seconds per sample x batch)."""
     for name, m in (("before", before), ("after", after)):
-        over = np.array([(m.compute_s(b) + m.optimizer_s) / (floor * b) for b in grid])
+        over = np.array([_total_s(m, b) / (floor * b) for b in grid])
         under = int((over < 1 - 1e-9).sum())
         c[f"predictions_under_{name}"] += under
         c[f"curves_under_{name}"] += int(under > 0)
@@ -1082,9 +1087,7 @@ def measured_floor_sweep(w) -> None:
     cat, lc = Catalog.default(), default_models().learned_compute
     grid = batch_grid(1024.0)
 
-    def total(m, b):
-        return m.compute_s(b) + m.optimizer_s
-
+    total = _total_s
     out: dict[str, dict] = {}
     for key in sorted(w):
         wl = w[key]
@@ -1739,9 +1742,7 @@ def instance_floor_sweep(w) -> None:
     grid = batch_grid(1024.0)
     gpus = sorted({cat.instance(n).gpu for n in cat.instance_names() if cat.instance(n).gpu_count > 1})
 
-    def total(m, b):
-        return m.compute_s(b) + m.optimizer_s
-
+    total = _total_s
     out: dict[str, dict] = {}
     for key in sorted(w):
         wl = w[key]

@@ -284,25 +284,32 @@ def one_gpu_no_measurement(rows: list[Row], profiles: Profiles, seen: set) -> li
     return out
 
 
+def one_stack_pairs(rows: list[Row]):
+    """(target, anchor) for every two 1-GPU rows of one README version (one software stack),
+    workload and precision, a machine of NVIDIA's own GPU variant (VARIANT_SYSTEMS) left out."""
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.gpus == 1 and r.system not in VARIANT_SYSTEMS:
+            groups[(r.commit, r.workload, r.precision)].append(r)
+    for members in groups.values():
+        for target in members:
+            for anchor in members:
+                yield target, anchor
+
+
 def one_gpu_anchored(rows: list[Row], profiles: Profiles, seen: set) -> list[dict]:
     """Every 1-GPU row from every 1-GPU row of the same README version (one software stack:
     container, data pipeline, kernels), workload and precision on another GPU chip, at whatever
     batch each was measured: a user measures their own training on one GPU and asks about
     another. Across README versions the same GPU moves by up to 2x (ResNet-50 AMP on an A100:
     1,241 img/s in 20.06, 2,470 in 21.03), which no GPU model can know."""
-    groups: dict[tuple, list[Row]] = defaultdict(list)
-    for r in rows:
-        if r.gpus == 1 and r.system not in VARIANT_SYSTEMS:
-            groups[(r.commit, r.workload, r.precision)].append(r)
     out = []
-    for members in groups.values():
-        for target in members:
-            for anchor in members:
-                if chip(anchor.gpu_key) == chip(target.gpu_key):
-                    continue
-                res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput, "seen": is_seen(target, seen)}
-                res.update(learned_and_v0(profiles, target, anchor))
-                out.append(res)
+    for target, anchor in one_stack_pairs(rows):
+        if chip(anchor.gpu_key) == chip(target.gpu_key):
+            continue
+        res = {"row": target, "anchor": anchor, "truth": 1.0 / target.throughput, "seen": is_seen(target, seen)}
+        res.update(learned_and_v0(profiles, target, anchor))
+        out.append(res)
     return out
 
 
@@ -336,21 +343,15 @@ def one_gpu_same_specs(rows: list[Row], profiles: Profiles) -> list[dict]:
     from srift.learn.gpus import peaks_from_catalog
 
     catalog = Catalog.default()
-    groups: dict[tuple, list[Row]] = defaultdict(list)
-    for r in rows:
-        if r.gpus == 1 and r.system not in VARIANT_SYSTEMS:
-            groups[(r.commit, r.workload, r.precision)].append(r)
     out = []
-    for members in groups.values():
-        for target in members:
-            for anchor in members:
-                if anchor.gpu_key == target.gpu_key or not same_specs(
-                        peaks_from_catalog(catalog, anchor.gpu_key), peaks_from_catalog(catalog, target.gpu_key),
-                        target.precision):
-                    continue
-                res = anchored_with_band(profiles, target, anchor)
-                res["batch_ratio"] = target.micro_batch / anchor.micro_batch
-                out.append(res)
+    for target, anchor in one_stack_pairs(rows):
+        if anchor.gpu_key == target.gpu_key or not same_specs(
+                peaks_from_catalog(catalog, anchor.gpu_key), peaks_from_catalog(catalog, target.gpu_key),
+                target.precision):
+            continue
+        res = anchored_with_band(profiles, target, anchor)
+        res["batch_ratio"] = target.micro_batch / anchor.micro_batch
+        out.append(res)
     return out
 
 
