@@ -492,6 +492,15 @@ def loopback_network_lines(pred: Any, catalog: Any | None) -> list[str]:
     return lines
 
 
+def _same_specs_lines(pred: Any) -> list[str]:
+    """A line per GPU type predicted as a measured GPU type with its specs (srift::LearnedCompute
+    note "same specs"): why its compute is a measurement although it was not measured."""
+    same = sorted({(g.gpu, g.instance_type) for g in pred.groups if g.compute_source == "measured-same-specs"})
+    return [f"same specs: {gpu} on {instance_type} has the peaks and memory bandwidth of a GPU type the profile "
+            f"measured, so its compute is that type's measured curve (not the cross-GPU ratio), its band widening "
+            f"away from the measured batch as the measured type's own" for gpu, instance_type in same]
+
+
 def _past_edge_lines(pred: Any, catalog: Any | None) -> list[str]:
     """A line per GPU type predicted past the data's edge (srift.learn.data_edge note "data
     edge"): its launch year, the models' newest, and the lean its compute carries."""
@@ -561,6 +570,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
         *([f"p10-p90 band from: {'; '.join(pred.band_from)}"
            + (" (compute and the widest link part add in quadrature)" if len(pred.band_from) > 1 else "")]
           if getattr(pred, "band_from", None) else []),
+        *_same_specs_lines(pred),
         *_past_edge_lines(pred, catalog),
         *loopback_network_lines(pred, catalog),
         *precision_notes(pred, catalog),

@@ -66,3 +66,16 @@ def test_its_band_widens_away_from_the_measured_batch_as_the_measured_gpus_own(g
     widened = math.exp(math.hypot(math.log(p90), math.log(4) * math.log(e90)))
     assert widened > p90 * 1.1
     assert f"x{widened:.2f}" in " ".join(far.band_from)
+
+
+def test_explain_says_why_an_unmeasured_gpu_runs_as_measured(gpt2_meta):
+    from srift.report import explain_prediction
+
+    prof = gpt2_meta
+    prof.add_measurement("V100-16GB", local_batch=2, iteration_s=0.035)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same = srift.predict(prof, "1x p3dn.24xlarge", global_batch=16)
+        other = srift.predict(prof, "1x p4d.24xlarge", global_batch=16)
+    assert "same specs: V100-32GB on p3dn.24xlarge has the peaks and memory bandwidth" in explain_prediction(same)
+    assert "same specs:" not in explain_prediction(other)
