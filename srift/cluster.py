@@ -63,6 +63,9 @@ class Cluster:
         if "@" in body:
             body, _, pinned = body.rpartition("@")
             pinned = pinned.strip()
+            if not pinned:  # "2x p3.2xlarge @" read as no region in one place and refused in another
+                raise ValueError(f"cluster {text!r} ends in '@' with no region after it: write '@us-east-1', "
+                                 f"or leave '@' out for the default regions")
             if region is not None and region != pinned:
                 raise ValueError(f"cluster region {pinned!r} conflicts with region={region!r}")
             region = pinned

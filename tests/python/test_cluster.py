@@ -93,3 +93,10 @@ def test_all_regions_and_the_catalogs_lookups_read_a_region_in_any_case():
     assert catalog.instance_types("EU-WEST-1") == catalog.instance_types("eu-west-1")
     with pytest.raises(ValueError, match=r"region = 'US-ESAT-1': not a region in the catalog; did you mean .*'us-east-1'"):
         catalog.price("p3.2xlarge", "US-ESAT-1")
+
+
+def test_an_at_with_no_region_is_refused():
+    # a held cluster "1x g5.xlarge @" was read as no region, a predicted one refused as region ''
+    for text in ("1x g5.xlarge @", "1x g5.xlarge @  "):
+        with pytest.raises(ValueError, match="ends in '@' with no region after it"):
+            Cluster.parse(text)
