@@ -389,6 +389,21 @@ struct LearnedCompute::Memo {
   Cache guarded;  // guarded_log_ratio_memo by guarded_key
   std::unordered_map<std::vector<double>, std::pair<double, double>, FeatureHash, FeatureBitsEqual>
       absolute_lines;  // absolute_line_memo by absolute_line_key
+  // Note "across the fp32 paths": a reference's own FP32 model, by reference_key. A GPU with TF32
+  // is bounded by the references it beats, each bounded by those it beats in turn: without the
+  // memo the same references' predictions were made again down every chain.
+  std::unordered_map<std::vector<double>, ComputeModel, FeatureHash, FeatureBitsEqual> reference_models;
+  static std::vector<double> reference_key(const GpuSpec& g, double span, const GpuSpec* anchor,
+                                           const std::vector<Measurement>* measurements) {
+    std::vector<double> key;
+    push_spec(key, g);
+    key.push_back(span);
+    if (anchor != nullptr) {
+      push_spec(key, *anchor);
+      for (const Measurement& m : *measurements) key.insert(key.end(), {m.local_batch, m.iteration_s});
+    }
+    return key;
+  }
 
   // Every number of a GPU a prediction reads (its name only names it in errors).
   static void push_spec(std::vector<double>& key, const GpuSpec& g) {
@@ -1343,14 +1358,27 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
       // order the two. A reference without TF32 that this GPU beats on every spec bounds it from
       // above, as that reference's own prediction (the upper bound wins, as in the clip).
       // Anchored on an H100 at FP32, an A100 came out up to 1.34x slower than a V100 (GPT-2 at
-      // batch 8), 212 of 179,172 dominating pairs over the zoo's models.
-      std::vector<std::array<double, 3>> seen;  // references differing only in memory predict alike
+      // batch 8), 212 of 179,172 dominating pairs over the zoo's models. A reference with TF32
+      // that it beats bounds it too, as that reference's own FP32 prediction: each is the max
+      // of its all-TF32 and (the lesser of) restated and strict curves, each fitted with its own
+      // residual, so two GPUs with TF32 met nowhere either (BERT-base at batch 1 anchored on an L4:
+      // an RTX PRO 6000, ahead on FP32, TF32 and bandwidth, 1.18x behind an A100-40GB, whose
+      // line fitted over 1..145 sits 18% under its curve at batch 1). The recursion ends:
+      // dominance is a strict order.
+      std::vector<std::array<double, 5>> seen;  // references differing only in memory predict alike
       for (const GpuSpec& g : config_.ratio_references) {
-        if (g.tf32_flops > 0 || !dominates(target, g, precision)) continue;
-        const std::array<double, 3> peaks{g.fp32_flops, g.fp16_flops, g.memory_bandwidth};
+        if (!dominates(target, g, precision)) continue;
+        const std::array<double, 5> peaks{g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
+                                          static_cast<double>(g.launch_year)};
         if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
         seen.push_back(peaks);
-        const ComputeModel other = predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+        std::vector<double> key = Memo::reference_key(g, span, &anchor, &measurements);
+        auto kept = memo.reference_models.find(key);
+        if (kept == memo.reference_models.end()) {
+          ComputeModel m = predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+          kept = memo.reference_models.emplace(std::move(key), m).first;
+        }
+        const ComputeModel other = kept->second;
         for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
         // note "lines in order": the fitted line too, at the grid's ends
         across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
@@ -1528,15 +1556,21 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
         predict_absolute_memo(w, strict_fp32(config_, target), Precision::fp32, max_batch, memo);
     r.model = pytorch_fp32(w, target, r.model, strict.model);
     // Note "across the fp32 paths" (predict_anchored_fit), with no measurement, line by line
-    // (note "lines in order"): a reference without TF32 that this GPU beats on every spec
-    // bounds its line from above, as that reference's own prediction. (Before, the two routes
-    // met nowhere: a depthwise-separable conv net at FP32 put an A100-40GB 3.3% behind a V100 at batch 1.)
+    // (note "lines in order"): a reference that this GPU beats on every spec, with TF32 or
+    // without, bounds its line from above, as that reference's own prediction. (Before, the two
+    // routes met nowhere: a depthwise-separable conv net at FP32 put an A100-40GB 3.3% behind a V100 at batch 1.)
     const std::vector<double> grid = batch_grid(max_batch);
     LineBounds across;
     bool bound = false;
     for (const GpuSpec& g : config_.absolute_references) {
-      if (g.tf32_flops > 0 || !dominates(target, g, precision)) continue;
-      const ComputeModel other = predict_absolute_memo(w, g, precision, max_batch, memo).model;
+      if (!dominates(target, g, precision)) continue;
+      std::vector<double> key = Memo::reference_key(g, max_batch, nullptr, nullptr);
+      auto kept = memo.reference_models.find(key);
+      if (kept == memo.reference_models.end()) {
+        ComputeModel m = predict_absolute_memo(w, g, precision, max_batch, memo).model;
+        kept = memo.reference_models.emplace(std::move(key), m).first;
+      }
+      const ComputeModel other = kept->second;
       across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
       bound = true;
     }

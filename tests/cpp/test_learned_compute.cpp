@@ -1618,6 +1618,54 @@ TEST(LearnedCompute, LinesOfDominatingGpusStayInOrderAtEveryBatch) {
   EXPECT_GT(crossed_points, 0);
 }
 
+TEST(LearnedCompute, AtFp32AGpuWithTf32StaysAheadOfTheReferencesWithTf32ItBeats) {
+  // Note "across the fp32 paths": at PyTorch's FP32 a GPU with TF32 is the max of its all-TF32
+  // curve and the lesser of its restated and strict curves, fitted with its own residual, and it
+  // was bounded only by the references without TF32 it beats: two GPUs with TF32 met nowhere.
+  // BERT-base at batch 1 anchored on an L4 (bench/dominance_scan.py --small) put an RTX PRO 6000
+  // (FP32 120, TF32 240 TFLOPS, 1,597 GB/s) 1.18x behind an A100-40GB (19.5, 156, 1,555). Here
+  // BERT-base's layers summed by kind, as shipped, on one grid: the lines in order at every batch.
+  const srift::LearnedCompute lc =
+      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
+                                            srift_test::shipped_document("compute_absolute"));
+  GpuSpec a100;
+  for (const GpuSpec& g : lc.config().ratio_references) {
+    if (g.name == "A100-40GB") a100 = g;
+  }
+  ASSERT_EQ(a100.name, "A100-40GB");
+  a100.launch_year = 2020;
+  GpuSpec pro{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9};
+  pro.launch_year = 2025;
+  GpuSpec l4{"L4", 22888.0 * (1 << 20), 30.3e12, 60e12, 121e12, 300e9};
+  l4.launch_year = 2023;
+  ASSERT_TRUE(srift::dominates(pro, a100, Precision::fp32));
+  ASSERT_GT(a100.tf32_flops, 0);
+  const srift::WorkloadStats w({LayerCost{OpKind::matmul, 6.523e10, 1.305e11, 2.56e8, 3.401e8},
+                                LayerCost{OpKind::attention, 5.436e9, 1.359e10, 5.684e7, 0},
+                                LayerCost{OpKind::norm, 0, 0, 5.898e7, 1.536e5},
+                                LayerCost{OpKind::elementwise, 0, 0, 2.572e8, 0},
+                                LayerCost{OpKind::embedding, 0, 0, 2.957e6, 9.534e7},
+                                LayerCost{OpKind::other, 0, 0, 6.49e6, 0}},
+                               3.049e9);
+  const double own = total_at(lc.predict_absolute(w, l4, Precision::fp32, 75).model, 1);
+  for (double factor : {0.7, 1.0, 1.4}) {
+    const std::vector<srift::Measurement> run = {{1, factor * own}};
+    for (double span : {145.0, 366.0}) {
+      const srift::ComputeModel p = lc.predict_anchored(w, l4, run, pro, Precision::fp32, span).model;
+      const srift::ComputeModel a = lc.predict_anchored(w, l4, run, a100, Precision::fp32, span).model;
+      for (double b = 1; b <= span; b *= 2) {
+        EXPECT_LE(total_at(p, b), total_at(a, b) * (1 + 1e-9)) << factor << " " << span << " " << b;
+      }
+      EXPECT_LE(total_at(p, span), total_at(a, span) * (1 + 1e-9)) << factor << " " << span;
+    }
+  }
+  for (double span : {145.0, 366.0}) {  // and with no measurement
+    const srift::ComputeModel p = lc.predict_absolute(w, pro, Precision::fp32, span).model;
+    const srift::ComputeModel a = lc.predict_absolute(w, a100, Precision::fp32, span).model;
+    for (double b = 1; b <= span; b *= 2) EXPECT_LE(total_at(p, b), total_at(a, b) * (1 + 1e-9)) << span << " " << b;
+  }
+}
+
 TEST(LearnedCompute, ACacheGivesTheFreshCallsAnswersBitForBitAndKeepsToItsModels) {
   // Note "shared memo": one workload's evaluations kept across calls through a Cache.
   const srift::WorkloadStats w = two_layers();
