@@ -63,6 +63,19 @@ std::pair<double, double> precision_flags(Precision p) {
 
 void check_batch(const std::string& field, double batch) { detail::require_positive(field, batch); }
 
+// Note "max_batch": the largest local batch a prediction will be asked (samples), the end of its
+// batch grid; <= 0 is "not known" (1 to 1024, or to the measured batches). NaN or an infinity is
+// no batch: it was read as "not known" too, so a caller asking for every batch (inf) got a curve
+// held to batch 1024 alone (ResNet-50 on a T4 at AMP, one run at 1.05x its floor at batch 4:
+// measured_model 0.9998x the floor at batch 1e6, where max_batch 1e6 holds it at 1.0000x).
+// Every public call and batch_grid refuse it, as hold_to_measured_floor did.
+void check_max_batch(double max_batch) {
+  if (!std::isfinite(max_batch)) {
+    detail::fail("max_batch", "finite (the largest local batch the model will be asked, or <= 0 when not known)",
+                 max_batch);
+  }
+}
+
 // The least slope (a share of the target roofline's seconds per sample) of an anchored line: a
 // guard against a degenerate fit where the curve is flat over the grid, not a model. The
 // roofline's own slope is no floor: its assumed efficiencies make it steeper than measured
@@ -599,6 +612,7 @@ const std::vector<std::string>& absolute_feature_names() {
 }
 
 std::vector<double> batch_grid(double max_batch) {
+  check_max_batch(max_batch);  // note "max_batch"
   // A local batch is an int: a grid past INT_MAX samples only extrapolated the model (at 1e308
   // the per-sample time fell 3e10x).
   constexpr double kLargestBatch = 2147483647.0;
@@ -1010,6 +1024,7 @@ LearnedComputeResult LearnedCompute::predict_anchored(Cache& cache, const GpuSpe
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  check_max_batch(max_batch);  // note "max_batch"
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   const std::lock_guard<std::mutex> lock(cache.state_->mutex);
   return predict_anchored_memo(cache.workload_, anchor, measurements, target, precision, max_batch, memo_of(cache));
@@ -1018,6 +1033,7 @@ LearnedComputeResult LearnedCompute::predict_anchored(Cache& cache, const GpuSpe
 LearnedComputeResult LearnedCompute::predict_anchored(Cache& cache, const std::vector<Anchor>& anchors,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  check_max_batch(max_batch);  // note "max_batch"
   for (std::size_t i = 0; i < anchors.size(); ++i) {  // note "measurement precision" (compute.hpp)
     require_precision(anchors[i].measurements, precision, "anchors[" + std::to_string(i) + "].measurements");
   }
@@ -1027,6 +1043,7 @@ LearnedComputeResult LearnedCompute::predict_anchored(Cache& cache, const std::v
 
 LearnedComputeResult LearnedCompute::predict_absolute(Cache& cache, const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  check_max_batch(max_batch);  // note "max_batch"
   const std::lock_guard<std::mutex> lock(cache.state_->mutex);
   return predict_absolute_memo(cache.workload_, target, precision, max_batch, memo_of(cache));
 }
@@ -1034,6 +1051,7 @@ LearnedComputeResult LearnedCompute::predict_absolute(Cache& cache, const GpuSpe
 ComputeModel LearnedCompute::measured_model(Cache& cache, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {
+  check_max_batch(max_batch);  // note "max_batch"
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   const std::lock_guard<std::mutex> lock(cache.state_->mutex);
   return measured_model_memo(cache.workload_, gpu, roofline, measurements, precision, max_batch, memo_of(cache));
@@ -1217,6 +1235,7 @@ LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, co
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  check_max_batch(max_batch);  // note "max_batch"
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   Memo memo(w);
   return predict_anchored_memo(w, anchor, measurements, target, precision, max_batch, memo);
@@ -1457,6 +1476,7 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
                                                       const GpuSpec& target, Precision precision,
                                                       double max_batch) const {
+  check_max_batch(max_batch);  // note "max_batch"
   for (std::size_t i = 0; i < anchors.size(); ++i) {  // note "measurement precision" (compute.hpp)
     require_precision(anchors[i].measurements, precision, "anchors[" + std::to_string(i) + "].measurements");
   }
@@ -1544,6 +1564,7 @@ std::pair<double, double> LearnedCompute::absolute_line_fresh(const WorkloadStat
 
 LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, const GpuSpec& target,
                                                       Precision precision, double max_batch) const {
+  check_max_batch(max_batch);  // note "max_batch"
   Memo memo(w);
   return predict_absolute_memo(w, target, precision, max_batch, memo);
 }
@@ -1675,14 +1696,7 @@ ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, 
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   fitted.validate();
   check_gpu(gpu);
-  // <= 0 is "not known" (the grid then ends at the measured batches, or 1024); NaN or an
-  // infinity read as that too, and the floor then held to batch 1024 alone where the caller
-  // meant more (ResNet-50 on a T4 at AMP, one run at 1.05x its floor at batch 4: at batch 1e6,
-  // 1.0000x the floor with max_batch 1e6, 0.9998x with NaN or inf)
-  if (!std::isfinite(max_batch)) {
-    detail::fail("max_batch", "finite (the largest local batch the model will be asked, or <= 0 for the grid of "
-                 "the measured batches)", max_batch);
-  }
+  check_max_batch(max_batch);  // note "max_batch"
   return measured_held_to_floor(fitted, w, gpu, measurements, precision, max_batch);
 }
 
@@ -1735,6 +1749,7 @@ ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, 
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch) const {
+  check_max_batch(max_batch);  // note "max_batch"
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   Memo memo(w);
   return measured_model_memo(w, gpu, roofline, measurements, precision, max_batch, memo);

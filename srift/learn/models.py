@@ -168,7 +168,7 @@ class CostModels:
         stats = None if cache is not None else core_workload_stats(workload_from_profile(profile))
         target = gpu_spec(peaks_from_catalog(catalog, gpu_key))
         prec = core_precision(precision)
-        mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
+        mb = 0.0 if max_batch is None else float(max_batch)  # NaN or inf: refused by the core (note "max_batch")
         anchors = [anchor] if isinstance(anchor, tuple) else list(anchor or [])
         anchors = [(k, list(meas)) for k, meas in anchors if meas]
         lc = self.learned_compute
@@ -190,7 +190,7 @@ class CostModels:
         own line through `roofline` (its roofline estimate); one batch scales the no-measurement
         model's curve through it, split as `roofline` (srift::LearnedCompute note "measured
         batch shape", evaluated by the core). cache: as compute_model's."""
-        mb = float(max_batch) if max_batch is not None and math.isfinite(max_batch) else 0.0
+        mb = 0.0 if max_batch is None else float(max_batch)  # NaN or inf: refused by the core (note "max_batch")
         gpu = gpu_spec(peaks_from_catalog(catalog, gpu_key))
         if cache is not None:
             return self.learned_compute.measured_model_cached(cache, gpu, roofline, list(measurements),
@@ -425,10 +425,20 @@ def affine_relative_fit(batches: np.ndarray, seconds: np.ndarray, min_per_sample
     return float(fixed), float(per_sample)
 
 
+def check_max_batch(max_batch: float | None) -> None:
+    """The core's note "max_batch" (csrc/learned_compute.cpp): None or <= 0 is "not known"; NaN
+    or an infinity is no batch, refused naming it as the core does."""
+    if max_batch is not None and not math.isfinite(max_batch):
+        raise ValueError("max_batch must be finite (the largest local batch the model will be asked, or <= 0 "
+                         f"when not known), got {float(max_batch)}")
+
+
 def batch_grid(max_batch: float | None) -> np.ndarray:
     """Geometric grid of local batches from 1 to max(max_batch, GRID_MIN_SPAN), at most
-    2147483647 (a local batch is an int; as srift::batch_grid)."""
-    hi = max(float(max_batch), GRID_MIN_SPAN) if max_batch and math.isfinite(max_batch) else GRID_MIN_SPAN
+    2147483647 (a local batch is an int; as srift::batch_grid); None or <= 0: not known (1 to
+    GRID_MIN_SPAN); NaN or an infinity: ValueError naming max_batch (note "max_batch")."""
+    check_max_batch(max_batch)
+    hi = max(float(max_batch), GRID_MIN_SPAN) if max_batch else GRID_MIN_SPAN
     hi = min(hi, 2147483647.0)
     n = max(3, int(math.ceil(math.log10(hi) * GRID_POINTS_PER_DECADE)) + 1)
     return np.unique(np.maximum(1.0, np.round(np.geomspace(1.0, hi, n))))
@@ -572,10 +582,11 @@ def measured_held_to_floor(model: Any, w: Any, peaks: Any, precision: str, measu
     (w: WorkloadInfo, peaks: GpuPeaks)."""
     from srift.learn.features import peak_floor_per_sample
 
+    check_max_batch(max_batch)  # the core's note "max_batch"
     floor = peak_floor_per_sample(w, peaks, precision, anchor=peaks, measurements=measurements)
     if not model.per_sample_s() < floor:
         return model
-    span = float(max_batch) if max_batch and math.isfinite(max_batch) and max_batch > 0 else 0.0
+    span = float(max_batch) if max_batch and max_batch > 0 else 0.0
     mean_batch = 0.0
     for m in measurements:  # summed as the core sums it
         span = max(span, m.local_batch)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -1440,6 +1441,56 @@ TEST(LearnedCompute, HoldToMeasuredFloorRefusesAMaxBatchThatIsNoNumber) {
   const srift::ComputeModel far = srift::hold_to_measured_floor(w, g, fitted, run, Precision::amp, 1e6);
   EXPECT_GE(total_at(far, 1e6), f * 1e6 * (1 - 1e-12));
   EXPECT_LT(total_at(at_1024, 1e6), f * 1e6);  // the premise: the 1024 grid's turn is under it there
+}
+
+TEST(LearnedCompute, EveryCallRefusesAMaxBatchThatIsNoNumber) {
+  // As hold_to_measured_floor: NaN or an infinity is no largest batch. The four predictions
+  // (and batch_grid) read it as "not known" (<= 0) and ended the grid at 1024, so a caller
+  // asking for every batch (inf) got a curve held to batch 1024 alone (ResNet-50 on a T4 at
+  // AMP, one run at 1.05x its floor at batch 4: measured_model 0.9998x the floor at batch 1e6).
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 15.7, 125, 900), a = gpu("a", 10, 50, 400);
+  const srift::LearnedCompute lc(constant_model(32, 0.0), constant_model(9, 0.0, 8, 2.0), srift::LearnedComputeConfig{});
+  srift::LearnedCompute::Cache cache(w);
+  const srift::ComputeModel roof = w.roofline(g, Precision::amp);
+  const std::vector<srift::Measurement> runs = {{4, 0.01}};
+  const std::vector<srift::Anchor> anchors = {{a, runs}};
+  const std::vector<std::pair<const char*, std::function<void(double)>>> calls = {
+      {"batch_grid", [&](double mb) { srift::batch_grid(mb); }},
+      {"predict_absolute", [&](double mb) { lc.predict_absolute(w, g, Precision::amp, mb); }},
+      {"predict_anchored", [&](double mb) { lc.predict_anchored(w, a, runs, g, Precision::amp, mb); }},
+      {"predict_anchored (anchors)", [&](double mb) { lc.predict_anchored(w, anchors, g, Precision::amp, mb); }},
+      {"measured_model", [&](double mb) { lc.measured_model(w, g, roof, runs, Precision::amp, mb); }},
+      {"predict_absolute (cache)", [&](double mb) { lc.predict_absolute(cache, g, Precision::amp, mb); }},
+      {"predict_anchored (cache)", [&](double mb) { lc.predict_anchored(cache, a, runs, g, Precision::amp, mb); }},
+      {"predict_anchored (cache, anchors)", [&](double mb) { lc.predict_anchored(cache, anchors, g, Precision::amp, mb); }},
+      {"measured_model (cache)", [&](double mb) { lc.measured_model(cache, g, roof, runs, Precision::amp, mb); }},
+      // an anchor with the target's specs takes the "same specs" path
+      {"predict_anchored (same specs)", [&](double mb) { lc.predict_anchored(w, g, runs, g, Precision::amp, mb); }},
+  };
+  for (const auto& [name, call] : calls) {
+    for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                       -std::numeric_limits<double>::infinity()}) {
+      try {
+        call(bad);
+        ADD_FAILURE() << name << ": no throw for max_batch " << bad;
+      } catch (const std::invalid_argument& e) {
+        const std::string what = e.what();
+        EXPECT_EQ(what.rfind("max_batch must be finite", 0), 0u) << name << ": " << what;
+        EXPECT_NE(what.find(std::isnan(bad) ? "got nan" : bad > 0 ? "got inf" : "got -inf"), std::string::npos)
+            << name << ": " << what;
+      }
+    }
+    call(-1.0);  // <= 0 is "not known", as before
+    call(0.0);
+  }
+  // <= 0: the grid of 1 to 1024 (or the measured batches), as documented
+  EXPECT_EQ(srift::batch_grid(-5), srift::batch_grid(0));
+  EXPECT_EQ(srift::batch_grid(0).back(), 1024.0);
+  const srift::ComputeModel unknown = lc.predict_absolute(w, g, Precision::amp, -1).model;
+  const srift::ComputeModel zero = lc.predict_absolute(w, g, Precision::amp, 0).model;
+  EXPECT_EQ(unknown.forward_fixed_s, zero.forward_fixed_s);
+  EXPECT_EQ(unknown.per_sample_s(), zero.per_sample_s());
 }
 
 TEST(LearnedCompute, MeasuredCurvesStayOnTheFloorAcrossRunsAndGrids) {

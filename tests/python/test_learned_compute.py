@@ -571,8 +571,12 @@ def test_an_engine_with_runs_on_two_gpu_types_averages_both_anchors(fresh_profil
 def test_batch_grid_and_relative_fit_equal_the_python_twin() -> None:
     from srift.learn.models import affine_relative_fit, batch_grid
 
-    for max_batch in (None, 0.0, 1.0, 100.0, 1024.0, 1025.0, 3000.0, 65536.0, 1e6, float("inf"), -5.0, 12345.6):
+    for max_batch in (None, 0.0, 1.0, 100.0, 1024.0, 1025.0, 3000.0, 65536.0, 1e6, -5.0, 12345.6):
         assert _core.batch_grid(max_batch if max_batch is not None else 0.0) == list(batch_grid(max_batch)), max_batch
+    for bad in (float("inf"), float("nan")):  # no batch: both refuse it (note "max_batch")
+        for grid in (_core.batch_grid, batch_grid):
+            with pytest.raises(ValueError, match=r"^max_batch must be finite"):
+                grid(bad)
     rng = np.random.default_rng(0)
     for _ in range(100):
         b = np.unique(np.round(rng.uniform(1, 500, rng.integers(2, 12))))
@@ -833,6 +837,58 @@ def test_hold_to_measured_floor_refuses_a_max_batch_that_is_no_number() -> None:
     assert held.compute_s(1e6) + held.optimizer_s >= (1 - 1e-12) * f * 1e6
     unknown = hold_to_measured_floor(profile, "T4", cat, "amp", fit, runs, None)  # the measured batches' grid
     assert _model_terms(unknown) == _model_terms(hold_to_measured_floor(profile, "T4", cat, "amp", fit, runs, 0.0))
+
+
+def test_every_learned_compute_call_refuses_a_max_batch_that_is_no_number() -> None:
+    """Note "max_batch" (csrc/learned_compute.cpp): NaN or an infinity is no largest batch. The
+    core's predictions, batch_grid and the Python wrappers read it as "not known" (the grid to
+    1024), so inf, "every batch", held a measured curve to batch 1024 alone (ResNet-50 on a T4
+    at AMP, one run at 1.05x its floor at batch 4: 0.9998x the floor at batch 1e6). Every one
+    refuses it, naming max_batch; None and <= 0 stay "not known"."""
+    from srift.learn.models import batch_grid, measured_held_to_floor
+
+    model, batch, loss_fn = srift.zoo.build("resnet50", batch_size=4, device="meta")
+    profile = srift.profile(model, batch, loss_fn=loss_fn, device="meta", name="resnet50")
+    cat = Catalog.default()
+    wl = load_workloads()["resnet50"]
+    stats, t4, v100 = core_workload_stats(wl), peaks_from_catalog(cat, "T4"), peaks_from_catalog(cat, "V100-16GB")
+    amp = core_precision("amp")
+    f = peak_floor_per_sample(wl, t4, "amp")
+    runs = [_core.Measurement(4.0, 1.05 * f * 4)]
+    models = default_models()
+    lc = models.learned_compute
+    cache = models.compute_cache(profile)
+    roof = stats.roofline(gpu_spec(t4), amp)
+    anchors = [_core.Anchor(gpu_spec(v100), runs)]
+    calls = {
+        "_core.batch_grid": lambda mb: _core.batch_grid(mb),
+        "batch_grid (twin)": lambda mb: batch_grid(mb),
+        "predict_absolute": lambda mb: lc.predict_absolute(stats, gpu_spec(t4), amp, mb),
+        "predict_anchored": lambda mb: lc.predict_anchored(stats, gpu_spec(v100), runs, gpu_spec(t4), amp, mb),
+        "predict_anchored (same specs)": lambda mb: lc.predict_anchored(stats, gpu_spec(t4), runs, gpu_spec(t4), amp, mb),
+        "predict_anchored_several": lambda mb: lc.predict_anchored_several(stats, anchors, gpu_spec(t4), amp, mb),
+        "measured_model": lambda mb: lc.measured_model(stats, gpu_spec(t4), roof, runs, amp, mb),
+        "predict_absolute_cached": lambda mb: lc.predict_absolute_cached(cache, gpu_spec(t4), amp, mb),
+        "predict_anchored_several_cached": lambda mb: lc.predict_anchored_several_cached(cache, anchors, gpu_spec(t4),
+                                                                                         amp, mb),
+        "measured_model_cached": lambda mb: lc.measured_model_cached(cache, gpu_spec(t4), roof, runs, amp, mb),
+        "Models.compute_model": lambda mb: models.compute_model(profile, "T4", cat, "amp", max_batch=mb),
+        "Models.compute_model (anchored)": lambda mb: models.compute_model(profile, "T4", cat, "amp",
+                                                                          anchor=("V100-16GB", runs), max_batch=mb),
+        "Models.measured_model": lambda mb: models.measured_model(profile, "T4", cat, "amp", roof, runs, max_batch=mb),
+        "measured_held_to_floor (twin)": lambda mb: measured_held_to_floor(roof, wl, t4, "amp", runs, mb),
+    }
+    for name, call in calls.items():
+        for bad in (math.nan, math.inf, -math.inf):
+            with pytest.raises(ValueError, match=r"^max_batch must be finite .*got (nan|inf|-inf)$") as err:
+                call(bad)
+            assert str(err.value).endswith(f"got {bad}"), name
+        call(-1.0)  # <= 0: not known, as before
+        call(0.0)
+    assert list(batch_grid(None)) == list(_core.batch_grid(0.0)) == list(_core.batch_grid(-5.0))
+    assert _core.batch_grid(0.0)[-1] == 1024.0
+    unknown = models.compute_model(profile, "T4", cat, "amp")[0]
+    assert _model_terms(unknown) == _model_terms(models.compute_model(profile, "T4", cat, "amp", max_batch=0.0)[0])
 
 
 def test_several_measured_batches_hold_the_floor_as_the_python_twin(catalog_gpus) -> None:

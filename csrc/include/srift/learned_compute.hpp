@@ -114,7 +114,8 @@ const std::vector<std::string>& absolute_feature_names();
 
 /// Local batches (samples) of the absolute model's fit: a geometric grid, 4 points a decade,
 /// rounded and deduplicated, from 1 to max(max_batch, 1024), at most 2147483647 (a local
-/// batch is an int); max_batch <= 0 or non-finite: 1 to 1024.
+/// batch is an int); max_batch <= 0 (not known): 1 to 1024. Throws std::invalid_argument
+/// naming max_batch when it is NaN or infinite (learned_compute.cpp note "max_batch").
 std::vector<double> batch_grid(double max_batch);
 
 /// (fixed s, per-sample s) of t = fixed + per_sample * b minimising the squared relative error
@@ -280,7 +281,8 @@ class LearnedCompute {
   /// "peak floor"). A target whose specs (the peaks and memory bandwidth dominates() compares)
   /// equal the anchor's, the same chip with more memory, is the anchor's measured curve itself,
   /// with the anchored band (learned_compute.cpp note "same specs").
-  /// Throws std::invalid_argument on no measurements or a bad batch, or naming
+  /// Throws std::invalid_argument on no measurements or a bad batch, a `max_batch` that is NaN
+  /// or infinite (named; learned_compute.cpp note "max_batch"), or naming
   /// measurements[i].precision for a run timed at another precision than `precision`
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
@@ -305,7 +307,8 @@ class LearnedCompute {
   /// TF32 (PyTorch's default: TF32 convolutions, FP32 matmuls) is the TF32 prediction times the
   /// roofline's default/all-TF32 ratio, term by term, in both predictions (learned_compute.cpp
   /// note "fp32 via tf32"). No grid point is faster than the target's FLOPs at its peak
-  /// (learned_compute.cpp note "peak floor").
+  /// (learned_compute.cpp note "peak floor"). Throws std::invalid_argument naming `max_batch`
+  /// when it is NaN or infinite (learned_compute.cpp note "max_batch").
   LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                                         double max_batch) const;
   /// Compute on a GPU type the workload was measured on (note "measured batch shape"). Two or
@@ -322,7 +325,8 @@ class LearnedCompute {
   /// (learned_compute.cpp note "measured floor"). The floor holds up to the grid's end only
   /// (a line under the floor's slope is under it past the end): pass as `max_batch` the
   /// largest local batch the model will be asked.
-  /// Throws std::invalid_argument on no measurements or a bad batch or time, or naming
+  /// Throws std::invalid_argument on no measurements or a bad batch or time, a `max_batch` that
+  /// is NaN or infinite (named; learned_compute.cpp note "max_batch"), or naming
   /// measurements[i].precision for a run timed at another precision than `precision`
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
   ComputeModel measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
