@@ -268,11 +268,13 @@ def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overr
         if "gpu" in entry and entry["gpu"] not in gpu_keys:
             raise ValueError(f"{origin}: {format_json_path(['instances', name, 'gpu'])} = {entry['gpu']!r}: not a GPU key (known: {', '.join(sorted(gpu_keys))})")
         names.add(name)
-    prices = data.get("prices") or []
+    # None is an absent section; 0 or {} is not one read as absent
+    prices = [] if data.get("prices") is None else data["prices"]
     if not isinstance(prices, list):
         raise ValueError(f"{origin}: $.prices = {prices!r}: must be a list of {{instance, region, market, usd_per_hour}}")
     price_fields = {
-        "instance": (lambda v: v in names, "an instance type of the catalog or of these overrides"),
+        # a list or an object is no name (its lookup in the set raised TypeError: unhashable)
+        "instance": (lambda v: isinstance(v, str) and v in names, "an instance type of the catalog or of these overrides"),
         "region": (lambda v: isinstance(v, str) and bool(_REGION_RE.match(v)), "a region code such as 'us-east-1'"),
         "market": (lambda v: v in MARKETS, "one of " + ", ".join(MARKETS)),
         # > 0: recommend's search refuses a free offer; refuse it here, not after predict priced it at $0
@@ -286,7 +288,7 @@ def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overr
         missing = [f for f in ("instance", "region", "market", "usd_per_hour") if f not in entry]
         if missing:
             raise ValueError(f"{origin}: {format_json_path(['prices', i])}: missing fields {missing}")
-    intr = data.get("interruption") or []
+    intr = [] if data.get("interruption") is None else data["interruption"]
     if not isinstance(intr, list):
         raise ValueError(f"{origin}: $.interruption = {intr!r}: must be a list of {{instance, region, class}}")
     intr_fields = {
@@ -299,7 +301,7 @@ def validate_overrides(data: Any, catalog: Catalog, origin: str = "catalog overr
         missing = [f for f in intr_fields if f not in entry]
         if missing:
             raise ValueError(f"{origin}: {format_json_path(['interruption', i])}: missing fields {missing}")
-    quotas = data.get("quotas") or {}
+    quotas = {} if data.get("quotas") is None else data["quotas"]
     if not isinstance(quotas, Mapping):
         raise ValueError(f"{origin}: $.quotas = {quotas!r}: must be a table {{instance: max_count}}")
     for name, value in quotas.items():

@@ -388,6 +388,37 @@ def test_overrides_errors(cat: Catalog, overrides: dict, message: str) -> None:
         cat.with_overrides(overrides)
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        # an instance named by a list or an object: a TypeError (unhashable) from the set lookup
+        ({"schema": "srift.catalog-overrides/1",
+          "prices": [{"instance": [], "region": "us-east-1", "market": "spot", "usd_per_hour": 1}]},
+         r"^catalog overrides: \$\.prices\[0\]\.instance = \[\]: must be an instance type"),
+        ({"schema": "srift.catalog-overrides/1",
+          "interruption": [{"instance": {"p3.2xlarge": 1}, "region": "us-east-1", "class": "<5%"}]},
+         r"^catalog overrides: \$\.interruption\[0\]\.instance = \{'p3\.2xlarge': 1\}: must be an instance type"),
+        ({"schema": "srift.catalog-overrides/1", "quotas": {"p3.2xlarge": 1},
+          "prices": [{"instance": "p3.2xlarge", "region": ["us-east-1"], "market": ["spot"], "usd_per_hour": 1}]},
+         r"\$\.prices\[0\]\.region = \['us-east-1'\]: must be a region code"),
+        # a section of the wrong type that is empty or 0 was read as no section
+        ({"schema": "srift.catalog-overrides/1", "prices": {}}, r"^catalog overrides: \$\.prices = \{\}: must be a list"),
+        ({"schema": "srift.catalog-overrides/1", "prices": 0}, r"\$\.prices = 0: must be a list"),
+        ({"schema": "srift.catalog-overrides/1", "interruption": {}}, r"\$\.interruption = \{\}: must be a list"),
+        ({"schema": "srift.catalog-overrides/1", "quotas": []}, r"\$\.quotas = \[\]: must be a table"),
+        ({"schema": "srift.catalog-overrides/1", "quotas": 0}, r"\$\.quotas = 0: must be a table"),
+        ({"schema": "srift.catalog-overrides/1", "gpus": 0}, r"\$\.gpus = 0: must be a table"),
+        ({"schema": "srift.catalog-overrides/1", "instances": ""}, r"\$\.instances = '': must be a table"),
+    ],
+)
+def test_overrides_of_the_wrong_type_are_named_not_crashed_on(cat: Catalog, overrides: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        cat.with_overrides(overrides)
+    # None is an absent section, as before
+    assert cat.with_overrides({"schema": "srift.catalog-overrides/1", "prices": None, "quotas": None}).price(
+        "p3.2xlarge", "us-east-1") == cat.price("p3.2xlarge", "us-east-1")
+
+
 def test_overrides_bad_toml(cat: Catalog, tmp_path: Path) -> None:
     path = tmp_path / "ov.toml"
     path.write_text("schema = \n")
