@@ -216,6 +216,12 @@ LearnedModel LearnedModel::from_json(const std::string& text) {
     if (r->t != Json::T::object) bad("$.residuals", "must be an object with p10 and p90, got " + shown(*r));
     m.p10_ = number(field(*r, "$.residuals", "p10"), "$.residuals.p10");
     m.p90_ = number(field(*r, "$.residuals", "p90"), "$.residuals.p90");
+    for (const auto& [key, v] : {std::pair<const char*, double>{"p10", m.p10_}, {"p90", m.p90_}}) {
+      // validate.hpp note "log factor"
+      if (!detail::is_log_factor(v)) {
+        bad(std::string("$.residuals.") + key, std::string("must be ") + detail::kLogFactorRule + ", got " + detail::fmt(v));
+      }
+    }
     if (m.p10_ > m.p90_) {
       bad("$.residuals", "must have p10 <= p90, got p10 " + detail::fmt(m.p10_) + " and p90 " + detail::fmt(m.p90_));
     }

@@ -726,9 +726,7 @@ void LearnedComputeConfig::validate() const {
   const std::pair<const char*, double> finite[] = {{"anchored_p10", anchored_p10}, {"anchored_p90", anchored_p90},
                                                    {"roofline_p10", roofline_p10}, {"roofline_p90", roofline_p90},
                                                    {"absolute_p10", absolute_p10}, {"absolute_p90", absolute_p90}};
-  for (const auto& [field, v] : finite) {
-    if (!std::isfinite(v)) detail::fail(field, "finite", v);
-  }
+  for (const auto& [field, v] : finite) detail::require_log_factor(field, v);  // validate.hpp note "log factor"
   // Log residual quantiles: an inverted pair made p10 factors above p90 (a band of no width).
   const std::pair<const char*, std::pair<double, double>> pairs[] = {{"anchored_p10", {anchored_p10, anchored_p90}},
                                                                      {"roofline_p10", {roofline_p10, roofline_p90}},
@@ -753,11 +751,14 @@ void LearnedComputeConfig::validate() const {
       {"edge_absolute", {edge_absolute_p10, edge_absolute_p50, edge_absolute_p90}}};
   for (const auto& [field, q] : edges) {
     const std::string f = field;
-    for (std::size_t i = 0; i < 3; ++i) {
-      if (!std::isfinite(q[i])) detail::fail(f + (i == 0 ? "_p10" : i == 1 ? "_p50" : "_p90"), "finite", q[i]);
+    for (std::size_t i = 0; i < 3; ++i) {  // validate.hpp note "log factor"
+      detail::require_log_factor(f + (i == 0 ? "_p10" : i == 1 ? "_p50" : "_p90"), q[i]);
     }
     if (q[0] > q[1]) detail::fail(f + "_p10", "<= its p50 (" + detail::fmt(q[1]) + ")", q[0]);
     if (q[1] > q[2]) detail::fail(f + "_p50", "<= its p90 (" + detail::fmt(q[2]) + ")", q[1]);
+    // at_data_edge takes exp() of the spreads about the lean
+    detail::require_log_factor(f + "_p90 - " + f + "_p50", q[2] - q[1]);
+    detail::require_log_factor(f + "_p50 - " + f + "_p10", q[1] - q[0]);
   }
   for (std::size_t i = 0; i < ratio_references.size(); ++i) ratio_references[i].validate();
   for (std::size_t i = 0; i < absolute_references.size(); ++i) absolute_references[i].validate();

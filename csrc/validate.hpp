@@ -34,6 +34,21 @@ inline void require_positive(std::string_view field, double v) {
   if (!std::isfinite(v) || v <= 0) fail(std::string(field), "finite and > 0", v);
 }
 
+// Note "log factor": a held-out residual quantile (the log of measured over predicted time)
+// becomes a band factor exp(v) of the predicted time. Past log(DBL_MAX) = 709.78 either side of
+// 0 that factor is +inf or 0: a document whose residuals.p90 was 1e14 loaded, and its p90
+// factor was inf (an iteration's p90 of inf s; in Python a bare OverflowError from math.exp).
+// Every quantile, and every spread of two that a band takes exp() of, is refused past it
+// (srift/learn/loader.py check_residual_order is the Python twin).
+inline constexpr const char* kLogFactorRule =
+    "a log factor whose exp() is a finite number > 0 (at most 709.78 either side of 0)";
+
+inline bool is_log_factor(double v) { return std::isfinite(v) && std::isfinite(std::exp(std::fabs(v))); }
+
+inline void require_log_factor(std::string_view field, double v) {
+  if (!is_log_factor(v)) fail(std::string(field), kLogFactorRule, v);
+}
+
 // A feasible iteration whose time overflowed to +inf (or NaN): inputs near the largest double
 // (1e308 s of fixed compute, a link of 1e-300 bytes/s) must not make a plan "feasible" in an
 // infinite time. `what` names the cluster or plan.

@@ -91,13 +91,31 @@ def _residual_pairs(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
+# The core's note "log factor" (csrc/validate.hpp): a residual quantile becomes a band factor
+# exp(v); past log(DBL_MAX) either side of 0 that is inf or 0 (math.exp raises OverflowError).
+LOG_FACTOR_RULE = "a log factor whose exp() is a finite number > 0 (at most 709.78 either side of 0)"
+
+
+def is_log_factor(v: float) -> bool:
+    """Whether exp(v) and exp(-v) are finite numbers > 0 (the core's detail::is_log_factor)."""
+    try:
+        return math.isfinite(v) and math.isfinite(math.exp(abs(v)))
+    except OverflowError:
+        return False
+
+
 def check_residual_order(doc: dict[str, Any], origin: str = "learned model") -> None:
     """ValueError naming the field and both values where a held-out residual pair has p10 > p90
-    (an interval that would silently collapse or invert the prediction band)."""
+    (an interval that would silently collapse or invert the prediction band), or naming the
+    field and its value where a quantile is no log factor exp() turns into a number (note
+    "log factor")."""
     for where, r in _residual_pairs(doc):
         if not isinstance(r, dict):
             continue
         p10, p90 = r.get("p10"), r.get("p90")
+        for key, v in (("p10", p10), ("p90", p90)):
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not is_log_factor(v):
+                raise ValueError(f"{origin}: {where}.{key} = {v!r}: must be {LOG_FACTOR_RULE}")
         nums = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (p10, p90))
         if nums and p10 > p90:
             raise ValueError(f"{origin}: {where}: p10 {p10!r} is above p90 {p90!r}")

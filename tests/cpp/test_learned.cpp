@@ -303,6 +303,54 @@ TEST(LearnedModel, ResidualQuantilesMustBeInOrder) {
   EXPECT_THROW(config.validate(), std::invalid_argument);
 }
 
+TEST(LearnedModel, ResidualQuantilesMustBeLogFactorsThatExpTurnsIntoNumbers) {
+  // Note "log factor" (validate.hpp): a residual quantile is a log factor of the predicted time.
+  // $.residuals.p90 = 1e14 was read, and its band factor exp(1e14) was +inf (a p90 iteration of
+  // inf s from a compute document, a Python OverflowError from the iteration overhead's).
+  for (const char* bad : {"\"p10\":-0.1,\"p90\":1e14", "\"p10\":-710,\"p90\":0.2"}) {
+    const std::string what = what_of(edited_once(kLinear, "\"p10\":-0.1,\"p90\":0.2", bad));
+    const bool high = std::string(bad).find("1e14") != std::string::npos;
+    EXPECT_EQ(what.rfind(std::string("learned model: $.residuals.") + (high ? "p90" : "p10") +
+                             " must be a log factor whose exp() is a finite number > 0 (at most 709.78 either side of 0), got " +
+                             (high ? "1e+14" : "-710"),
+                         0),
+              0u)
+        << what;
+  }
+  // the largest that exp() turns into a finite factor > 0 either way still loads
+  EXPECT_NO_THROW(srift::LearnedModel::from_json(edited_once(kLinear, "\"p10\":-0.1,\"p90\":0.2", "\"p10\":-709,\"p90\":709")));
+  // the combination's quantiles, as a C++ caller sets them or the compute documents give them
+  const auto refused = [](srift::LearnedComputeConfig c, const std::string& want) {
+    try {
+      c.validate();
+      ADD_FAILURE() << "no throw for " << want;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0u) << e.what();
+    }
+  };
+  srift::LearnedComputeConfig c;
+  c.anchored_p90 = 1e14;
+  refused(c, "anchored_p90 must be a log factor whose exp() is a finite number > 0");
+  c = {};
+  c.absolute_p10 = -1e3;
+  refused(c, "absolute_p10 must be a log factor whose exp() is a finite number > 0");
+  c = {};
+  c.roofline_p90 = 800;
+  refused(c, "roofline_p90 must be a log factor");
+  c = {};
+  c.edge_anchored_p90 = 1e14;  // the band past the data's edge: exp(p90 - p50)
+  refused(c, "edge_anchored_p90 must be a log factor");
+  c = {};
+  c.edge_absolute_p10 = -400;  // each within range, their spread (p50 - p10 = 800) is not
+  c.edge_absolute_p50 = 400;
+  c.edge_absolute_p90 = 400;
+  refused(c, "edge_absolute_p50 - edge_absolute_p10 must be a log factor");
+  c = {};
+  c.anchored_p10 = -709;
+  c.anchored_p90 = 709;
+  EXPECT_NO_THROW(c.validate());
+}
+
 namespace {
 // A tree ensemble over features x0, x1 of one-leaf trees with these values, and `extra` fields.
 std::string leaves(const std::string& head, std::initializer_list<const char*> values) {

@@ -663,6 +663,39 @@ def test_inverted_residual_quantiles_are_refused(tmp_path: Path, name: str, fiel
         CostModels(d)
 
 
+@pytest.mark.parametrize("name, field, key, value", [
+    ("compute_absolute", "residuals", "p90", 1e14), ("compute_absolute", "residuals.within_lab", "p10", -1e3),
+    ("compute_ratio", "absolute_blend.residuals", "p90", 800.0), ("compute_ratio", "roofline_residuals", "p90", 1e300),
+    ("iteration_overhead", "residuals", "p90", 1e14), ("iteration_overhead", "instance_anchor", "p90", 1e14),
+    ("link_pcie_efficiency", "residuals", "p90", 1e14), ("link_tcp_efficiency", "residuals", "p10", -1e14),
+])
+def test_residual_quantiles_whose_factor_overflows_are_refused(tmp_path: Path, name: str, field: str, key: str,
+                                                              value: float) -> None:
+    """A residual quantile is a log factor of the predicted time: at 1e14 the document loaded
+    and its band factor exp(1e14) was inf (compute) or a bare OverflowError (the iteration
+    overhead's and the PCIe link's, through math.exp). Refused on load, naming the path and the
+    value, as the core refuses it (validate.hpp note "log factor")."""
+    from srift.learn.models import CostModels
+
+    d = _copy_models(tmp_path)
+    doc = json.loads((d / f"{name}.json").read_text())
+    r = doc
+    for k in field.split("."):
+        r = r[k]
+    r[key] = value
+    if key == "p10":  # keep the pair in order: only the size is wrong
+        r["p90"] = max(r["p90"], value)
+    else:
+        r["p10"] = min(r["p10"], value)
+    (d / f"{name}.json").write_text(json.dumps(doc))
+    want = (rf"{name}\.json: \$\.{re.escape(field)}\.{key} = {re.escape(repr(value))}: must be a log factor whose "
+            r"exp\(\) is a finite number > 0 \(at most 709\.78 either side of 0\)")
+    with pytest.raises(ValueError, match=want):
+        load_model(d / f"{name}.json")
+    with pytest.raises(ValueError, match=want):
+        CostModels(d)
+
+
 def test_cost_models_check_each_files_features(tmp_path: Path) -> None:
     from srift.learn.models import CostModels
 
