@@ -216,6 +216,13 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
             raise ValueError(f"{where}: key {bad[0]!r} is unknown; known: {', '.join(sorted(_MODEL_KEYS))}")
         if "name" not in m and "profile" not in m:
             raise ValueError(f"{where} needs name (a zoo model) or profile (a saved profile file), got {dict(m)!r}")
+        # a name is a row's label and a profile a path: a list, a number or an empty string was
+        # read as its str() ("[1, 2]" in the table), and a name of 0 or false as the file's stem
+        for key in ("name", "profile"):
+            if key in m and (m[key] is not None or key == "profile") and (not isinstance(m[key], str) or not m[key].strip()):
+                raise ValueError(f"{where}.{key} must be a non-empty string "
+                                 f"({'a zoo model or the label of its rows' if key == 'name' else 'a saved profile file'}), "
+                                 f"got {m[key]!r}")
         for key in _ZOO_ONLY_MODEL_KEYS:
             if "profile" in m and key in m:
                 raise ValueError(f"{where}.{key}: applies to a zoo model (name without profile), which the sweep "

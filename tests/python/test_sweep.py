@@ -288,6 +288,26 @@ def test_spec_profile_that_is_a_directory(tmp_path):
         parse_spec({**_BASE, "models": [{"profile": "profiles"}]}, base_dir=tmp_path)
 
 
+@pytest.mark.parametrize("model, message", [
+    ({"profile": "r50.json", "name": [1, 2]}, r"^models\[0\]\.name must be a non-empty string .*got \[1, 2\]$"),
+    ({"profile": "r50.json", "name": 0}, r"^models\[0\]\.name must be a non-empty string .*got 0$"),
+    ({"profile": "r50.json", "name": float("nan")}, r"^models\[0\]\.name must be a non-empty string .*got nan$"),
+    ({"profile": "r50.json", "name": " "}, r"^models\[0\]\.name must be a non-empty string .*got ' '$"),
+    ({"profile": ["r50.json"]}, r"^models\[0\]\.profile must be a non-empty string \(a saved profile file\), "
+                                r"got \['r50\.json'\]$"),
+    ({"profile": None, "name": "r50"}, r"^models\[0\]\.profile must be a non-empty string .*got None$"),
+])
+def test_spec_model_name_and_profile_must_be_strings(tmp_path, resnet50_profile, model, message):
+    """A list as a model's name was its str() as the rows' label ("[1, 2]" in the table), a name of
+    0 read as absent (the file's stem); a profile that is no string a "does not exist" OSError."""
+    resnet50_profile.save(tmp_path / "r50.json")
+    with pytest.raises(ValueError, match=message):
+        parse_spec({**_BASE, "models": [model]}, base_dir=tmp_path)
+    # null stays an absent name: the file's stem labels the rows
+    spec = parse_spec({**_BASE, "models": [{"profile": "r50.json", "name": None}]}, base_dir=tmp_path)
+    assert [m.label for m in spec.models] == ["r50"]
+
+
 def test_spec_file_errors_name_the_file(tmp_path):
     with pytest.raises(ValueError, match=r"sweep spec .*'.*specs': cannot read"):
         load_spec(tmp_path.joinpath("specs").mkdir() or tmp_path / "specs")
