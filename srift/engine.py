@@ -254,10 +254,11 @@ class Engine:
         self.catalog = catalog
         self.config = config or EngineConfig()
         _check_config(self.config)
-        precision = self.config.precision or profile.precision
+        # None is "the profile's"; 0, "" or [] is no precision, refused below (it read as None)
+        precision = profile.precision if self.config.precision is None else self.config.precision
         if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
             precision = precision.strip().lower()  # "AMP" as the CLI and add_measurement take it
-        if precision not in PRECISIONS:
+        if not isinstance(precision, str) or precision not in PRECISIONS:  # a list: TypeError unhashable
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self.precision = precision
         self._roofline = _roofline_params(self.config.roofline)

@@ -284,6 +284,19 @@ def test_an_engine_takes_a_precision_in_any_case_as_add_measurement_does(fresh_p
         Engine(fresh_profile, catalog, EngineConfig(precision="fp16"))
 
 
+@pytest.mark.parametrize("bad", [0, "", [], {}, False, ["amp"]])
+def test_an_engine_precision_that_is_empty_or_zero_is_refused_not_read_as_the_profiles(fresh_profile, catalog, bad):
+    """EngineConfig(precision=0), "", [] or {} read as absent (`config.precision or
+    profile.precision`): a prediction at the profile's precision where the caller asked for
+    something that is none; ["amp"] raised a bare TypeError (unhashable). Only None means "the
+    profile's"."""
+    with pytest.raises(ValueError, match=rf"^precision must be one of fp32, tf32, amp, got {re.escape(repr(bad))}$"):
+        Engine(fresh_profile, catalog, EngineConfig(precision=bad))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert Engine(fresh_profile, catalog, EngineConfig(precision=None)).precision == fresh_profile.precision
+
+
 def test_the_engine_merges_a_gpus_and_an_instances_repeats_once_for_points_and_warning(fresh_profile, catalog,
                                                                                        monkeypatch):
     """One core merge gives both the points srift fits and the groups it warns about: the
