@@ -177,6 +177,15 @@ IterationBand iteration_band_unchecked(const IterationResult& result, const Grou
     const double folds = std::abs(std::log(result.groups[slowest].batch_high / own.measured_batch));
     out.compute.p10 = std::exp(-std::hypot(std::log(out.compute.p10), folds * std::log(own.per_e_fold.p10)));
     out.compute.p90 = std::exp(std::hypot(std::log(out.compute.p90), folds * std::log(own.per_e_fold.p90)));
+    // A factor per e-fold that is finite alone overflows raised to the e-folds (1e308 at ln 4
+    // of them: a compute p90 factor of inf and an iteration p90 of inf s, in silence).
+    if (!std::isfinite(out.compute.p90)) {
+      throw std::invalid_argument(
+          "bands[" + std::to_string(slowest) + "].per_e_fold.p90 = " + detail::fmt(own.per_e_fold.p90) +
+          " per e-fold over " + detail::fmt(folds) + " e-folds (local batch " +
+          detail::fmt(result.groups[slowest].batch_high) + ", measured at " + detail::fmt(own.measured_batch) +
+          "): the iteration's p90 is not a finite number (its compute factor is " + detail::fmt(out.compute.p90) + ")");
+    }
   }
   out.scaling = scaling_lookup_unchecked(table, gpus, counts, bands, n);
   out.link = BandFactors{};
@@ -197,6 +206,12 @@ IterationBand iteration_band_unchecked(const IterationResult& result, const Grou
     const double compute_hi = std::max(0.0, std::log(p90 / t));
     p10 = t * std::exp(-std::hypot(compute_lo, link_lo));
     p90 = t * std::exp(std::hypot(compute_hi, link_hi));
+  }
+  if (!std::isfinite(p90)) {  // factors each finite, their product with the time not
+    throw std::invalid_argument("the iteration's p90 overflows (iteration " + detail::fmt(t) + " s, compute factor " +
+                                detail::fmt(out.compute.p90) + ", link factor " + detail::fmt(out.link.p90) +
+                                ", scaling factor " + detail::fmt(out.scaling.factors.p90) +
+                                "): a band out of any real range");
   }
   out.p10_s = std::max(0.0, p10);
   out.p90_s = p90;

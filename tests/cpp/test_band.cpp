@@ -191,6 +191,46 @@ TEST(Band, MeasuredBatchBandWidensAwayFromTheMeasuredBatch) {
   EXPECT_THROW(m.validate("band of x"), std::invalid_argument);
 }
 
+TEST(Band, AMeasuredBatchBandThatOverflowsIsRefusedNamingIt) {
+  // Note "measured batch band": per_e_fold p90 = 1e308 (finite, >= 1: valid alone) raised to
+  // ln 4 e-folds gave a compute p90 factor of +inf and an iteration p90 of inf s, silently
+  // (srift.predict with EngineConfig(measured_batch_p90_per_e_fold=1e308): p90 inf).
+  srift::InstanceSpec one_gpu;
+  one_gpu.gpus = 1;
+  const ScalingBand t = numbered_table();
+  GroupBand m;
+  m.compute = {0.97, 1.03};
+  m.compute_several = {0.97, 1.03};
+  m.measured_batch = 32;
+  m.per_e_fold = {0.5, 1e308};
+  ASSERT_NO_THROW(m.validate("bands[0]"));
+  srift::GroupSpec g[] = {{&one_gpu, 1, {}, 1.0}};
+  srift::IterationResult r = result_of(1.0, {0.8});
+  r.groups[0].batch_low = r.groups[0].batch_high = 128;
+  for (int checked = 0; checked < 2; ++checked) {
+    try {
+      checked ? srift::iteration_band(r, g, &m, 1, t) : srift::iteration_band_unchecked(r, g, &m, 1, t);
+      ADD_FAILURE() << "no throw for a band of inf";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("bands[0].per_e_fold.p90 = 1e+308 per e-fold over 1.386294361 e-folds "
+                                            "(local batch 128, measured at 32): the iteration's p90 is not a finite "
+                                            "number",
+                                            0),
+                0u)
+          << e.what();
+    }
+  }
+  // at the measured batch the factor is not raised: the noise alone, as before
+  r.groups[0].batch_low = r.groups[0].batch_high = 32;
+  EXPECT_DOUBLE_EQ(srift::iteration_band(r, g, &m, 1, t).compute.p90, 1.03);
+  // a wide but finite band stays as it is: 1e20 per e-fold, ln 4 e-folds away
+  m.per_e_fold = {0.5, 1e20};
+  r.groups[0].batch_low = r.groups[0].batch_high = 128;
+  const auto band = srift::iteration_band(r, g, &m, 1, t);
+  EXPECT_TRUE(std::isfinite(band.p90_s));
+  EXPECT_NEAR(band.compute.p90, std::exp(std::hypot(std::log(1.03), std::log(4.0) * std::log(1e20))), 1e-9 * band.compute.p90);
+}
+
 TEST(Band, RejectsBadInputNamingTheField) {
   srift::InstanceSpec eight;
   eight.gpus = 8;

@@ -521,6 +521,27 @@ def test_one_measured_batch_band_widens_away_from_it(fresh_profile):
             Engine(fresh_profile, Catalog.default(), EngineConfig(**bad))
 
 
+def test_a_measured_batch_band_that_overflows_is_refused_naming_it(fresh_profile) -> None:
+    """EngineConfig(measured_batch_p90_per_e_fold=1e308) is finite and >= 1, valid alone, but
+    raised to the ln 4 e-folds from the measured batch it made a p90 of inf s, and recommend
+    read that band as a 0.5 chance of meeting any deadline (band.cpp note "measured batch
+    band"). Refused, naming the factor and the batches; 1e20 stays a wide, finite band."""
+    from srift.engine import EngineConfig
+
+    fresh_profile.add_measurement("T4", local_batch=32, iteration_s=0.21)
+    with pytest.raises(ValueError, match=r"^bands\[0\]\.per_e_fold\.p90 = 1e\+308 per e-fold over 1\.386294361 "
+                                         r"e-folds \(local batch 128, measured at 32\): the iteration's p90 is not a "
+                                         r"finite number"):
+        srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=128,
+                      config=EngineConfig(measured_batch_p90_per_e_fold=1e308))
+    at = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=32,  # at the measured batch: not raised
+                       config=EngineConfig(measured_batch_p90_per_e_fold=1e308))
+    assert math.isfinite(at.iteration_p90_s)
+    wide = srift.predict(fresh_profile, "1x g4dn.xlarge", global_batch=128,
+                         config=EngineConfig(measured_batch_p90_per_e_fold=1e20))
+    assert math.isfinite(wide.iteration_p90_s) and wide.iteration_p90_s > 1e20
+
+
 @pytest.mark.parametrize("fields, fragment", [
     # an efficiency of 0 or NaN had become a made-up 1 GB/s link, 1e-300 a negative interference
     ({"nvlink_efficiency": 0}, r"EngineConfig.nvlink_efficiency must be in \[0.01, 2\], got 0"),

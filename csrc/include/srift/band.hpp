@@ -137,11 +137,13 @@ struct IterationBand {
 
 /// The band of a feasible iteration `result` of `groups` (as given to simulate) with one
 /// GroupBand per group. Throws std::invalid_argument on a mismatch (n, an infeasible result)
-/// or a bad band; validates nothing else.
+/// or a bad band, and where factors each valid make a p90 that is not a finite number (a
+/// per_e_fold raised to the e-folds from the measured batch, named); validates nothing else.
 IterationBand iteration_band(const IterationResult& result, const GroupSpec* groups, const GroupBand* bands,
                              int n, const ScalingBand& table);
 
-/// The hot-path form for the searches: no validation, no allocation.
+/// The hot-path form for the searches: no validation, no allocation (but the same
+/// std::invalid_argument where the p90 is not a finite number).
 IterationBand iteration_band_unchecked(const IterationResult& result, const GroupSpec* groups,
                                        const GroupBand* bands, int n, const ScalingBand& table);
 
