@@ -147,12 +147,12 @@ ComputeModel pytorch_fp32(const WorkloadStats& w, const GpuSpec& g, const Comput
 double peak_floor_per_sample(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                              const GpuSpec* anchor = nullptr, const std::vector<Measurement>* measured = nullptr) {
   if (anchor != nullptr && measured != nullptr) {
-    const double k = peak_flop_seconds_per_sample(w.layers(), *anchor, precision);
+    const double k = detail::peak_flop_seconds_per_sample_of_valid_layers(w.layers(), *anchor, precision);
     for (const Measurement& m : *measured) {
       if (m.iteration_s < k * m.local_batch) return 0.0;
     }
   }
-  return peak_flop_seconds_per_sample(w.layers(), target, precision);
+  return detail::peak_flop_seconds_per_sample_of_valid_layers(w.layers(), target, precision);
 }
 
 void hold_to_floor(std::vector<double>& t, const std::vector<double>& grid, double per_sample_floor) {
@@ -355,6 +355,27 @@ struct FeatureBitsEqual {
   }
 };
 
+// The same for a key of fixed length (no allocation to build or find it).
+template <std::size_t N>
+struct ArrayBitsHash {
+  std::size_t operator()(const std::array<double, N>& a) const {
+    std::uint64_t h = N;
+    for (double v : a) {
+      std::uint64_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      h = (h ^ bits) * 0x100000001b3ULL;
+      h ^= h >> 29;
+    }
+    return static_cast<std::size_t>(h);
+  }
+};
+template <std::size_t N>
+struct ArrayBitsEqual {
+  bool operator()(const std::array<double, N>& a, const std::array<double, N>& b) const {
+    return std::memcmp(a.data(), b.data(), N * sizeof(double)) == 0;
+  }
+};
+
 }  // namespace
 
 // Note "memo": one prediction evaluates the same GPU's roofline terms (a pass over every layer)
@@ -393,6 +414,53 @@ struct LearnedCompute::Memo {
   // is bounded by the references it beats, each bounded by those it beats in turn: without the
   // memo the same references' predictions were made again down every chain.
   std::unordered_map<std::vector<double>, ComputeModel, FeatureHash, FeatureBitsEqual> reference_models;
+  // Note "memo by inputs": what anchored_log_ratio_from reads of the models for one pair of GPUs
+  // at one batch, by ratio_parts_key; the ratio references' anchored lines (predict_anchored_fit)
+  // by anchored_line_key; measured_model_memo and predict_absolute_memo by their inputs.
+  struct RatioParts {
+    double roofline_log_ratio = 0;
+    bool covers = false;                                    // has_fp16_path
+    double ratio = std::numeric_limits<double>::quiet_NaN();  // the ratio model's output (where it covers)
+    double corr_b = std::numeric_limits<double>::quiet_NaN(); // the absolute model's (where the blend reads it)
+  };
+  std::unordered_map<std::array<double, 14>, RatioParts, ArrayBitsHash<14>, ArrayBitsEqual<14>> ratio_parts;
+  std::unordered_map<std::vector<double>, std::pair<double, double>, FeatureHash, FeatureBitsEqual> anchored_lines;
+  std::unordered_map<std::vector<double>, ComputeModel, FeatureHash, FeatureBitsEqual> measured_models;
+  std::unordered_map<std::vector<double>, LearnedComputeResult, FeatureHash, FeatureBitsEqual> absolute_results;
+  static std::array<double, 14> ratio_parts_key(const GpuSpec& a, const GpuSpec& b, double batch, Precision precision) {
+    return {a.memory_bytes, a.fp32_flops, a.tf32_flops, a.fp16_flops, a.memory_bandwidth,
+            static_cast<double>(a.launch_year), b.memory_bytes, b.fp32_flops, b.tf32_flops, b.fp16_flops,
+            b.memory_bandwidth, static_cast<double>(b.launch_year), batch, static_cast<double>(precision)};
+  }
+  static void push_measurements(std::vector<double>& key, const std::vector<Measurement>& measurements) {
+    key.push_back(static_cast<double>(measurements.size()));
+    for (const Measurement& m : measurements) {
+      key.insert(key.end(), {m.local_batch, m.iteration_s, m.forward_s, m.backward_s,
+                             m.precision ? static_cast<double>(*m.precision) : -1.0});
+    }
+  }
+  static std::vector<double> anchored_line_key(const GpuSpec& anchor, const std::vector<Measurement>& measurements,
+                                               const GpuSpec& g, Precision precision, double span, bool covers) {
+    std::vector<double> key;
+    key.reserve(15 + 5 * measurements.size());
+    push_spec(key, anchor);
+    push_spec(key, g);
+    key.insert(key.end(), {static_cast<double>(precision), span, covers ? 1.0 : 0.0});
+    push_measurements(key, measurements);
+    return key;
+  }
+  static std::vector<double> measured_model_key(const GpuSpec& gpu, const ComputeModel& roofline,
+                                                const std::vector<Measurement>& measurements, Precision precision,
+                                                double max_batch) {
+    std::vector<double> key;
+    key.reserve(15 + 5 * measurements.size());
+    push_spec(key, gpu);
+    key.insert(key.end(), {roofline.forward_fixed_s, roofline.forward_per_sample_s, roofline.backward_fixed_s,
+                           roofline.backward_per_sample_s, roofline.optimizer_s, roofline.accumulate_s,
+                           static_cast<double>(precision), max_batch});
+    push_measurements(key, measurements);
+    return key;
+  }
   static std::vector<double> reference_key(const GpuSpec& g, double span, const GpuSpec* anchor,
                                            const std::vector<Measurement>* measurements) {
     std::vector<double> key;
@@ -506,7 +574,8 @@ double WorkloadStats::membound_share(const GpuSpec& gpu, Precision precision) co
 }
 
 ComputeModel WorkloadStats::roofline(const GpuSpec& gpu, Precision precision) const {
-  return roofline_compute(layers_, gpu, precision, optimizer_bytes_);
+  // the layers were validated by the constructor and never change
+  return detail::roofline_compute_of_valid_layers(layers_, gpu, precision, optimizer_bytes_, RooflineParams{});
 }
 
 double matmul_peak_flops(const GpuSpec& gpu, Precision precision) {
@@ -1058,15 +1127,32 @@ LearnedCompute::AnchorTerms LearnedCompute::anchor_terms(const GpuSpec& anchor, 
 double LearnedCompute::anchored_log_ratio_from(const WorkloadStats& w, const AnchorTerms& at, const GpuSpec& anchor,
                                                const GpuSpec& target, double batch, Precision precision,
                                                double observed_anchor, Memo& memo) const {
-  const GpuTerms& tb = memo.terms_of(target, precision);
-  std::vector<double> f = ratio_features_of(w, at.terms, anchor, batch, tb, target, batch, precision);
-  const double roofline_log_ratio = f[0];
-  if (!has_fp16_path(anchor, target, precision)) return roofline_log_ratio;
-  const double ratio = Memo::predict(memo.ratio, ratio_, std::move(f));
+  // Note "memo by inputs": the models' outputs for the pair at the batch, kept by those inputs
+  // (with `at` = anchor_terms(anchor, batch, precision), as every caller passes it).
   const double weight = config_.blend ? config_.blend_weight : 0.0;
   const double shrink = config_.blend ? config_.shrink : 0.0;
+  const std::array<double, 14> key = Memo::ratio_parts_key(anchor, target, batch, precision);
+  auto kept = memo.ratio_parts.find(key);
+  if (kept == memo.ratio_parts.end()) {
+    const GpuTerms& tb = memo.terms_of(target, precision);
+    std::vector<double> f = ratio_features_of(w, at.terms, anchor, batch, tb, target, batch, precision);
+    Memo::RatioParts parts;
+    parts.roofline_log_ratio = f[0];
+    parts.covers = has_fp16_path(anchor, target, precision);
+    if (parts.covers) {
+      parts.ratio = Memo::predict(memo.ratio, ratio_, std::move(f));
+      if (weight != 0.0 || shrink != 0.0) {
+        parts.corr_b = Memo::predict(memo.absolute, absolute_, absolute_features_of(tb, target, batch, precision));
+      }
+    }
+    kept = memo.ratio_parts.emplace(key, parts).first;
+  }
+  const Memo::RatioParts& parts = kept->second;
+  const double roofline_log_ratio = parts.roofline_log_ratio;
+  if (!parts.covers) return roofline_log_ratio;
+  const double ratio = parts.ratio;
   if (weight == 0.0 && shrink == 0.0) return roofline_log_ratio + ratio;
-  const double corr_b = Memo::predict(memo.absolute, absolute_, absolute_features_of(tb, target, batch, precision));
+  const double corr_b = parts.corr_b;
   const double blend = (1.0 - weight) * ratio + weight * (corr_b - at.correction);
   const double toward = corr_b - observed_anchor;
   return roofline_log_ratio + (std::isnan(toward) ? blend : (1.0 - shrink) * blend + shrink * toward);
@@ -1420,7 +1506,19 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * g_roof.per_sample_s());
     return Line{fixed, slope_held_to_floor(grid, fixed, per_sample, floor)};
   };
-  Line line = anchored_line(target);
+  // Note "memo by inputs": each GPU's line kept by all it reads (the anchor, the runs, the GPU,
+  // the precision, the grid's span and whether the ratio model covers the pair), so a reference's
+  // line is fitted once per anchor and grid, not once per target it bounds.
+  const auto kept_line = [&](const GpuSpec& g) {
+    std::vector<double> key = Memo::anchored_line_key(anchor, measurements, g, precision, span, ratio_model_covers);
+    auto kept = memo.anchored_lines.find(key);
+    if (kept == memo.anchored_lines.end()) {
+      const Line l = anchored_line(g);
+      kept = memo.anchored_lines.emplace(std::move(key), std::make_pair(l.fixed, l.per_sample)).first;
+    }
+    return Line{kept->second.first, kept->second.second};
+  };
+  Line line = kept_line(target);
   if (ratio_model_covers && !config_.ratio_references.empty()) {
     // Note "lines in order": held between the references' own anchored lines on this grid and
     // the anchor's measured line (the measurement is exact: a reference with the anchor's specs
@@ -1431,7 +1529,7 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     auto bound_by = [&](const GpuSpec& g, bool is_anchor) {
       const bool below = dominates(target, g, precision);
       if (!below && !dominates(g, target, precision)) return;
-      const Line l = is_anchor || specs_of(g, precision) == anchor_specs ? measured_line : anchored_line(g);
+      const Line l = is_anchor || specs_of(g, precision) == anchor_specs ? measured_line : kept_line(g);
       if (below) bounds.add_upper(l, grid.front(), grid.back());
       else bounds.add_lower(l, grid.front(), grid.back());
     };
@@ -1549,6 +1647,19 @@ LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, co
 }
 
 LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& w, const GpuSpec& target,
+                                                           Precision precision, double max_batch, Memo& memo) const {
+  // Note "memo by inputs": kept by the GPU's spec numbers, the precision and max_batch.
+  std::vector<double> key;
+  Memo::push_spec(key, target);
+  key.insert(key.end(), {static_cast<double>(precision), max_batch});
+  const auto kept = memo.absolute_results.find(key);
+  if (kept != memo.absolute_results.end()) return kept->second;
+  const LearnedComputeResult out = predict_absolute_fresh(w, target, precision, max_batch, memo);
+  memo.absolute_results.emplace(std::move(key), out);
+  return out;
+}
+
+LearnedComputeResult LearnedCompute::predict_absolute_fresh(const WorkloadStats& w, const GpuSpec& target,
                                                       Precision precision, double max_batch, Memo& memo) const {
   if (fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
     LearnedComputeResult r = predict_absolute_memo(w, target, Precision::tf32, max_batch, memo);
@@ -1741,6 +1852,19 @@ ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpe
 }
 
 ComputeModel LearnedCompute::measured_model_memo(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
+                                                 const std::vector<Measurement>& measurements, Precision precision,
+                                                 double max_batch, Memo& memo) const {
+  // Note "memo by inputs": kept by the GPU's spec numbers, the roofline, the runs, the precision
+  // and max_batch (an evaluation that throws keeps nothing, so a bad input is refused each time).
+  std::vector<double> key = Memo::measured_model_key(gpu, roofline, measurements, precision, max_batch);
+  const auto kept = memo.measured_models.find(key);
+  if (kept != memo.measured_models.end()) return kept->second;
+  const ComputeModel out = measured_model_fresh(w, gpu, roofline, measurements, precision, max_batch, memo);
+  memo.measured_models.emplace(std::move(key), out);
+  return out;
+}
+
+ComputeModel LearnedCompute::measured_model_fresh(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch, Memo& memo) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");

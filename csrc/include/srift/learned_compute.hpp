@@ -363,6 +363,8 @@ class LearnedCompute {
                                             Precision precision, double max_batch, Memo& memo) const;
   LearnedComputeResult predict_absolute_memo(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                                         double max_batch, Memo& memo) const;
+  LearnedComputeResult predict_absolute_fresh(const WorkloadStats& w, const GpuSpec& target, Precision precision,
+                                              double max_batch, Memo& memo) const;
   // (fixed s, per-sample s) of the line predict_absolute fits for `g` on `grid` before the
   // lines are put in order (learned_compute.cpp note "lines in order").
   std::pair<double, double> absolute_line_memo(const WorkloadStats& w, const GpuSpec& g, Precision precision,
@@ -372,6 +374,9 @@ class LearnedCompute {
   ComputeModel measured_model_memo(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                               const std::vector<Measurement>& measurements, Precision precision, double max_batch,
                               Memo& memo) const;
+  ComputeModel measured_model_fresh(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
+                                    const std::vector<Measurement>& measurements, Precision precision,
+                                    double max_batch, Memo& memo) const;
   std::vector<double> absolute_corrections_memo(const GpuSpec& target,
                                            const std::vector<double>& batches, Precision precision,
                                            Memo& memo) const;
