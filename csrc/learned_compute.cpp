@@ -329,9 +329,17 @@ struct Specs {
     return peak == o.peak && conv_peak == o.conv_peak && fp32 == o.fp32 && bandwidth == o.bandwidth;
   }
 };
+// matmul_peak_flops at a precision checked already (dominance compares these thousands of
+// times a catalog: checked once per specs_of, not once per peak).
+double matmul_peak_of_checked(const GpuSpec& gpu, Precision precision) {
+  if (precision == Precision::amp && gpu.fp16_flops > 0) return gpu.fp16_flops;
+  if (precision != Precision::fp32 && gpu.tf32_flops > 0) return gpu.tf32_flops;
+  return gpu.fp32_flops;
+}
 Specs specs_of(const GpuSpec& g, Precision p) {
+  detail::require_enum("precision", static_cast<int>(p), 0, 2);
   const Precision conv = p == Precision::fp32 ? Precision::tf32 : p;
-  return {matmul_peak_flops(g, p), matmul_peak_flops(g, conv), g.fp32_flops, g.memory_bandwidth};
+  return {matmul_peak_of_checked(g, p), matmul_peak_of_checked(g, conv), g.fp32_flops, g.memory_bandwidth};
 }
 
 // Note "same specs" (predict_anchored_memo).
@@ -424,6 +432,10 @@ struct LearnedCompute::Memo {
     double corr_b = std::numeric_limits<double>::quiet_NaN(); // the absolute model's (where the blend reads it)
   };
   std::unordered_map<std::array<double, 14>, RatioParts, ArrayBitsHash<14>, ArrayBitsEqual<14>> ratio_parts;
+  // The absolute model's output for one GPU at one batch (absolute_features_of its terms_of),
+  // by the GPU's spec numbers, the batch and the precision: no features built to find it.
+  std::unordered_map<std::array<double, 8>, double, ArrayBitsHash<8>, ArrayBitsEqual<8>> absolute_by_gpu;
+  double absolute_of(const LearnedModel& model, const GpuTerms& t, const GpuSpec& g, double batch, Precision precision);
   std::unordered_map<std::vector<double>, std::pair<double, double>, FeatureHash, FeatureBitsEqual> anchored_lines;
   std::unordered_map<std::vector<double>, ComputeModel, FeatureHash, FeatureBitsEqual> measured_models;
   std::unordered_map<std::vector<double>, LearnedComputeResult, FeatureHash, FeatureBitsEqual> absolute_results;
@@ -513,6 +525,19 @@ struct LearnedCompute::Memo {
   }
 };
 
+double LearnedCompute::Memo::absolute_of(const LearnedModel& model, const GpuTerms& t, const GpuSpec& g, double batch,
+                                         Precision precision) {
+  const std::array<double, 8> key{g.memory_bytes,     g.fp32_flops,
+                                  g.tf32_flops,       g.fp16_flops,
+                                  g.memory_bandwidth, static_cast<double>(g.launch_year),
+                                  batch,              static_cast<double>(precision)};
+  const auto kept = absolute_by_gpu.find(key);
+  if (kept != absolute_by_gpu.end()) return kept->second;
+  const double v = predict(absolute, model, absolute_features_of(t, g, batch, precision));
+  absolute_by_gpu.emplace(key, v);
+  return v;
+}
+
 WorkloadStats::WorkloadStats(std::vector<LayerCost> layers, double optimizer_bytes)
     : layers_(std::move(layers)), optimizer_bytes_(optimizer_bytes) {
   detail::require_finite_nonneg("optimizer_bytes", optimizer_bytes);
@@ -580,9 +605,7 @@ ComputeModel WorkloadStats::roofline(const GpuSpec& gpu, Precision precision) co
 
 double matmul_peak_flops(const GpuSpec& gpu, Precision precision) {
   detail::require_enum("precision", static_cast<int>(precision), 0, 2);
-  if (precision == Precision::amp && gpu.fp16_flops > 0) return gpu.fp16_flops;
-  if (precision != Precision::fp32 && gpu.tf32_flops > 0) return gpu.tf32_flops;
-  return gpu.fp32_flops;
+  return matmul_peak_of_checked(gpu, precision);
 }
 
 bool dominates(const GpuSpec& b, const GpuSpec& a, Precision precision) {
@@ -1119,7 +1142,7 @@ LearnedCompute::AnchorTerms LearnedCompute::anchor_terms(const GpuSpec& anchor, 
   check_batch("batch", batch);
   AnchorTerms t{memo.terms_of(anchor, precision), 0.0};
   if (config_.blend && (config_.blend_weight != 0.0 || config_.shrink != 0.0)) {
-    t.correction = Memo::predict(memo.absolute, absolute_, absolute_features_of(t.terms, anchor, batch, precision));
+    t.correction = memo.absolute_of(absolute_, t.terms, anchor, batch, precision);
   }
   return t;
 }
@@ -1142,7 +1165,7 @@ double LearnedCompute::anchored_log_ratio_from(const WorkloadStats& w, const Anc
     if (parts.covers) {
       parts.ratio = Memo::predict(memo.ratio, ratio_, std::move(f));
       if (weight != 0.0 || shrink != 0.0) {
-        parts.corr_b = Memo::predict(memo.absolute, absolute_, absolute_features_of(tb, target, batch, precision));
+        parts.corr_b = memo.absolute_of(absolute_, tb, target, batch, precision);
       }
     }
     kept = memo.ratio_parts.emplace(key, parts).first;
@@ -1251,7 +1274,7 @@ std::vector<double> LearnedCompute::absolute_corrections_memo(const GpuSpec& tar
     std::vector<double> out(batches.size());
     for (std::size_t i = 0; i < batches.size(); ++i) {
       out[i] = std::log(per_sample_of(t.roofline, batches[i])) +
-               Memo::predict(memo.absolute, absolute_, absolute_features_of(t, g, batches[i], precision)) + lean;
+               memo.absolute_of(absolute_, t, g, batches[i], precision) + lean;
     }
     return out;
   };
