@@ -367,13 +367,17 @@ struct FeatureBitsEqual {
 template <std::size_t N>
 struct ArrayBitsHash {
   std::size_t operator()(const std::array<double, N>& a) const {
+    // each number mixed on its own (no chain from one to the next), then the sum avalanched
     std::uint64_t h = N;
-    for (double v : a) {
+    for (std::size_t i = 0; i < N; ++i) {
       std::uint64_t bits;
-      std::memcpy(&bits, &v, sizeof bits);
-      h = (h ^ bits) * 0x100000001b3ULL;
-      h ^= h >> 29;
+      std::memcpy(&bits, &a[i], sizeof bits);
+      bits ^= bits >> 31;
+      h += (bits + i) * 0x9e3779b97f4a7c15ULL;
     }
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    h ^= h >> 32;
     return static_cast<std::size_t>(h);
   }
 };
@@ -415,7 +419,8 @@ struct LearnedCompute::Memo {
   const WorkloadStats* workload;
   std::map<std::array<double, 6>, GpuTerms> terms;  // by the GPU's five spec numbers and the precision
   Cache absolute, ratio;
-  Cache guarded;  // guarded_log_ratio_memo by guarded_key
+  // guarded_log_ratio_memo by guarded_key
+  std::unordered_map<std::array<double, 15>, double, ArrayBitsHash<15>, ArrayBitsEqual<15>> guarded;
   std::unordered_map<std::vector<double>, std::pair<double, double>, FeatureHash, FeatureBitsEqual>
       absolute_lines;  // absolute_line_memo by absolute_line_key
   // Note "across the fp32 paths": a reference's own FP32 model, by reference_key. A GPU with TF32
@@ -490,14 +495,23 @@ struct LearnedCompute::Memo {
     key.insert(key.end(), {g.memory_bytes, g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
                            static_cast<double>(g.launch_year)});
   }
-  static std::vector<double> guarded_key(const GpuSpec& anchor, const GpuSpec& target, double batch,
-                                         Precision precision, double observed_anchor) {
-    std::vector<double> key;
-    key.reserve(15);
-    push_spec(key, anchor);
-    push_spec(key, target);
-    key.insert(key.end(), {batch, static_cast<double>(precision), observed_anchor});
-    return key;
+  static std::array<double, 15> guarded_key(const GpuSpec& anchor, const GpuSpec& target, double batch,
+                                           Precision precision, double observed_anchor) {
+    return {anchor.memory_bytes,
+            anchor.fp32_flops,
+            anchor.tf32_flops,
+            anchor.fp16_flops,
+            anchor.memory_bandwidth,
+            static_cast<double>(anchor.launch_year),
+            target.memory_bytes,
+            target.fp32_flops,
+            target.tf32_flops,
+            target.fp16_flops,
+            target.memory_bandwidth,
+            static_cast<double>(target.launch_year),
+            batch,
+            static_cast<double>(precision),
+            observed_anchor};
   }
   static std::vector<double> absolute_line_key(const GpuSpec& g, Precision precision, const std::vector<double>& grid) {
     std::vector<double> key;
@@ -1209,11 +1223,11 @@ double LearnedCompute::guarded_log_ratio_memo(const WorkloadStats& w, const GpuS
                                          double batch, Precision precision, double observed_anchor,
                                          Memo& memo) const {
   // Note "shared memo": kept by every input it reads.
-  std::vector<double> key = Memo::guarded_key(anchor, target, batch, precision, observed_anchor);
+  const std::array<double, 15> key = Memo::guarded_key(anchor, target, batch, precision, observed_anchor);
   const auto kept = memo.guarded.find(key);
   if (kept != memo.guarded.end()) return kept->second;
   const double out = guarded_log_ratio_fresh(w, anchor, target, batch, precision, observed_anchor, memo);
-  memo.guarded.emplace(std::move(key), out);
+  memo.guarded.emplace(key, out);
   return out;
 }
 
