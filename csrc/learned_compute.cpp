@@ -413,6 +413,29 @@ struct ArrayBitsEqual {
 // one (or a copy of the one) it was first used with (id_), whose models the entries are of.
 // tests/python/test_learned_compute.py test_a_shared_cache_predicts_bit_for_bit_as_fresh_calls
 // compares it with fresh calls (zoo workloads x catalog GPUs x precisions x grids, anchored or not).
+// Note "memo by inputs": with the shared memo, an Engine's catalog still spent most of its time
+// finding what it had kept: every grid batch of every target built the ratio model's 32 features
+// (ten logs) and hashed them to find a ratio computed for an earlier target, and every target
+// fitted again the anchored lines of the references that bound it (note "lines in order").
+// Kept now, each by all it reads besides the workload and the models, as the entries above:
+//   ratio_parts      anchored_log_ratio_from's model outputs for a pair of GPUs at a batch (the
+//                    roofline ratio, the ratio model's, the target's absolute correction): both
+//                    GPUs' spec numbers and launch_year, the batch, the precision (the anchor's
+//                    own correction and the observed deviation are combined after, as before);
+//   absolute_by_gpu  the absolute model's output for a GPU at a batch: its spec numbers and
+//                    launch_year, the batch, the precision;
+//   anchored_lines   predict_anchored_fit's line of a GPU before the lines are put in order: the
+//                    anchor's and the GPU's spec numbers and launch_year, the runs (batch, times,
+//                    precision), the precision, the grid's span and whether the ratio model
+//                    covers the pair (so a reference's line is fitted once per anchor and grid);
+//   measured_models, absolute_results  measured_model_memo and predict_absolute_memo by every
+//                    argument (the roofline's terms, the runs, max_batch).
+// The fixed-size keys (guarded, ratio_parts, absolute_by_gpu) take no allocation to build or find.
+// Bit-identical: each entry is the value the same computation gave; bench/predict_fingerprint.py
+// compares every catalog GPU's model and five srift.predict answers (resnet50 and BERT-base, FP32
+// and AMP, no measurement, anchored on one and two GPUs, measured) before and after, and
+// tests/cpp ACacheKeepsApartTheRunsGridsAndGpusItsLinesAndModelsAreKeptBy fails where a key
+// leaves out the runs, the grid or max_batch.
 struct LearnedCompute::Memo {
   using Cache = std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual>;
   explicit Memo(const WorkloadStats& w) : workload(&w) {}
