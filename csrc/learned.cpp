@@ -287,7 +287,8 @@ void LearnedModel::refuse_scaler_input(std::size_t j, double v) const {
 // base + scale * (sum of the trees) differed from both in the last bits: 1e-7 relative where
 // the prediction is a small difference of large stages.
 // Note "flat nodes": the trees are walked in one array of nodes (threshold, leaf value, feature,
-// children), each input converted to float32 once rather than at every split it meets (the
+// children), each input converted to float32 once rather than at every split it meets, and with
+// no NaN among the inputs (the usual case) without asking at every split whether it is one (the
 // same comparisons, so the same leaves and the same sum, bit for bit): the absolute model's 150
 // trees were evaluated thousands of times per catalog (learned_compute.cpp note "memo by inputs").
 double LearnedModel::eval_trees(const double* x) const {
@@ -300,17 +301,23 @@ double LearnedModel::eval_trees(const double* x) const {
     heap.resize(n);
     in = heap.data();
   }
+  bool any_nan = false;
   for (std::size_t j = 0; j < n; ++j) {
+    any_nan = any_nan || std::isnan(x[j]);
     in[j] = (float32_inputs_ && !std::isnan(x[j])) ? static_cast<double>(static_cast<float>(x[j])) : x[j];
   }
   double sum = average_ ? 0.0 : base_;
   const Node* nodes = nodes_.data();
   for (int root : roots_) {
     const Node* node = nodes + root;
-    while (node->feature >= 0) {
-      const double v = in[node->feature];
-      const bool left = std::isnan(v) ? node->missing_left : v <= node->threshold;
-      node = nodes + (left ? node->left : node->right);
+    if (any_nan) {
+      while (node->feature >= 0) {
+        const double v = in[node->feature];
+        const bool left = std::isnan(v) ? node->missing_left : v <= node->threshold;
+        node = nodes + (left ? node->left : node->right);
+      }
+    } else {
+      while (node->feature >= 0) node = nodes + (in[node->feature] <= node->threshold ? node->left : node->right);
     }
     if (average_) {
       sum += node->value;
