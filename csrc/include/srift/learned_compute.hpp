@@ -222,7 +222,8 @@ class LearnedCompute {
   /// workload through one Cache computes each once. Results are bit-identical to the
   /// overloads without a Cache. Owned by the caller: it holds a copy of the workload (read by
   /// the overloads taking it in place of a WorkloadStats), grows with the distinct GPUs,
-  /// batches (samples) and precisions asked, and is bound to the first LearnedCompute (or a
+  /// batches (samples), precisions, grids and measured runs asked (learned_compute.cpp note
+  /// "memo by inputs"), and is bound to the first LearnedCompute (or a
   /// copy of it) that uses it: another throws std::invalid_argument. Calls through one Cache
   /// are serialized (a mutex); it is neither copyable nor movable.
   class Cache {
