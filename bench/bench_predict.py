@@ -11,7 +11,9 @@ across machines (this machine is shared and noisy):
   simulates only a few clusters, so clusters/s says nothing about it).
 - compute models: what an Engine builds once per profile, the compute model of every catalog
   GPU, as shipped (clipped by dominance: srift.learn.dominance) vs the same models unclipped,
-  with no measurement and anchored on a T4 run.
+  with no measurement and anchored on a T4 run; then the same for --model and --cases-model
+  (bert_base) at FP32 (PyTorch's default) and AMP, each anchored on a T4 run at its precision
+  or not (the anchored FP32 models were the costliest, docs/accuracy.md "Line by line").
 
     python bench/bench_predict.py [--model resnet50] [--repeats 200] [--json out.json]
 """
@@ -53,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--baseline-clusters", type=int, default=300,
                         help="srift.predict calls in the sweep baseline")
+    parser.add_argument("--cases-model", default="bert_base",
+                        help="a second zoo model whose compute models are timed per precision and anchoring too")
+    parser.add_argument("--case-repeats", type=int, default=7,
+                        help="Engine builds per case (shipped and unclipped each), median taken")
     parser.add_argument("--json", dest="json_path", default=None)
     args = parser.parse_args(argv)
 
@@ -160,6 +166,41 @@ def main(argv: list[str] | None = None) -> int:
     twin_s = _median_seconds(lambda: python_twin(prof), 5)
     clip["no_measurement"]["python_twin_s"] = twin_s
 
+    # --- the same per model and precision: the hot path of a sweep or `srift recommend` over the
+    # catalog (--cases-model's FP32 anchored on a T4 was the costliest: docs/accuracy.md "Line by
+    # line: small batches"), each shipped vs unclipped in this run ----------------------------
+    from srift.engine import EngineConfig, with_overrides
+
+    cases = {}
+    for name in dict.fromkeys([args.model, args.cases_model]):
+        if name == args.model:
+            base = prof
+        else:
+            m2, b2, l2 = srift.zoo.build(name, batch_size=4, device="meta")
+            base = srift.profile(m2, b2, loss_fn=l2, device="meta", name=name)
+        for precision in ("fp32", "amp"):
+            d = base.to_dict()
+            d["precision"] = precision
+            plain = srift.Profile.from_dict(d)
+            on_t4 = srift.Profile.from_dict(d)
+            on_t4.add_measurement("T4", local_batch=32, iteration_s=0.21, precision=precision)
+            config = with_overrides(EngineConfig(), precision=precision)
+            for label, p in (("no_measurement", plain), ("anchored_on_T4", on_t4)):
+                def build_case(p=p, config=config) -> None:
+                    e = Engine(p, catalog, config)
+                    for key in catalog.gpu_keys():
+                        e.compute_model(key)
+
+                shipped_s = _median_seconds(build_case, args.case_repeats)
+                saved = learned._references, learned._ratio_references, learned._learned_compute
+                learned._references, learned._ratio_references, learned._learned_compute = [], [], None
+                try:
+                    unclipped_s = _median_seconds(build_case, args.case_repeats)
+                finally:
+                    learned._references, learned._ratio_references, learned._learned_compute = saved
+                cases[f"{name}/{precision}/{label}"] = {"shipped_s": shipped_s, "unclipped_s": unclipped_s,
+                                                         "ratio": shipped_s / unclipped_s}
+
     best_threads = max(search)
     result = {
         "benchmark": "bench_predict", "commit": _commit(), "machine": platform.machine(),
@@ -171,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         "recommend_branch_and_bound": bnb,
         "baseline_predict_loop_clusters_per_s": loop_rate,
         "engine_compute_models": clip,
+        "engine_compute_models_by_case": cases,
         "search_speedup_vs_predict_loop_1thread": search[1]["clusters_per_s"] / loop_rate,
         f"search_speedup_{best_threads}_threads_vs_1": search[best_threads]["clusters_per_s"] / search[1]["clusters_per_s"],
     }
@@ -191,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     c = clip["no_measurement"]
     print(f"the same no-measurement models composed in Python (the training twin): {c['python_twin_s'] * 1e3:.1f} ms "
           f"-> the core's engine path is x{c['python_twin_s'] / c['shipped_s']:.1f} faster")
+    for key, c in cases.items():
+        print(f"compute models of all catalog GPUs, {key.replace('_', ' ')}: {c['shipped_s'] * 1e3:.1f} ms as shipped "
+              f"vs {c['unclipped_s'] * 1e3:.1f} ms unclipped (x{c['ratio']:.1f})")
     if args.json_path:
         with open(args.json_path, "w") as f:
             json.dump(result, f, indent=2)

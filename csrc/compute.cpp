@@ -95,10 +95,19 @@ void RooflineParams::validate() const {
 ComputeModel roofline_compute(const std::vector<LayerCost>& layers, const GpuSpec& gpu,
                               Precision precision, double optimizer_bytes,
                               const RooflineParams& params) {
-  gpu.validate();
+  gpu.validate();  // the checks in the order they were made before the layers' (the first failure is named)
   params.validate();
   detail::require_enum("precision", static_cast<int>(precision), 0, 2);
   detail::validate_layers(layers);
+  return detail::roofline_compute_of_valid_layers(layers, gpu, precision, optimizer_bytes, params);
+}
+
+ComputeModel detail::roofline_compute_of_valid_layers(const std::vector<LayerCost>& layers, const GpuSpec& gpu,
+                                                      Precision precision, double optimizer_bytes,
+                                                      const RooflineParams& params) {
+  gpu.validate();
+  params.validate();
+  detail::require_enum("precision", static_cast<int>(precision), 0, 2);
   detail::require_finite_nonneg("optimizer_bytes", optimizer_bytes);
   if (layers.empty()) throw std::invalid_argument("layers must not be empty, got 0 layers");
 
@@ -127,6 +136,13 @@ double peak_flop_seconds_per_sample(const std::vector<LayerCost>& layers, const 
   gpu.validate();
   detail::require_enum("precision", static_cast<int>(precision), 0, 2);
   detail::validate_layers(layers);
+  return detail::peak_flop_seconds_per_sample_of_valid_layers(layers, gpu, precision);
+}
+
+double detail::peak_flop_seconds_per_sample_of_valid_layers(const std::vector<LayerCost>& layers, const GpuSpec& gpu,
+                                                            Precision precision) {
+  gpu.validate();
+  detail::require_enum("precision", static_cast<int>(precision), 0, 2);
   RooflineParams at_peak;
   at_peak.tensor_core_efficiency = 1.0;
   at_peak.cuda_core_efficiency = 1.0;

@@ -160,12 +160,12 @@ ComputeModel pytorch_fp32(const WorkloadStats& w, const GpuSpec& g, const Comput
 double peak_floor_per_sample(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                              const GpuSpec* anchor = nullptr, const std::vector<Measurement>* measured = nullptr) {
   if (anchor != nullptr && measured != nullptr) {
-    const double k = peak_flop_seconds_per_sample(w.layers(), *anchor, precision);
+    const double k = detail::peak_flop_seconds_per_sample_of_valid_layers(w.layers(), *anchor, precision);
     for (const Measurement& m : *measured) {
       if (m.iteration_s < k * m.local_batch) return 0.0;
     }
   }
-  return peak_flop_seconds_per_sample(w.layers(), target, precision);
+  return detail::peak_flop_seconds_per_sample_of_valid_layers(w.layers(), target, precision);
 }
 
 void hold_to_floor(std::vector<double>& t, const std::vector<double>& grid, double per_sample_floor) {
@@ -342,9 +342,17 @@ struct Specs {
     return peak == o.peak && conv_peak == o.conv_peak && fp32 == o.fp32 && bandwidth == o.bandwidth;
   }
 };
+// matmul_peak_flops at a precision checked already (dominance compares these thousands of
+// times a catalog: checked once per specs_of, not once per peak).
+double matmul_peak_of_checked(const GpuSpec& gpu, Precision precision) {
+  if (precision == Precision::amp && gpu.fp16_flops > 0) return gpu.fp16_flops;
+  if (precision != Precision::fp32 && gpu.tf32_flops > 0) return gpu.tf32_flops;
+  return gpu.fp32_flops;
+}
 Specs specs_of(const GpuSpec& g, Precision p) {
+  detail::require_enum("precision", static_cast<int>(p), 0, 2);
   const Precision conv = p == Precision::fp32 ? Precision::tf32 : p;
-  return {matmul_peak_flops(g, p), matmul_peak_flops(g, conv), g.fp32_flops, g.memory_bandwidth};
+  return {matmul_peak_of_checked(g, p), matmul_peak_of_checked(g, conv), g.fp32_flops, g.memory_bandwidth};
 }
 
 // Note "same specs" (predict_anchored_memo).
@@ -365,6 +373,31 @@ struct FeatureHash {
 struct FeatureBitsEqual {
   bool operator()(const std::vector<double>& a, const std::vector<double>& b) const {
     return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+  }
+};
+
+// The same for a key of fixed length (no allocation to build or find it).
+template <std::size_t N>
+struct ArrayBitsHash {
+  std::size_t operator()(const std::array<double, N>& a) const {
+    // each number mixed on its own (no chain from one to the next), then the sum avalanched
+    std::uint64_t h = N;
+    for (std::size_t i = 0; i < N; ++i) {
+      std::uint64_t bits;
+      std::memcpy(&bits, &a[i], sizeof bits);
+      bits ^= bits >> 31;
+      h += (bits + i) * 0x9e3779b97f4a7c15ULL;
+    }
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ULL;
+    h ^= h >> 32;
+    return static_cast<std::size_t>(h);
+  }
+};
+template <std::size_t N>
+struct ArrayBitsEqual {
+  bool operator()(const std::array<double, N>& a, const std::array<double, N>& b) const {
+    return std::memcmp(a.data(), b.data(), N * sizeof(double)) == 0;
   }
 };
 
@@ -393,19 +426,94 @@ struct FeatureBitsEqual {
 // one (or a copy of the one) it was first used with (id_), whose models the entries are of.
 // tests/python/test_learned_compute.py test_a_shared_cache_predicts_bit_for_bit_as_fresh_calls
 // compares it with fresh calls (zoo workloads x catalog GPUs x precisions x grids, anchored or not).
+// Note "memo by inputs": with the shared memo, an Engine's catalog still spent most of its time
+// finding what it had kept: every grid batch of every target built the ratio model's 32 features
+// (ten logs) and hashed them to find a ratio computed for an earlier target, and every target
+// fitted again the anchored lines of the references that bound it (note "lines in order").
+// Kept now, each by all it reads besides the workload and the models, as the entries above:
+//   ratio_parts      anchored_log_ratio_from's model outputs for a pair of GPUs at a batch (the
+//                    roofline ratio, the ratio model's, the target's absolute correction): both
+//                    GPUs' spec numbers and launch_year, the batch, the precision (the anchor's
+//                    own correction and the observed deviation are combined after, as before);
+//   absolute_by_gpu  the absolute model's output for a GPU at a batch: its spec numbers and
+//                    launch_year, the batch, the precision;
+//   anchored_lines   predict_anchored_fit's line of a GPU before the lines are put in order: the
+//                    anchor's and the GPU's spec numbers and launch_year, the runs (batch, times,
+//                    precision), the precision, the grid's span and whether the ratio model
+//                    covers the pair (so a reference's line is fitted once per anchor and grid);
+//   measured_models, absolute_results  measured_model_memo and predict_absolute_memo by every
+//                    argument (the roofline's terms, the runs, max_batch).
+// The fixed-size keys (guarded, ratio_parts, absolute_by_gpu) take no allocation to build or find.
+// Bit-identical: each entry is the value the same computation gave; bench/predict_fingerprint.py
+// compares every catalog GPU's model and five srift.predict answers (resnet50 and BERT-base, FP32
+// and AMP, no measurement, anchored on one and two GPUs, measured) before and after, and
+// tests/cpp ACacheKeepsApartTheRunsGridsAndGpusItsLinesAndModelsAreKeptBy fails where a key
+// leaves out the runs, the grid or max_batch.
 struct LearnedCompute::Memo {
   using Cache = std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual>;
   explicit Memo(const WorkloadStats& w) : workload(&w) {}
   const WorkloadStats* workload;
   std::map<std::array<double, 6>, GpuTerms> terms;  // by the GPU's five spec numbers and the precision
   Cache absolute, ratio;
-  Cache guarded;  // guarded_log_ratio_memo by guarded_key
+  // guarded_log_ratio_memo by guarded_key
+  std::unordered_map<std::array<double, 15>, double, ArrayBitsHash<15>, ArrayBitsEqual<15>> guarded;
   std::unordered_map<std::vector<double>, std::pair<double, double>, FeatureHash, FeatureBitsEqual>
       absolute_lines;  // absolute_line_memo by absolute_line_key
   // Note "across the fp32 paths": a reference's own FP32 model, by reference_key. A GPU with TF32
   // is bounded by the references it beats, each bounded by those it beats in turn: without the
   // memo the same references' predictions were made again down every chain.
   std::unordered_map<std::vector<double>, ComputeModel, FeatureHash, FeatureBitsEqual> reference_models;
+  // Note "memo by inputs": what anchored_log_ratio_from reads of the models for one pair of GPUs
+  // at one batch, by ratio_parts_key; the ratio references' anchored lines (predict_anchored_fit)
+  // by anchored_line_key; measured_model_memo and predict_absolute_memo by their inputs.
+  struct RatioParts {
+    double roofline_log_ratio = 0;
+    bool covers = false;                                    // has_fp16_path
+    double ratio = std::numeric_limits<double>::quiet_NaN();  // the ratio model's output (where it covers)
+    double corr_b = std::numeric_limits<double>::quiet_NaN(); // the absolute model's (where the blend reads it)
+  };
+  std::unordered_map<std::array<double, 14>, RatioParts, ArrayBitsHash<14>, ArrayBitsEqual<14>> ratio_parts;
+  // The absolute model's output for one GPU at one batch (absolute_features_of its terms_of),
+  // by the GPU's spec numbers, the batch and the precision: no features built to find it.
+  std::unordered_map<std::array<double, 8>, double, ArrayBitsHash<8>, ArrayBitsEqual<8>> absolute_by_gpu;
+  double absolute_of(const LearnedModel& model, const GpuTerms& t, const GpuSpec& g, double batch, Precision precision);
+  std::unordered_map<std::vector<double>, std::pair<double, double>, FeatureHash, FeatureBitsEqual> anchored_lines;
+  std::unordered_map<std::vector<double>, ComputeModel, FeatureHash, FeatureBitsEqual> measured_models;
+  std::unordered_map<std::vector<double>, LearnedComputeResult, FeatureHash, FeatureBitsEqual> absolute_results;
+  static std::array<double, 14> ratio_parts_key(const GpuSpec& a, const GpuSpec& b, double batch, Precision precision) {
+    return {a.memory_bytes, a.fp32_flops, a.tf32_flops, a.fp16_flops, a.memory_bandwidth,
+            static_cast<double>(a.launch_year), b.memory_bytes, b.fp32_flops, b.tf32_flops, b.fp16_flops,
+            b.memory_bandwidth, static_cast<double>(b.launch_year), batch, static_cast<double>(precision)};
+  }
+  static void push_measurements(std::vector<double>& key, const std::vector<Measurement>& measurements) {
+    key.push_back(static_cast<double>(measurements.size()));
+    for (const Measurement& m : measurements) {
+      key.insert(key.end(), {m.local_batch, m.iteration_s, m.forward_s, m.backward_s,
+                             m.precision ? static_cast<double>(*m.precision) : -1.0});
+    }
+  }
+  static std::vector<double> anchored_line_key(const GpuSpec& anchor, const std::vector<Measurement>& measurements,
+                                               const GpuSpec& g, Precision precision, double span, bool covers) {
+    std::vector<double> key;
+    key.reserve(15 + 5 * measurements.size());
+    push_spec(key, anchor);
+    push_spec(key, g);
+    key.insert(key.end(), {static_cast<double>(precision), span, covers ? 1.0 : 0.0});
+    push_measurements(key, measurements);
+    return key;
+  }
+  static std::vector<double> measured_model_key(const GpuSpec& gpu, const ComputeModel& roofline,
+                                                const std::vector<Measurement>& measurements, Precision precision,
+                                                double max_batch) {
+    std::vector<double> key;
+    key.reserve(15 + 5 * measurements.size());
+    push_spec(key, gpu);
+    key.insert(key.end(), {roofline.forward_fixed_s, roofline.forward_per_sample_s, roofline.backward_fixed_s,
+                           roofline.backward_per_sample_s, roofline.optimizer_s, roofline.accumulate_s,
+                           static_cast<double>(precision), max_batch});
+    push_measurements(key, measurements);
+    return key;
+  }
   static std::vector<double> reference_key(const GpuSpec& g, double span, const GpuSpec* anchor,
                                            const std::vector<Measurement>* measurements) {
     std::vector<double> key;
@@ -423,14 +531,23 @@ struct LearnedCompute::Memo {
     key.insert(key.end(), {g.memory_bytes, g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
                            static_cast<double>(g.launch_year)});
   }
-  static std::vector<double> guarded_key(const GpuSpec& anchor, const GpuSpec& target, double batch,
-                                         Precision precision, double observed_anchor) {
-    std::vector<double> key;
-    key.reserve(15);
-    push_spec(key, anchor);
-    push_spec(key, target);
-    key.insert(key.end(), {batch, static_cast<double>(precision), observed_anchor});
-    return key;
+  static std::array<double, 15> guarded_key(const GpuSpec& anchor, const GpuSpec& target, double batch,
+                                           Precision precision, double observed_anchor) {
+    return {anchor.memory_bytes,
+            anchor.fp32_flops,
+            anchor.tf32_flops,
+            anchor.fp16_flops,
+            anchor.memory_bandwidth,
+            static_cast<double>(anchor.launch_year),
+            target.memory_bytes,
+            target.fp32_flops,
+            target.tf32_flops,
+            target.fp16_flops,
+            target.memory_bandwidth,
+            static_cast<double>(target.launch_year),
+            batch,
+            static_cast<double>(precision),
+            observed_anchor};
   }
   static std::vector<double> absolute_line_key(const GpuSpec& g, Precision precision, const std::vector<double>& grid) {
     std::vector<double> key;
@@ -457,6 +574,19 @@ struct LearnedCompute::Memo {
     return v;
   }
 };
+
+double LearnedCompute::Memo::absolute_of(const LearnedModel& model, const GpuTerms& t, const GpuSpec& g, double batch,
+                                         Precision precision) {
+  const std::array<double, 8> key{g.memory_bytes,     g.fp32_flops,
+                                  g.tf32_flops,       g.fp16_flops,
+                                  g.memory_bandwidth, static_cast<double>(g.launch_year),
+                                  batch,              static_cast<double>(precision)};
+  const auto kept = absolute_by_gpu.find(key);
+  if (kept != absolute_by_gpu.end()) return kept->second;
+  const double v = predict(absolute, model, absolute_features_of(t, g, batch, precision));
+  absolute_by_gpu.emplace(key, v);
+  return v;
+}
 
 WorkloadStats::WorkloadStats(std::vector<LayerCost> layers, double optimizer_bytes)
     : layers_(std::move(layers)), optimizer_bytes_(optimizer_bytes) {
@@ -519,14 +649,13 @@ double WorkloadStats::membound_share(const GpuSpec& gpu, Precision precision) co
 }
 
 ComputeModel WorkloadStats::roofline(const GpuSpec& gpu, Precision precision) const {
-  return roofline_compute(layers_, gpu, precision, optimizer_bytes_);
+  // the layers were validated by the constructor and never change
+  return detail::roofline_compute_of_valid_layers(layers_, gpu, precision, optimizer_bytes_, RooflineParams{});
 }
 
 double matmul_peak_flops(const GpuSpec& gpu, Precision precision) {
   detail::require_enum("precision", static_cast<int>(precision), 0, 2);
-  if (precision == Precision::amp && gpu.fp16_flops > 0) return gpu.fp16_flops;
-  if (precision != Precision::fp32 && gpu.tf32_flops > 0) return gpu.tf32_flops;
-  return gpu.fp32_flops;
+  return matmul_peak_of_checked(gpu, precision);
 }
 
 bool dominates(const GpuSpec& b, const GpuSpec& a, Precision precision) {
@@ -1069,7 +1198,7 @@ LearnedCompute::AnchorTerms LearnedCompute::anchor_terms(const GpuSpec& anchor, 
   check_batch("batch", batch);
   AnchorTerms t{memo.terms_of(anchor, precision), 0.0};
   if (config_.blend && (config_.blend_weight != 0.0 || config_.shrink != 0.0)) {
-    t.correction = Memo::predict(memo.absolute, absolute_, absolute_features_of(t.terms, anchor, batch, precision));
+    t.correction = memo.absolute_of(absolute_, t.terms, anchor, batch, precision);
   }
   return t;
 }
@@ -1077,15 +1206,32 @@ LearnedCompute::AnchorTerms LearnedCompute::anchor_terms(const GpuSpec& anchor, 
 double LearnedCompute::anchored_log_ratio_from(const WorkloadStats& w, const AnchorTerms& at, const GpuSpec& anchor,
                                                const GpuSpec& target, double batch, Precision precision,
                                                double observed_anchor, Memo& memo) const {
-  const GpuTerms& tb = memo.terms_of(target, precision);
-  std::vector<double> f = ratio_features_of(w, at.terms, anchor, batch, tb, target, batch, precision);
-  const double roofline_log_ratio = f[0];
-  if (!has_fp16_path(anchor, target, precision)) return roofline_log_ratio;
-  const double ratio = Memo::predict(memo.ratio, ratio_, std::move(f));
+  // Note "memo by inputs": the models' outputs for the pair at the batch, kept by those inputs
+  // (with `at` = anchor_terms(anchor, batch, precision), as every caller passes it).
   const double weight = config_.blend ? config_.blend_weight : 0.0;
   const double shrink = config_.blend ? config_.shrink : 0.0;
+  const std::array<double, 14> key = Memo::ratio_parts_key(anchor, target, batch, precision);
+  auto kept = memo.ratio_parts.find(key);
+  if (kept == memo.ratio_parts.end()) {
+    const GpuTerms& tb = memo.terms_of(target, precision);
+    std::vector<double> f = ratio_features_of(w, at.terms, anchor, batch, tb, target, batch, precision);
+    Memo::RatioParts parts;
+    parts.roofline_log_ratio = f[0];
+    parts.covers = has_fp16_path(anchor, target, precision);
+    if (parts.covers) {
+      parts.ratio = Memo::predict(memo.ratio, ratio_, std::move(f));
+      if (weight != 0.0 || shrink != 0.0) {
+        parts.corr_b = memo.absolute_of(absolute_, tb, target, batch, precision);
+      }
+    }
+    kept = memo.ratio_parts.emplace(key, parts).first;
+  }
+  const Memo::RatioParts& parts = kept->second;
+  const double roofline_log_ratio = parts.roofline_log_ratio;
+  if (!parts.covers) return roofline_log_ratio;
+  const double ratio = parts.ratio;
   if (weight == 0.0 && shrink == 0.0) return roofline_log_ratio + ratio;
-  const double corr_b = Memo::predict(memo.absolute, absolute_, absolute_features_of(tb, target, batch, precision));
+  const double corr_b = parts.corr_b;
   const double blend = (1.0 - weight) * ratio + weight * (corr_b - at.correction);
   const double toward = corr_b - observed_anchor;
   return roofline_log_ratio + (std::isnan(toward) ? blend : (1.0 - shrink) * blend + shrink * toward);
@@ -1119,11 +1265,11 @@ double LearnedCompute::guarded_log_ratio_memo(const WorkloadStats& w, const GpuS
                                          double batch, Precision precision, double observed_anchor,
                                          Memo& memo) const {
   // Note "shared memo": kept by every input it reads.
-  std::vector<double> key = Memo::guarded_key(anchor, target, batch, precision, observed_anchor);
+  const std::array<double, 15> key = Memo::guarded_key(anchor, target, batch, precision, observed_anchor);
   const auto kept = memo.guarded.find(key);
   if (kept != memo.guarded.end()) return kept->second;
   const double out = guarded_log_ratio_fresh(w, anchor, target, batch, precision, observed_anchor, memo);
-  memo.guarded.emplace(std::move(key), out);
+  memo.guarded.emplace(key, out);
   return out;
 }
 
@@ -1184,7 +1330,7 @@ std::vector<double> LearnedCompute::absolute_corrections_memo(const GpuSpec& tar
     std::vector<double> out(batches.size());
     for (std::size_t i = 0; i < batches.size(); ++i) {
       out[i] = std::log(per_sample_of(t.roofline, batches[i])) +
-               Memo::predict(memo.absolute, absolute_, absolute_features_of(t, g, batches[i], precision)) + lean;
+               memo.absolute_of(absolute_, t, g, batches[i], precision) + lean;
     }
     return out;
   };
@@ -1440,7 +1586,19 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * g_roof.per_sample_s());
     return Line{fixed, slope_held_to_floor(grid, fixed, per_sample, floor)};
   };
-  Line line = anchored_line(target);
+  // Note "memo by inputs": each GPU's line kept by all it reads (the anchor, the runs, the GPU,
+  // the precision, the grid's span and whether the ratio model covers the pair), so a reference's
+  // line is fitted once per anchor and grid, not once per target it bounds.
+  const auto kept_line = [&](const GpuSpec& g) {
+    std::vector<double> key = Memo::anchored_line_key(anchor, measurements, g, precision, span, ratio_model_covers);
+    auto kept = memo.anchored_lines.find(key);
+    if (kept == memo.anchored_lines.end()) {
+      const Line l = anchored_line(g);
+      kept = memo.anchored_lines.emplace(std::move(key), std::make_pair(l.fixed, l.per_sample)).first;
+    }
+    return Line{kept->second.first, kept->second.second};
+  };
+  Line line = kept_line(target);
   if (ratio_model_covers && !config_.ratio_references.empty()) {
     // Note "lines in order": held between the references' own anchored lines on this grid and
     // the anchor's measured line (the measurement is exact: a reference with the anchor's specs
@@ -1451,7 +1609,7 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     auto bound_by = [&](const GpuSpec& g, bool is_anchor) {
       const bool below = dominates(target, g, precision);
       if (!below && !dominates(g, target, precision)) return;
-      const Line l = is_anchor || specs_of(g, precision) == anchor_specs ? measured_line : anchored_line(g);
+      const Line l = is_anchor || specs_of(g, precision) == anchor_specs ? measured_line : kept_line(g);
       if (below) bounds.add_upper(l, grid.front(), grid.back());
       else bounds.add_lower(l, grid.front(), grid.back());
     };
@@ -1571,6 +1729,19 @@ LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, co
 }
 
 LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& w, const GpuSpec& target,
+                                                           Precision precision, double max_batch, Memo& memo) const {
+  // Note "memo by inputs": kept by the GPU's spec numbers, the precision and max_batch.
+  std::vector<double> key;
+  Memo::push_spec(key, target);
+  key.insert(key.end(), {static_cast<double>(precision), max_batch});
+  const auto kept = memo.absolute_results.find(key);
+  if (kept != memo.absolute_results.end()) return kept->second;
+  const LearnedComputeResult out = predict_absolute_fresh(w, target, precision, max_batch, memo);
+  memo.absolute_results.emplace(std::move(key), out);
+  return out;
+}
+
+LearnedComputeResult LearnedCompute::predict_absolute_fresh(const WorkloadStats& w, const GpuSpec& target,
                                                       Precision precision, double max_batch, Memo& memo) const {
   if (fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
     LearnedComputeResult r = predict_absolute_memo(w, target, Precision::tf32, max_batch, memo);
@@ -1757,6 +1928,19 @@ ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpe
 }
 
 ComputeModel LearnedCompute::measured_model_memo(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
+                                                 const std::vector<Measurement>& measurements, Precision precision,
+                                                 double max_batch, Memo& memo) const {
+  // Note "memo by inputs": kept by the GPU's spec numbers, the roofline, the runs, the precision
+  // and max_batch (an evaluation that throws keeps nothing, so a bad input is refused each time).
+  std::vector<double> key = Memo::measured_model_key(gpu, roofline, measurements, precision, max_batch);
+  const auto kept = memo.measured_models.find(key);
+  if (kept != memo.measured_models.end()) return kept->second;
+  const ComputeModel out = measured_model_fresh(w, gpu, roofline, measurements, precision, max_batch, memo);
+  memo.measured_models.emplace(std::move(key), out);
+  return out;
+}
+
+ComputeModel LearnedCompute::measured_model_fresh(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
                                             double max_batch, Memo& memo) const {
   if (measurements.empty()) throw std::invalid_argument("measurements must not be empty, got 0 measurements");

@@ -278,6 +278,10 @@ class Engine:
                 rule = "in (0, 1]" if "p10" in name else "finite and >= 1"
                 raise ValueError(f"{name} must be None (as trained) or a factor {rule}, got {v!r}")
         self._measured_band: tuple[tuple[float, float], tuple[float, float]] | None = None
+        # what _resolve and _anchors answer, asked again for every GPU type (the catalog and the
+        # measurements this engine reads do not change; resolving a name is ~16 regex passes)
+        self._resolved: dict[str, list[str]] = {}
+        self._anchor_list: list[tuple[str, list[_core.Measurement]]] | None = None
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._learned_cache: tuple[Any, Any] | None = None  # (CostModels, its LearnedComputeCache)
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
@@ -534,10 +538,15 @@ class Engine:
         return PRECISIONS[self.profile.measurement_precision(m)]
 
     def _resolve(self, device: str) -> list[str]:
+        kept = self._resolved.get(device)
+        if kept is not None:
+            return kept
         try:
-            return self.catalog.resolve_gpu(device)
+            out = self.catalog.resolve_gpu(device)
         except ValueError:
-            return [device]
+            out = [device]
+        self._resolved[device] = out
+        return out
 
     def memory_max_batch(self, gpu_key: str) -> float:
         """The largest local batch whose memory fits one GPU of `gpu_key` (samples; the
@@ -563,7 +572,10 @@ class Engine:
         """Every GPU type the profile measured alone (one GPU) at the predicted precision, with
         its measurements, to anchor learned ratios (several: their predictions are averaged,
         srift::LearnedCompute note "several anchors"); else the profiled device's own timings
-        when it was profiled at that precision; else none (note "measurement precision")."""
+        when it was profiled at that precision; else none (note "measurement precision").
+        Made once per engine (the list is shared: callers copy what they keep)."""
+        if self._anchor_list is not None:
+            return self._anchor_list
         out: dict[str, list[_core.Measurement]] = {}
         for _, m in self._usable:
             if m.gpus > 1:
@@ -578,6 +590,7 @@ class Engine:
             # a GPU the question never plans on still anchors every other: its measurements get
             # the checks (memory, no line) a planned GPU's would; the entry is cached for later
             self._compute_entry(key, _depth=2)  # its warnings name the same caller a planned GPU's do
+        self._anchor_list = anchors
         return anchors
 
     def compute_model(self, gpu_key: str) -> tuple[_core.ComputeModel, str]:

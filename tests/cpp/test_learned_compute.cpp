@@ -1754,4 +1754,70 @@ TEST(LearnedCompute, ACacheGivesTheFreshCallsAnswersBitForBitAndKeepsToItsModels
   EXPECT_THROW(other.predict_absolute(cache, fast, Precision::amp, 0), std::invalid_argument);
 }
 
+TEST(LearnedCompute, ACacheKeepsApartTheRunsGridsAndGpusItsLinesAndModelsAreKeptBy) {
+  // Note "memo by inputs": a Cache keeps each GPU's anchored line, the models' outputs per GPU
+  // pair and batch, and whole measured and no-measurement models, each by what it reads. With
+  // the shipped models (a line and 150 boosted trees: note "flat nodes"), one Cache asked, in
+  // an interleaved order, for one anchor GPU under two sets of runs, for one target on two
+  // grids, and for GPUs that differ only in memory or in launch year, answers each as a fresh
+  // call does, bit for bit: a key that left out the runs, the grid or the year would hand one
+  // call's line to another.
+  const srift::LearnedCompute lc = srift::LearnedCompute::from_documents(
+      srift_test::shipped_document("compute_ratio"), srift_test::shipped_document("compute_absolute"));
+  const srift::WorkloadStats w({LayerCost{OpKind::conv, 4e9, 8e9, 2e7, 1e6}, LayerCost{OpKind::matmul, 3e9, 6e9, 1e6, 4e6},
+                                LayerCost{OpKind::elementwise, 0, 0, 5e7, 0}},
+                               8e6);
+  const double gib = 1ull << 30;
+  const GpuSpec t4{"T4", 16 * gib, 8.1e12, 0, 65e12, 320e9, 2018};
+  const GpuSpec v100{"V100", 16 * gib, 15.7e12, 0, 125e12, 900e9, 2017};
+  const GpuSpec v100_32{"V100-32", 32 * gib, 15.7e12, 0, 125e12, 900e9, 2017};  // only the memory differs
+  const GpuSpec a100{"A100", 40 * gib, 19.5e12, 156e12, 312e12, 1555e9, 2020};
+  // specs no reference has (so past the data's edge when launched after it), and only the year apart
+  const GpuSpec novel{"novel", 48 * gib, 30e12, 200e12, 400e12, 2000e9, 2021};
+  const GpuSpec novel_later{"novel-later", 48 * gib, 30e12, 200e12, 400e12, 2000e9, 2099};
+  const GpuSpec h100{"H100", 80 * gib, 67e12, 495e12, 990e12, 3350e9, 2022};
+  const std::vector<std::vector<srift::Measurement>> run_sets = {{{32, 0.21}}, {{32, 0.15}}, {{8, 0.06}, {64, 0.4}}};
+  const auto same = [](const srift::ComputeModel& a, const srift::ComputeModel& b, const std::string& what) {
+    EXPECT_EQ(a.forward_fixed_s, b.forward_fixed_s) << what;
+    EXPECT_EQ(a.forward_per_sample_s, b.forward_per_sample_s) << what;
+    EXPECT_EQ(a.backward_fixed_s, b.backward_fixed_s) << what;
+    EXPECT_EQ(a.backward_per_sample_s, b.backward_per_sample_s) << what;
+    EXPECT_EQ(a.optimizer_s, b.optimizer_s) << what;
+  };
+  srift::LearnedCompute::Cache cache(w);
+  int checked = 0;
+  for (Precision p : {Precision::fp32, Precision::amp, Precision::tf32}) {
+    for (double max_batch : {0.0, 200.0, 3000.0}) {
+      for (const GpuSpec* target : {&v100, &v100_32, &a100, &novel, &novel_later, &h100, &t4}) {
+        const std::string at = target->name + " p" + std::to_string(static_cast<int>(p)) + " max_batch " +
+                               std::to_string(max_batch);
+        same(lc.predict_absolute(cache, *target, p, max_batch).model, lc.predict_absolute(w, *target, p, max_batch).model,
+             "absolute " + at);
+        for (std::size_t r = 0; r < run_sets.size(); ++r) {
+          const srift::LearnedComputeResult got = lc.predict_anchored(cache, t4, run_sets[r], *target, p, max_batch);
+          const srift::LearnedComputeResult fresh = lc.predict_anchored(w, t4, run_sets[r], *target, p, max_batch);
+          same(got.model, fresh.model, "anchored on runs " + std::to_string(r) + ", " + at);
+          EXPECT_EQ(got.p10_factor, fresh.p10_factor) << at;
+          EXPECT_EQ(got.p90_factor, fresh.p90_factor) << at;
+          EXPECT_EQ(got.past_data_edge, fresh.past_data_edge) << at;
+          const srift::ComputeModel roof = w.roofline(*target, p);
+          same(lc.measured_model(cache, *target, roof, run_sets[r], p, max_batch),
+               lc.measured_model(w, *target, roof, run_sets[r], p, max_batch), "measured on runs " + std::to_string(r) + ", " + at);
+          checked += 3;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 3 * 7 * 3 * 3);
+  // the keys are not vacuous: the runs, the grid and the year each move some answer (the memory
+  // only through the grid a caller asks for: the same grid, the same answer)
+  const auto fp32_on = [&](const GpuSpec& target, const std::vector<srift::Measurement>& runs, double max_batch) {
+    return total_at(lc.predict_anchored(cache, t4, runs, target, Precision::fp32, max_batch).model, 1.0);
+  };
+  EXPECT_NE(fp32_on(a100, run_sets[0], 200), fp32_on(a100, run_sets[1], 200));
+  EXPECT_NE(fp32_on(a100, run_sets[0], 200), fp32_on(a100, run_sets[0], 3000));
+  EXPECT_EQ(fp32_on(v100, run_sets[0], 0), fp32_on(v100_32, run_sets[0], 0));
+  EXPECT_NE(fp32_on(novel, run_sets[0], 200), fp32_on(novel_later, run_sets[0], 200)) << "the data edge's lean";
+}
+
 }  // namespace

@@ -108,6 +108,16 @@ class LearnedModel {
   double intercept_ = 0;
   // trees
   std::vector<FlatTree> trees_;
+  // The same trees' nodes in one array, child indices into it (learned.cpp note "flat nodes").
+  struct Node {
+    double threshold = 0;
+    double value = 0;
+    int feature = -1;
+    int left = 0, right = 0;
+    bool missing_left = false;
+  };
+  std::vector<Node> nodes_;
+  std::vector<int> roots_;  ///< each tree's first node in nodes_
   double base_ = 0;
   double scale_ = 1;
   bool float32_inputs_ = false;

@@ -223,7 +223,8 @@ class LearnedCompute {
   /// workload through one Cache computes each once. Results are bit-identical to the
   /// overloads without a Cache. Owned by the caller: it holds a copy of the workload (read by
   /// the overloads taking it in place of a WorkloadStats), grows with the distinct GPUs,
-  /// batches (samples) and precisions asked, and is bound to the first LearnedCompute (or a
+  /// batches (samples), precisions, grids and measured runs asked (learned_compute.cpp note
+  /// "memo by inputs"), and is bound to the first LearnedCompute (or a
   /// copy of it) that uses it: another throws std::invalid_argument. Calls through one Cache
   /// are serialized (a mutex); it is neither copyable nor movable.
   class Cache {
@@ -367,6 +368,8 @@ class LearnedCompute {
                                             Precision precision, double max_batch, Memo& memo) const;
   LearnedComputeResult predict_absolute_memo(const WorkloadStats& w, const GpuSpec& target, Precision precision,
                                         double max_batch, Memo& memo) const;
+  LearnedComputeResult predict_absolute_fresh(const WorkloadStats& w, const GpuSpec& target, Precision precision,
+                                              double max_batch, Memo& memo) const;
   // (fixed s, per-sample s) of the line predict_absolute fits for `g` on `grid` before the
   // lines are put in order (learned_compute.cpp note "lines in order").
   std::pair<double, double> absolute_line_memo(const WorkloadStats& w, const GpuSpec& g, Precision precision,
@@ -376,6 +379,9 @@ class LearnedCompute {
   ComputeModel measured_model_memo(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                               const std::vector<Measurement>& measurements, Precision precision, double max_batch,
                               Memo& memo) const;
+  ComputeModel measured_model_fresh(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
+                                    const std::vector<Measurement>& measurements, Precision precision,
+                                    double max_batch, Memo& memo) const;
   std::vector<double> absolute_corrections_memo(const GpuSpec& target,
                                            const std::vector<double>& batches, Precision precision,
                                            Memo& memo) const;
