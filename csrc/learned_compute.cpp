@@ -393,6 +393,28 @@ struct LearnedCompute::Memo {
   // is bounded by the references it beats, each bounded by those it beats in turn: without the
   // memo the same references' predictions were made again down every chain.
   std::unordered_map<std::vector<double>, ComputeModel, FeatureHash, FeatureBitsEqual> reference_models;
+  // Note "across the fp32 paths, from below": true while a reference's FP32 model is predicted
+  // to bound another GPU's. Such a model is held from above only (by the references it beats),
+  // so every entry of reference_models is that one model, whichever call computed it first.
+  bool bounding = false;
+  // A reference's FP32 model by reference_key, predicted by `predict` (held from above only).
+  template <class Predict>
+  const ComputeModel& reference_model(std::vector<double>&& key, Predict&& predict) {
+    auto kept = reference_models.find(key);
+    if (kept == reference_models.end()) {
+      const bool was = bounding;
+      bounding = true;
+      try {
+        ComputeModel m = predict();
+        bounding = was;
+        kept = reference_models.emplace(std::move(key), m).first;
+      } catch (...) {
+        bounding = was;
+        throw;
+      }
+    }
+    return kept->second;
+  }
   static std::vector<double> reference_key(const GpuSpec& g, double span, const GpuSpec* anchor,
                                            const std::vector<Measurement>* measurements) {
     std::vector<double> key;
@@ -1372,17 +1394,48 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
                                           static_cast<double>(g.launch_year)};
         if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
         seen.push_back(peaks);
-        std::vector<double> key = Memo::reference_key(g, span, &anchor, &measurements);
-        auto kept = memo.reference_models.find(key);
-        if (kept == memo.reference_models.end()) {
-          ComputeModel m = predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
-          kept = memo.reference_models.emplace(std::move(key), m).first;
-        }
-        const ComputeModel other = kept->second;
+        const ComputeModel other = memo.reference_model(Memo::reference_key(g, span, &anchor, &measurements), [&] {
+          return predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+        });
         for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
         // note "lines in order": the fitted line too, at the grid's ends
         across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
       }
+      // Note "across the fp32 paths, from below": a reference that beats this GPU on every
+      // spec bounds its line from below, as that reference's own FP32 model held from above
+      // only (the upper bound still wins). Those models are what the bounds above read too; a
+      // reference's full prediction would recurse back up the order (it is bounded from below
+      // by the references above it, each bounded from above by those under it, this GPU among
+      // them), and the order needs no more: the highest of the lower bounds is at least every
+      // bound a dominating reference's own prediction is held to.
+      if (!memo.bounding) {
+        seen.clear();
+        for (const GpuSpec& g : config_.ratio_references) {
+          if (!dominates(g, target, precision)) continue;
+          const std::array<double, 5> peaks{g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
+                                            static_cast<double>(g.launch_year)};
+          if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
+          seen.push_back(peaks);
+          const ComputeModel other = memo.reference_model(Memo::reference_key(g, span, &anchor, &measurements), [&] {
+            return predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+          });
+          across.add_lower({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
+        }
+      }
+    }
+    // Note "across the fp32 paths, from below": the anchor's measured line bounds the line too,
+    // as on the other paths (note "lines in order"; the measurement is exact), the order at the
+    // measurement (predict_anchored_memo) holding it only at the measured batches: anchored at
+    // FP32 on an H100-80GB at 1.4x its own time at batch 32, the RTX 3090 (FP32 and TF32 35.6
+    // TFLOPS, 936 GB/s) came out 10% under the measured line at batch 1, and with it the
+    // H100-PCIe it bounds from above (BERT-base at 128 tokens, grid 1..1024: the H100-80GB
+    // 1.11x behind the H100-PCIe at batch 1). Held from above only, a reference's model keeps
+    // this bound: it is no recursion.
+    if (dominates(target, anchor, precision) || dominates(anchor, target, precision)) {
+      const ComputeModel m = measured_model_memo(w, anchor, measured_roof, measurements, precision, span, memo);
+      const Line measured_line{m.fixed_s() + m.optimizer_s, m.per_sample_s()};
+      if (dominates(target, anchor, precision)) across.add_upper(measured_line, grid.front(), grid.back());
+      else across.add_lower(measured_line, grid.front(), grid.back());
     }
     const double floor = peak_floor_per_sample(w, target, precision, &anchor, &measurements);  // note "peak floor"
     hold_to_floor(t, grid, floor);
@@ -1559,19 +1612,21 @@ LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& 
     // (note "lines in order"): a reference that this GPU beats on every spec, with TF32 or
     // without, bounds its line from above, as that reference's own prediction. (Before, the two
     // routes met nowhere: a depthwise-separable conv net at FP32 put an A100-40GB 3.3% behind a V100 at batch 1.)
+    // A reference that beats this GPU bounds it from below (note "across the fp32 paths, from
+    // below"), as its own model held from above only.
     const std::vector<double> grid = batch_grid(max_batch);
     LineBounds across;
     bool bound = false;
     for (const GpuSpec& g : config_.absolute_references) {
-      if (!dominates(target, g, precision)) continue;
-      std::vector<double> key = Memo::reference_key(g, max_batch, nullptr, nullptr);
-      auto kept = memo.reference_models.find(key);
-      if (kept == memo.reference_models.end()) {
-        ComputeModel m = predict_absolute_memo(w, g, precision, max_batch, memo).model;
-        kept = memo.reference_models.emplace(std::move(key), m).first;
-      }
-      const ComputeModel other = kept->second;
-      across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
+      const bool below = dominates(target, g, precision);  // the target is never slower than g
+      // note "across the fp32 paths, from below": g's model held from above only
+      if (!below && (memo.bounding || !dominates(g, target, precision))) continue;
+      const ComputeModel other = memo.reference_model(Memo::reference_key(g, max_batch, nullptr, nullptr), [&] {
+        return predict_absolute_memo(w, g, precision, max_batch, memo).model;
+      });
+      const Line l{other.fixed_s() + other.optimizer_s, other.per_sample_s()};
+      if (below) across.add_upper(l, grid.front(), grid.back());
+      else across.add_lower(l, grid.front(), grid.back());
       bound = true;
     }
     if (bound) {
