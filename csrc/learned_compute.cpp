@@ -397,27 +397,26 @@ struct LearnedCompute::Memo {
   // to bound another GPU's. Such a model is held from above only (by the references it beats),
   // so every entry of reference_models is that one model, whichever call computed it first.
   bool bounding = false;
+  struct Bounding {  // `bounding` set for a scope
+    Bounding(Memo& memo, bool on) : memo_(memo), was_(memo.bounding) { memo.bounding = on; }
+    ~Bounding() { memo_.bounding = was_; }
+    Memo& memo_;
+    const bool was_;
+  };
   // A reference's FP32 model by reference_key, predicted by `predict` (held from above only).
   template <class Predict>
   const ComputeModel& reference_model(std::vector<double>&& key, Predict&& predict) {
     auto kept = reference_models.find(key);
     if (kept == reference_models.end()) {
-      const bool was = bounding;
-      bounding = true;
-      try {
-        ComputeModel m = predict();
-        bounding = was;
-        kept = reference_models.emplace(std::move(key), m).first;
-      } catch (...) {
-        bounding = was;
-        throw;
-      }
+      const Bounding as_bound(*this, true);
+      kept = reference_models.emplace(std::move(key), predict()).first;
     }
     return kept->second;
   }
   static std::vector<double> reference_key(const GpuSpec& g, double span, const GpuSpec* anchor,
                                            const std::vector<Measurement>* measurements) {
     std::vector<double> key;
+    key.reserve(13 + (anchor != nullptr ? 2 * measurements->size() : 0));
     push_spec(key, g);
     key.push_back(span);
     if (anchor != nullptr) {
@@ -1805,6 +1804,9 @@ ComputeModel LearnedCompute::measured_model_memo(const WorkloadStats& w, const G
   for (const Measurement& m : measurements) one_batch = one_batch && m.local_batch == measurements.front().local_batch;
   // The learned curve scaled through the measurements, its terms split as the roofline's.
   const auto on_learned_curve = [&] {
+    // the GPU's own prediction, whatever it bounds (note "across the fp32 paths, from below":
+    // a measured line is the same line as a bound and as a prediction)
+    const Memo::Bounding own(memo, false);
     const ComputeModel learned = predict_absolute_memo(w, gpu, precision, max_batch, memo).model;
     return anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
                                   measurements);
