@@ -442,7 +442,8 @@ struct ArrayBitsEqual {
 //                    precision), the precision, the grid's span and whether the ratio model
 //                    covers the pair (so a reference's line is fitted once per anchor and grid);
 //   measured_models, absolute_results  measured_model_memo and predict_absolute_memo by every
-//                    argument (the roofline's terms, the runs, max_batch).
+//                    argument (the roofline's terms, the runs, max_batch), the latter also by
+//                    Memo::bounding, which changes it (note "across the fp32 paths, from below").
 // The fixed-size keys (guarded, ratio_parts, absolute_by_gpu) take no allocation to build or find.
 // Bit-identical: each entry is the value the same computation gave; bench/predict_fingerprint.py
 // compares every catalog GPU's model and five srift.predict answers (resnet50 and BERT-base, FP32
@@ -514,9 +515,30 @@ struct LearnedCompute::Memo {
     push_measurements(key, measurements);
     return key;
   }
+  // Note "across the fp32 paths, from below": true while a reference's FP32 model is predicted
+  // to bound another GPU's. Such a model is held from above only (by the references it beats),
+  // so every entry of reference_models is that one model, whichever call computed it first.
+  bool bounding = false;
+  struct Bounding {  // `bounding` set for a scope
+    Bounding(Memo& memo, bool on) : memo_(memo), was_(memo.bounding) { memo.bounding = on; }
+    ~Bounding() { memo_.bounding = was_; }
+    Memo& memo_;
+    const bool was_;
+  };
+  // A reference's FP32 model by reference_key, predicted by `predict` (held from above only).
+  template <class Predict>
+  const ComputeModel& reference_model(std::vector<double>&& key, Predict&& predict) {
+    auto kept = reference_models.find(key);
+    if (kept == reference_models.end()) {
+      const Bounding as_bound(*this, true);
+      kept = reference_models.emplace(std::move(key), predict()).first;
+    }
+    return kept->second;
+  }
   static std::vector<double> reference_key(const GpuSpec& g, double span, const GpuSpec* anchor,
                                            const std::vector<Measurement>* measurements) {
     std::vector<double> key;
+    key.reserve(13 + (anchor != nullptr ? 2 * measurements->size() : 0));
     push_spec(key, g);
     key.push_back(span);
     if (anchor != nullptr) {
@@ -1538,17 +1560,48 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
                                           static_cast<double>(g.launch_year)};
         if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
         seen.push_back(peaks);
-        std::vector<double> key = Memo::reference_key(g, span, &anchor, &measurements);
-        auto kept = memo.reference_models.find(key);
-        if (kept == memo.reference_models.end()) {
-          ComputeModel m = predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
-          kept = memo.reference_models.emplace(std::move(key), m).first;
-        }
-        const ComputeModel other = kept->second;
+        const ComputeModel other = memo.reference_model(Memo::reference_key(g, span, &anchor, &measurements), [&] {
+          return predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+        });
         for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
         // note "lines in order": the fitted line too, at the grid's ends
         across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
       }
+      // Note "across the fp32 paths, from below": a reference that beats this GPU on every
+      // spec bounds its line from below, as that reference's own FP32 model held from above
+      // only (the upper bound still wins). Those models are what the bounds above read too; a
+      // reference's full prediction would recurse back up the order (it is bounded from below
+      // by the references above it, each bounded from above by those under it, this GPU among
+      // them), and the order needs no more: the highest of the lower bounds is at least every
+      // bound a dominating reference's own prediction is held to.
+      if (!memo.bounding) {
+        seen.clear();
+        for (const GpuSpec& g : config_.ratio_references) {
+          if (!dominates(g, target, precision)) continue;
+          const std::array<double, 5> peaks{g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
+                                            static_cast<double>(g.launch_year)};
+          if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
+          seen.push_back(peaks);
+          const ComputeModel other = memo.reference_model(Memo::reference_key(g, span, &anchor, &measurements), [&] {
+            return predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+          });
+          across.add_lower({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
+        }
+      }
+    }
+    // Note "across the fp32 paths, from below": the anchor's measured line bounds the line too,
+    // as on the other paths (note "lines in order"; the measurement is exact), the order at the
+    // measurement (predict_anchored_memo) holding it only at the measured batches: anchored at
+    // FP32 on an H100-80GB at 1.4x its own time at batch 32, the RTX 3090 (FP32 and TF32 35.6
+    // TFLOPS, 936 GB/s) came out 10% under the measured line at batch 1, and with it the
+    // H100-PCIe it bounds from above (BERT-base at 128 tokens, grid 1..1024: the H100-80GB
+    // 1.11x behind the H100-PCIe at batch 1). Held from above only, a reference's model keeps
+    // this bound: it is no recursion.
+    if (dominates(target, anchor, precision) || dominates(anchor, target, precision)) {
+      const ComputeModel m = measured_model_memo(w, anchor, measured_roof, measurements, precision, span, memo);
+      const Line measured_line{m.fixed_s() + m.optimizer_s, m.per_sample_s()};
+      if (dominates(target, anchor, precision)) across.add_upper(measured_line, grid.front(), grid.back());
+      else across.add_lower(measured_line, grid.front(), grid.back());
     }
     const double floor = peak_floor_per_sample(w, target, precision, &anchor, &measurements);  // note "peak floor"
     hold_to_floor(t, grid, floor);
@@ -1730,10 +1783,12 @@ LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, co
 
 LearnedComputeResult LearnedCompute::predict_absolute_memo(const WorkloadStats& w, const GpuSpec& target,
                                                            Precision precision, double max_batch, Memo& memo) const {
-  // Note "memo by inputs": kept by the GPU's spec numbers, the precision and max_batch.
+  // Note "memo by inputs": kept by the GPU's spec numbers, the precision and max_batch, and
+  // whether it is predicted to bound another GPU (note "across the fp32 paths, from below": such
+  // a model is held from above only, so it is not the GPU's own prediction).
   std::vector<double> key;
   Memo::push_spec(key, target);
-  key.insert(key.end(), {static_cast<double>(precision), max_batch});
+  key.insert(key.end(), {static_cast<double>(precision), max_batch, memo.bounding ? 1.0 : 0.0});
   const auto kept = memo.absolute_results.find(key);
   if (kept != memo.absolute_results.end()) return kept->second;
   const LearnedComputeResult out = predict_absolute_fresh(w, target, precision, max_batch, memo);
@@ -1752,19 +1807,21 @@ LearnedComputeResult LearnedCompute::predict_absolute_fresh(const WorkloadStats&
     // (note "lines in order"): a reference that this GPU beats on every spec, with TF32 or
     // without, bounds its line from above, as that reference's own prediction. (Before, the two
     // routes met nowhere: a depthwise-separable conv net at FP32 put an A100-40GB 3.3% behind a V100 at batch 1.)
+    // A reference that beats this GPU bounds it from below (note "across the fp32 paths, from
+    // below"), as its own model held from above only.
     const std::vector<double> grid = batch_grid(max_batch);
     LineBounds across;
     bool bound = false;
     for (const GpuSpec& g : config_.absolute_references) {
-      if (!dominates(target, g, precision)) continue;
-      std::vector<double> key = Memo::reference_key(g, max_batch, nullptr, nullptr);
-      auto kept = memo.reference_models.find(key);
-      if (kept == memo.reference_models.end()) {
-        ComputeModel m = predict_absolute_memo(w, g, precision, max_batch, memo).model;
-        kept = memo.reference_models.emplace(std::move(key), m).first;
-      }
-      const ComputeModel other = kept->second;
-      across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
+      const bool below = dominates(target, g, precision);  // the target is never slower than g
+      // note "across the fp32 paths, from below": g's model held from above only
+      if (!below && (memo.bounding || !dominates(g, target, precision))) continue;
+      const ComputeModel other = memo.reference_model(Memo::reference_key(g, max_batch, nullptr, nullptr), [&] {
+        return predict_absolute_memo(w, g, precision, max_batch, memo).model;
+      });
+      const Line l{other.fixed_s() + other.optimizer_s, other.per_sample_s()};
+      if (below) across.add_upper(l, grid.front(), grid.back());
+      else across.add_lower(l, grid.front(), grid.back());
       bound = true;
     }
     if (bound) {
@@ -1950,6 +2007,9 @@ ComputeModel LearnedCompute::measured_model_fresh(const WorkloadStats& w, const 
   for (const Measurement& m : measurements) one_batch = one_batch && m.local_batch == measurements.front().local_batch;
   // The learned curve scaled through the measurements, its terms split as the roofline's.
   const auto on_learned_curve = [&] {
+    // the GPU's own prediction, whatever it bounds (note "across the fp32 paths, from below":
+    // a measured line is the same line as a bound and as a prediction)
+    const Memo::Bounding own(memo, false);
     const ComputeModel learned = predict_absolute_memo(w, gpu, precision, max_batch, memo).model;
     return anchor_to_measurements(split_like(roofline, learned.fixed_s() + learned.optimizer_s, learned.per_sample_s()),
                                   measurements);

@@ -235,16 +235,18 @@ def _termwise(a, b, pick):
     return [pick(x, y) for x, y in zip(_model_terms(a), _model_terms(b))]
 
 
-def _held_below(model, others, grid, floor: float):
+def _held_between(model, below, above, grid, floor: float):
     """The core's note "across the fp32 paths", line by line: `model` (a _core.ComputeModel)
-    held at the grid's ends under the lines of `others` (the references the target beats, as
-    the core predicts them; note "lines in order"), split as `model` splits, or `model` itself
-    where it is already in order."""
+    held at the grid's ends under the lines of `below` (the references the target beats, as
+    the core predicts them; note "lines in order") and over those of `above` (the references
+    that beat it: note "across the fp32 paths, from below"; the core bounds with each one's
+    model held from above only, whose highest end is the highest of their predictions'), the
+    upper bound winning, split as `model` splits, or `model` itself where it is already in order."""
     def line(m):
         return (m.compute_s(0.0) + m.optimizer_s, m.per_sample_s())
 
     own = line(model)
-    held = line_in_order(own, [line(m) for m in others], [], grid, floor)
+    held = line_in_order(own, [line(m) for m in below], [line(m) for m in above], grid, floor)
     return model if held == own else split_like(model, *held)
 
 
@@ -279,11 +281,14 @@ def test_pytorch_default_fp32_on_a_tf32_gpu_is_the_tf32_prediction_at_the_defaul
         # references it beats (with TF32 or without), as the core predicts each
         others = [lc.predict_absolute(stats, gpu_spec(r), _core.Precision.fp32, 0.0).model
                   for r in default_models()._references if dominates(g, r, "fp32")]
+        # and no faster than those that beat it (note "across the fp32 paths, from below")
+        above = [lc.predict_absolute(stats, gpu_spec(r), _core.Precision.fp32, 0.0).model
+                 for r in default_models()._references if dominates(r, g, "fp32")]
         m = _core.ComputeModel()
         (m.forward_fixed_s, m.forward_per_sample_s, m.backward_fixed_s, m.backward_per_sample_s,
          m.optimizer_s) = expected
-        expected = _model_terms(_held_below(m, others, _core.batch_grid(0.0),
-                                            peak_floor_per_sample(w[key], g, "fp32")))
+        expected = _model_terms(_held_between(m, others, above, _core.batch_grid(0.0),
+                                              peak_floor_per_sample(w[key], g, "fp32")))
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-18)
         # no faster than all-TF32 (term by term where no reference's line held it; held, its
         # line is split as its own, so the terms move but not the times)
@@ -372,7 +377,12 @@ def test_pytorch_default_fp32_measurement_on_a_tf32_gpu_anchors_as_its_tf32_equi
                              / total(default, g)) for g in grid]
 
         want = absolute_on_grid(default, log_corrections, 64.0, 0.01 * default.per_sample_s())
-        want = _held_below(want, below, _core.batch_grid(64.0), peak_floor_per_sample(wl, h100, "fp32", a100, meas))
+        # ... and no faster than a reference that beats it (note "across the fp32 paths, from below")
+        above = [lc.predict_anchored(stats, gpu_spec(a100), meas, gpu_spec(r), _core.Precision.fp32, 64.0).model
+                 for r in models_refs if dominates(r, h100, "fp32")]
+        assert above  # the H200, GH200 and B200
+        want = _held_between(want, below, above, _core.batch_grid(64.0),
+                             peak_floor_per_sample(wl, h100, "fp32", a100, meas))
         factor = order_guarded(want, no_slower=True)
         np.testing.assert_allclose(_model_terms(got), [factor * x for x in _model_terms(want)], rtol=1e-9, err_msg=key)
 
@@ -447,6 +457,41 @@ def test_fp32_keeps_dominance_between_two_gpus_with_tf32(catalog_gpus) -> None:
         p, a = (lc.predict_absolute(stats, g, fp32, span).model for g in (pro, a100))
         for b in (1.0, 2.0, 8.0, 32.0, span):
             assert total(p, b) <= (1 + 1e-9) * total(a, b), (span, b)
+
+
+def test_fp32_a_reference_that_beats_a_gpu_bounds_it_from_below(catalog_gpus) -> None:
+    """Note "across the fp32 paths, from below": at PyTorch's FP32 a GPU with TF32 was held under
+    the references it beats and over none, not even the measured GPU's line. BERT-base anchored
+    on an H100-80GB at 1.4x its own time at batch 32 put the H100-80GB, the measurement itself,
+    1.10x behind an H100-PCIe and an RTX 3090 at batch 1 (on the grid 1..1024); anchored on a
+    V100 at 0.7x, an RTX A6000 1.02x behind an A10G. Now no reference (nor the anchor) that beats
+    a GPU on every spec at FP32 is predicted slower than it at any batch of its grid, anchored
+    or with no measurement."""
+    models = default_models()
+    lc, refs = models.learned_compute, {g.key: g for g in models._ratio_references}
+    gpus = {**refs, **{g.key: g for g in catalog_gpus}}
+    stats = core_workload_stats(load_workloads()["bert_base"])
+    fp32 = _core.Precision.fp32
+
+    def total(m, b):
+        return m.compute_s(b) + m.optimizer_s
+
+    def behind(preds, span):
+        return [(r, t, b) for r, t in itertools.permutations(gpus, 2) if r in refs
+                and dominates(gpus[r], gpus[t], "fp32") for b in _core.batch_grid(span)
+                if total(preds[r], b) > (1 + 1e-9) * total(preds[t], b)]
+
+    checked = 0
+    for span in (0.0, 4096.0):
+        own = {k: lc.predict_absolute(stats, gpu_spec(g), fp32, span).model for k, g in gpus.items()}
+        assert behind(own, span) == [], span
+        for anchor, factor in (("H100-80GB", 1.4), ("H100-80GB", 0.7), ("V100-16GB", 0.7), ("A100-40GB", 1.4)):
+            run = [_core.Measurement(32.0, factor * total(own[anchor], 32.0))]
+            preds = {k: lc.predict_anchored(stats, gpu_spec(gpus[anchor]), run, gpu_spec(g), fp32, span).model
+                     for k, g in gpus.items()}
+            assert behind(preds, span) == [], (span, anchor, factor)
+            checked += 1
+    assert checked == 8
 
 
 def test_a_gpu_past_the_data_edge_stays_ahead_of_the_gpus_it_beats(catalog_gpus) -> None:
