@@ -494,6 +494,42 @@ def test_fp32_a_reference_that_beats_a_gpu_bounds_it_from_below(catalog_gpus) ->
     assert checked == 8
 
 
+def test_a_shared_cache_keeps_a_bounding_model_apart_from_the_gpus_own_at_fp32(catalog_gpus) -> None:
+    """Notes "memo by inputs" and "across the fp32 paths, from below": a reference predicted to
+    bound another GPU is held from above only, which is not its own prediction (held from below
+    too). One cache, shared by every GPU in either order (a GPU's own prediction first, then its
+    use as a bound, and the other way round), gives each GPU exactly what a fresh call gives. (On
+    the shipped models no GPU's own no-measurement FP32 prediction is held from below over the
+    zoo's workloads, so the two coincide there; the cache keeps them apart regardless.)"""
+    models = default_models()
+    lc = models.learned_compute
+    gpus = [gpu_spec(g) for g in models._ratio_references] + [gpu_spec(g) for g in catalog_gpus]
+    stats = core_workload_stats(load_workloads()["bert_base"])
+    fp32 = _core.Precision.fp32
+
+    def terms(r):
+        return (_model_terms(r.model), r.p10_factor, r.p90_factor)
+
+    checked = 0
+    for span in (0.0, 4096.0):
+        fresh = [terms(lc.predict_absolute(stats, g, fp32, span)) for g in gpus]
+        for order in (gpus, gpus[::-1]):
+            cache = _core.LearnedComputeCache(stats)
+            got = {g.name: terms(lc.predict_absolute_cached(cache, g, fp32, span)) for g in order}
+            assert [got[g.name] for g in gpus] == fresh, span
+            checked += 1
+        anchor = next(g for g in gpus if g.name == "H100-80GB")
+        own = lc.predict_absolute(stats, anchor, fp32, span).model
+        anchors = [_core.Anchor(anchor, [_core.Measurement(32.0, 1.4 * (own.compute_s(32.0) + own.optimizer_s))])]
+        fresh = [terms(lc.predict_anchored_several(stats, anchors, g, fp32, span)) for g in gpus]
+        for order in (gpus, gpus[::-1]):
+            cache = _core.LearnedComputeCache(stats)
+            got = {g.name: terms(lc.predict_anchored_several_cached(cache, anchors, g, fp32, span)) for g in order}
+            assert [got[g.name] for g in gpus] == fresh, (span, "anchored")
+            checked += 1
+    assert checked == 8
+
+
 def test_a_gpu_past_the_data_edge_stays_ahead_of_the_gpus_it_beats(catalog_gpus) -> None:
     """Note "data edge": the lean moves a GPU past the edge before the dominance clip. Moved
     after it, a B300 came out up to 15% behind an H200 (ResNet-18 at batch 8) and an RTX PRO
