@@ -11,9 +11,10 @@
 // (learned.cpp). So are the values, read or not: the types, ranges and required fields the
 // schema gives every part outside the model (a null only where the schema allows one: an
 // input_scaler), every number finite, a dominance_guard's references each listed once, and p10
-// <= p90 in the residual pairs the Python loader orders (docs/schemas.md, "what each layer
-// checks").
+// <= p90, each a log factor (validate.hpp note "log factor"), in the residual pairs the Python
+// loader orders (docs/schemas.md, "what each layer checks").
 #include "json_reader.hpp"
+#include "validate.hpp"
 
 #include <optional>
 #include <string>
@@ -131,10 +132,18 @@ void optional_field(const Json& obj, const std::string& path, const char* key, C
   if (const Json* v = obj.find(key)) check(*v, path + "." + key);
 }
 
-// p10 <= p90 in a residual pair (srift.learn.loader check_residual_order has the same pairs).
+// A residual quantile: a number that a band takes exp() of (validate.hpp note "log factor").
+inline double log_factor(const Json& v, const std::string& path) {
+  const double x = number(v, path);
+  if (!detail::is_log_factor(x)) bad(path, std::string("must be ") + detail::kLogFactorRule + ", got " + shown_number(x));
+  return x;
+}
+
+// p10 <= p90 in a residual pair, each a log factor (validate.hpp note "log factor";
+// srift.learn.loader check_residual_order has the same pairs and the same rules).
 inline void residual_order(const Json& q, const std::string& path) {
-  const double p10 = number(field(q, path, "p10"), path + ".p10");
-  const double p90 = number(field(q, path, "p90"), path + ".p90");
+  const double p10 = log_factor(field(q, path, "p10"), path + ".p10");
+  const double p90 = log_factor(field(q, path, "p90"), path + ".p90");
   if (p10 > p90) {
     bad(path, "must have p10 <= p90, got p10 " + shown_number(p10) + " and p90 " + shown_number(p90));
   }

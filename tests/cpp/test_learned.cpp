@@ -883,3 +883,28 @@ TEST(ShippedDocuments, TheValuesOfPartsTheCoreDoesNotReadAreCheckedAsTheSchemaHa
                 .find("duplicate key 'weight'"),
             std::string::npos);
 }
+
+TEST(ShippedDocuments, EveryResidualPairIsALogFactorAsThePythonLoaderHasIt) {
+  // Note "log factor" (validate.hpp): the Python loader refused a quantile past 709.78 from 0 in
+  // every pair it orders (within_lab, convolved, instance_anchor), the core took them: a C++
+  // embedder loaded $.instance_anchor.p90 = 1e14, whose factor exp(1e14) is inf.
+  struct Case {
+    const char* doc;
+    const char* key;
+    const char* to;
+    const char* what;
+  };
+  const std::string rule = " must be a log factor whose exp() is a finite number > 0 (at most 709.78 either side of 0), got ";
+  const Case cases[] = {
+      {"compute_absolute", "\"within_lab\":", R"({"p10":-1000,"p90":0.1})", "$.residuals.within_lab.p10"},
+      {"compute_absolute", "\"convolved\":", R"({"p10":0,"p90":1e14})", "$.residuals.convolved.p90"},
+      {"iteration_overhead", "\"instance_anchor\":", R"({"p10":0,"p90":1e14})", "$.instance_anchor.p90"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = what_of(value_replaced(shipped(c.doc), c.key, c.to));
+    EXPECT_NE(what.find(std::string("learned model: ") + c.what + rule), std::string::npos) << c.doc << " " << c.to
+                                                                                           << ": " << what;
+  }
+  // the largest either side that exp() turns into a finite factor > 0 still loads
+  EXPECT_EQ(what_of(value_replaced(shipped("compute_absolute"), "\"within_lab\":", R"({"p10":-709,"p90":709})")), "");
+}
