@@ -11,9 +11,11 @@
 // (learned.cpp). So are the values, read or not: the types, ranges and required fields the
 // schema gives every part outside the model (a null only where the schema allows one: an
 // input_scaler), every number finite, a dominance_guard's references each listed once, and p10
-// <= p90 in the residual pairs the Python loader orders (docs/schemas.md, "what each layer
-// checks").
+// <= p90, each a log factor (validate.hpp note "log factor"), in the residual pairs the Python
+// loader orders and the scaling band's cells, and the data edge's quantiles log factors too
+// (docs/schemas.md, "what each layer checks").
 #include "json_reader.hpp"
+#include "validate.hpp"
 
 #include <optional>
 #include <string>
@@ -131,10 +133,18 @@ void optional_field(const Json& obj, const std::string& path, const char* key, C
   if (const Json* v = obj.find(key)) check(*v, path + "." + key);
 }
 
-// p10 <= p90 in a residual pair (srift.learn.loader check_residual_order has the same pairs).
+// A residual quantile: a number that a band takes exp() of (validate.hpp note "log factor").
+inline double log_factor(const Json& v, const std::string& path) {
+  const double x = number(v, path);
+  if (!detail::is_log_factor(x)) bad(path, std::string("must be ") + detail::kLogFactorRule + ", got " + shown_number(x));
+  return x;
+}
+
+// p10 <= p90 in a residual pair, each a log factor (validate.hpp note "log factor";
+// srift.learn.loader check_residual_order has the same pairs and the same rules).
 inline void residual_order(const Json& q, const std::string& path) {
-  const double p10 = number(field(q, path, "p10"), path + ".p10");
-  const double p90 = number(field(q, path, "p90"), path + ".p90");
+  const double p10 = log_factor(field(q, path, "p10"), path + ".p10");
+  const double p90 = log_factor(field(q, path, "p90"), path + ".p90");
   if (p10 > p90) {
     bad(path, "must have p10 <= p90, got p10 " + shown_number(p10) + " and p90 " + shown_number(p90));
   }
@@ -289,6 +299,8 @@ inline void data_edge_keys(const Json& e, const std::string& path) {
   integer_at_least(field(e, path, "launch_year"), path + ".launch_year", 1990, 2100);
   number(field(e, path, "p50"), path + ".p50");
   quantile_values(e, path, 1);
+  // the band past the edge takes exp() of each (validate.hpp note "log factor"; CostModels.data_edge)
+  for (const char* q : {"p10", "p50", "p90"}) log_factor(field(e, path, q), path + "." + q);
   optional_field(e, path, "lean_factor", number);
   optional_field(e, path, "min_training_chips",
                  [](const Json& v, const std::string& p) { integer_at_least(v, p, 1); });
@@ -347,6 +359,7 @@ inline void scaling_band_keys(const Json& s, const std::string& path) {
       const std::string cp = sp + "." + cell.first;
       closed_object(cell.second, cp, {"p10", "p50", "p90", "n", "sources", "borrowed_from"});
       quantile_values(cell.second, cp);
+      residual_order(cell.second, cp);  // band_factors takes exp() of p10 and p90 (validate_scaling_band)
       optional_field(cell.second, cp, "sources", must_be_object);
       optional_field(cell.second, cp, "borrowed_from", string);
     }

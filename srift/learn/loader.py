@@ -88,6 +88,11 @@ def _residual_pairs(doc: dict[str, Any]) -> list[tuple[str, Any]]:
         for part in ("within_lab", "convolved"):
             if isinstance(r, dict) and isinstance(r.get(part), dict):
                 pairs.append((f"{where}.{part}", r[part]))
+    band = doc.get("scaling_band")  # each cell's p10/p90 (srift.learn.scaling_band band_factors)
+    if isinstance(band, dict):
+        for scope in ("single_instance", "multi_instance", "probed_single_instance", "probed_multi_instance"):
+            if isinstance(band.get(scope), dict):
+                pairs.extend((f"$.scaling_band.{scope}.{key}", cell) for key, cell in band[scope].items())
     return pairs
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from srift.learn.features import core_precision, core_workload_stats, gpu_spec
 from srift.learn.gpus import peaks_from_catalog
-from srift.learn.loader import load_model
+from srift.learn.loader import LOG_FACTOR_RULE, is_log_factor, load_model
 from srift.learn.measured_band import validate_measured_band
 from srift.learn.scaling_band import band_factors, validate_scaling_band
 from srift.learn.workloads import workload_from_profile
@@ -256,9 +256,15 @@ class CostModels:
                 v = e.get(k)
                 if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
                     raise ValueError(f"{name}.data_edge.{k}: expected a finite number, got {v!r}")
+                if not is_log_factor(v):  # the core's note "log factor": the band past the edge is exp() of it
+                    raise ValueError(f"{name}.data_edge.{k}: expected {LOG_FACTOR_RULE}, got {v!r}")
                 q.append(float(v))
             if not q[0] <= q[1] <= q[2]:
                 raise ValueError(f"{name}.data_edge: expected p10 <= p50 <= p90, got {q}")
+            for hi, lo in ((2, 1), (1, 0)):  # the core's at_data_edge takes exp() of the spreads about p50
+                if not is_log_factor(q[hi] - q[lo]):
+                    raise ValueError(f"{name}.data_edge: expected p{(10, 50, 90)[hi]} - p{(10, 50, 90)[lo]} to be "
+                                     f"{LOG_FACTOR_RULE}, got {q[hi] - q[lo]!r}")
             out.append((e.get("launch_year"), tuple(q)))
         years = [y for y, _ in out]
         if not (isinstance(years[0], int) and not isinstance(years[0], bool) and 1990 <= years[0] <= 2100):

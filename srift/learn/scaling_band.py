@@ -72,6 +72,7 @@ from typing import Any
 
 import numpy as np
 
+from srift.learn.loader import LOG_FACTOR_RULE, is_log_factor
 from srift.learn.workloads import WorkloadInfo
 
 __all__ = ["BUCKETS", "SCOPES", "ScalingResidual", "bucket_of", "balanced_quantiles", "scaling_residuals",
@@ -248,6 +249,9 @@ def validate_scaling_band(band: Any) -> dict[str, dict[str, tuple[float, float]]
                 if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
                     raise ValueError(f"iteration_overhead: scaling_band.{scope}.{key}.{field} must be a finite "
                                      f"number, got {v!r}")
+                if not is_log_factor(v):  # band_factors takes exp() of it (the core's note "log factor")
+                    raise ValueError(f"iteration_overhead: scaling_band.{scope}.{key}.{field} must be "
+                                     f"{LOG_FACTOR_RULE}, got {v!r}")
                 q.append(float(v))
             if q[0] > q[1]:
                 raise ValueError(f"iteration_overhead: scaling_band.{scope}.{key}: p10 {q[0]!r} is above p90 {q[1]!r}")

@@ -883,3 +883,42 @@ TEST(ShippedDocuments, TheValuesOfPartsTheCoreDoesNotReadAreCheckedAsTheSchemaHa
                 .find("duplicate key 'weight'"),
             std::string::npos);
 }
+
+TEST(ShippedDocuments, EveryResidualPairIsALogFactorAsThePythonLoaderHasIt) {
+  // Note "log factor" (validate.hpp): the Python loader refused a quantile past 709.78 from 0 in
+  // every pair it orders (within_lab, convolved, instance_anchor), the core took them: a C++
+  // embedder loaded $.instance_anchor.p90 = 1e14, whose factor exp(1e14) is inf. Nor did either
+  // reader check the scaling band's cells (band_factors: a bare OverflowError in any multi-GPU
+  // predict) or the data edge's quantiles by their path.
+  struct Case {
+    const char* doc;
+    const char* key;
+    const char* to;
+    const char* what;
+  };
+  const std::string rule = " must be a log factor whose exp() is a finite number > 0 (at most 709.78 either side of 0), got ";
+  const Case cases[] = {
+      {"compute_absolute", "\"within_lab\":", R"({"p10":-1000,"p90":0.1})", "$.residuals.within_lab.p10"},
+      {"compute_absolute", "\"convolved\":", R"({"p10":0,"p90":1e14})", "$.residuals.convolved.p90"},
+      {"iteration_overhead", "\"instance_anchor\":", R"({"p10":0,"p90":1e14})", "$.instance_anchor.p90"},
+      {"iteration_overhead", "\"multi_instance\":", R"({"1":{"p10":0,"p90":800}})", "$.scaling_band.multi_instance.1.p90"},
+      {"iteration_overhead", "\"single_instance\":", R"({"2":{"p10":-1e14,"p90":0}})",
+       "$.scaling_band.single_instance.2.p10"},
+      {"compute_ratio", "\"data_edge\":", R"({"launch_year":2024,"p10":-0.1,"p50":0,"p90":1e14})", "$.data_edge.p90"},
+      {"compute_absolute", "\"data_edge\":", R"({"launch_year":2024,"p10":-0.1,"p50":-710,"p90":0.1})",
+       "$.data_edge.p50"},
+  };
+  for (const Case& c : cases) {
+    const std::string what = what_of(value_replaced(shipped(c.doc), c.key, c.to));
+    EXPECT_NE(what.find(std::string("learned model: ") + c.what + rule), std::string::npos) << c.doc << " " << c.to
+                                                                                           << ": " << what;
+  }
+  // a scaling band cell is a pair in order, as validate_scaling_band has it
+  EXPECT_NE(what_of(value_replaced(shipped("iteration_overhead"), "\"multi_instance\":", R"({"1":{"p10":0.2,"p90":0.1}})"))
+                .find("learned model: $.scaling_band.multi_instance.1 must have p10 <= p90, got p10 0.2 and p90 0.1"),
+            std::string::npos);
+  // the largest either side that exp() turns into a finite factor > 0 still loads
+  EXPECT_EQ(what_of(value_replaced(shipped("compute_absolute"), "\"within_lab\":", R"({"p10":-709,"p90":709})")), "");
+  EXPECT_EQ(what_of(value_replaced(shipped("iteration_overhead"), "\"multi_instance\":", R"({"1":{"p10":-709,"p90":709}})")),
+            "");
+}

@@ -243,7 +243,14 @@ def test_bad_data_edge_documents_are_refused(tmp_path):
     ratio = json.loads((tmp_path / "compute_ratio.json").read_text())
     for change, match in ((lambda d: d.pop("data_edge"), "compute_ratio.data_edge: expected an object"),
                           (lambda d: d["data_edge"].update(launch_year=2023), "compute_absolute.data_edge.launch_year"),
-                          (lambda d: d["data_edge"].update(p10=5.0), "p10 <= p50 <= p90")):
+                          (lambda d: d["data_edge"].update(p10=5.0), "p10 <= p50 <= p90"),
+                          # a band past the edge of exp(1e14): refused by its path (note "log factor"),
+                          # where the core named only its configuration's edge_anchored_p90
+                          (lambda d: d["data_edge"].update(p90=1e14),
+                           r"compute_ratio\.json: \$\.data_edge\.p90 must be a log factor whose exp\(\) is a finite"),
+                          # each quantile in range, the spread at_data_edge takes exp() of not
+                          (lambda d: d["data_edge"].update(p10=-400.0, p50=400.0, p90=400.0),
+                           r"compute_ratio\.data_edge: expected p50 - p10 to be a log factor")):
         d = copy.deepcopy(ratio)
         change(d)
         (tmp_path / "compute_ratio.json").write_text(json.dumps(d))

@@ -668,6 +668,10 @@ def test_inverted_residual_quantiles_are_refused(tmp_path: Path, name: str, fiel
     ("compute_ratio", "absolute_blend.residuals", "p90", 800.0), ("compute_ratio", "roofline_residuals", "p90", 1e300),
     ("iteration_overhead", "residuals", "p90", 1e14), ("iteration_overhead", "instance_anchor", "p90", 1e14),
     ("link_pcie_efficiency", "residuals", "p90", 1e14), ("link_tcp_efficiency", "residuals", "p10", -1e14),
+    ("compute_absolute", "residuals.convolved", "p90", 1e14),
+    # band_factors takes exp() of a scaling band cell's p10 and p90: a bare OverflowError before
+    ("iteration_overhead", "scaling_band.multi_instance.5+", "p90", 1e14),
+    ("iteration_overhead", "scaling_band.probed_single_instance.1", "p10", -800.0),
 ])
 def test_residual_quantiles_whose_factor_overflows_are_refused(tmp_path: Path, name: str, field: str, key: str,
                                                               value: float) -> None:
@@ -694,6 +698,10 @@ def test_residual_quantiles_whose_factor_overflows_are_refused(tmp_path: Path, n
         load_model(d / f"{name}.json")
     with pytest.raises(ValueError, match=want):
         CostModels(d)
+    # the core's reader refuses it alike, naming the path (learned_document.hpp residual_order):
+    # it took within_lab, convolved, instance_anchor and the scaling band's cells
+    core = _core_error(name, doc)
+    assert f"{field}.{key} must be a log factor whose exp() is a finite number > 0 " in core, core
 
 
 def test_cost_models_check_each_files_features(tmp_path: Path) -> None:

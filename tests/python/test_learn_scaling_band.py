@@ -110,6 +110,10 @@ def test_band_factors_pick_the_scope_and_bucket() -> None:
     (lambda b: b["multi_instance"]["5+"].update(p10=True), "scaling_band.multi_instance.5\\+.p10"),
     (lambda b: b["multi_instance"]["1"].update(p10=1.0, p90=0.5), "p10 1.0 is above p90 0.5"),
     (lambda b: b.pop("probed_single_instance"), "scaling_band.probed_single_instance"),
+    # a factor exp() of which is inf or 0: band_factors raised a bare OverflowError (note "log factor")
+    (lambda b: b["multi_instance"]["5+"].update(p90=1e14), "scaling_band.multi_instance.5\\+.p90 must be a log "
+                                                           "factor whose exp\\(\\) is a finite number > 0"),
+    (lambda b: b["single_instance"]["2"].update(p10=-800.0), "scaling_band.single_instance.2.p10 must be a log factor"),
 ])
 def test_malformed_bands_do_not_load(mutate, field) -> None:
     band = fit_scaling_band(_residuals())
