@@ -537,13 +537,16 @@ struct LearnedCompute::Memo {
   }
   static std::vector<double> reference_key(const GpuSpec& g, double span, const GpuSpec* anchor,
                                            const std::vector<Measurement>* measurements) {
+    // The runs whole, as push_measurements keys them: the anchored prediction reads forward_s
+    // and backward_s too (anchor_to_measurements fits forward + backward where every run timed
+    // them), so runs differing only there took each other's reference models.
     std::vector<double> key;
-    key.reserve(13 + (anchor != nullptr ? 2 * measurements->size() : 0));
+    key.reserve(14 + (anchor != nullptr ? 5 * measurements->size() : 0));
     push_spec(key, g);
     key.push_back(span);
     if (anchor != nullptr) {
       push_spec(key, *anchor);
-      for (const Measurement& m : *measurements) key.insert(key.end(), {m.local_batch, m.iteration_s});
+      push_measurements(key, *measurements);
     }
     return key;
   }

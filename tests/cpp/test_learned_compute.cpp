@@ -1844,7 +1844,10 @@ TEST(LearnedCompute, ACacheKeepsApartTheRunsGridsAndGpusItsLinesAndModelsAreKept
   const GpuSpec novel{"novel", 48 * gib, 30e12, 200e12, 400e12, 2000e9, 2021};
   const GpuSpec novel_later{"novel-later", 48 * gib, 30e12, 200e12, 400e12, 2000e9, 2099};
   const GpuSpec h100{"H100", 80 * gib, 67e12, 495e12, 990e12, 3350e9, 2022};
-  const std::vector<std::vector<srift::Measurement>> run_sets = {{{32, 0.21}}, {{32, 0.15}}, {{8, 0.06}, {64, 0.4}}};
+  // the last: the first's run with its forward and backward timed (a reference's FP32 model
+  // anchored on it reads them: note "across the fp32 paths")
+  const std::vector<std::vector<srift::Measurement>> run_sets = {
+      {{32, 0.21}}, {{32, 0.15}}, {{8, 0.06}, {64, 0.4}}, {{32, 0.21, 0.05, 0.09}}};
   const auto same = [](const srift::ComputeModel& a, const srift::ComputeModel& b, const std::string& what) {
     EXPECT_EQ(a.forward_fixed_s, b.forward_fixed_s) << what;
     EXPECT_EQ(a.forward_per_sample_s, b.forward_per_sample_s) << what;
@@ -1876,7 +1879,7 @@ TEST(LearnedCompute, ACacheKeepsApartTheRunsGridsAndGpusItsLinesAndModelsAreKept
       }
     }
   }
-  EXPECT_EQ(checked, 3 * 3 * 7 * 3 * 3);
+  EXPECT_EQ(checked, 3 * 3 * 7 * 4 * 3);
   // the keys are not vacuous: the runs, the grid and the year each move some answer (the memory
   // only through the grid a caller asks for: the same grid, the same answer)
   const auto fp32_on = [&](const GpuSpec& target, const std::vector<srift::Measurement>& runs, double max_batch) {

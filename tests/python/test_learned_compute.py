@@ -530,6 +530,37 @@ def test_a_shared_cache_keeps_a_bounding_model_apart_from_the_gpus_own_at_fp32(c
     assert checked == 8
 
 
+def test_a_shared_cache_keeps_apart_reference_models_of_runs_that_differ_only_in_their_phases(catalog_gpus) -> None:
+    """Notes "memo by inputs" and "across the fp32 paths": a reference's FP32 model anchored on
+    the runs reads their forward_s and backward_s (anchor_to_measurements fits forward +
+    backward where every run timed them), so it is kept by them too. Keyed by the batch and the
+    iteration alone, a cache that had seen a run without its phases handed that run's reference
+    models to the same run with them (BERT-base anchored on an H100-80GB: an A100-80GB's FP32
+    line up to 70% off a fresh call), in either order."""
+    models = default_models()
+    lc = models.learned_compute
+    gpus = [gpu_spec(g) for g in models._ratio_references] + [gpu_spec(g) for g in catalog_gpus]
+    stats = core_workload_stats(load_workloads()["bert_base"])
+    fp32 = _core.Precision.fp32
+    anchor = next(g for g in gpus if g.name == "H100-80GB")
+    own = lc.predict_absolute(stats, anchor, fp32, 1024.0).model
+    t = own.compute_s(32.0) + own.optimizer_s
+    plain = _core.Measurement(32.0, 1.4 * t)
+    phased = _core.Measurement(32.0, 1.4 * t)
+    phased.forward_s, phased.backward_s = 0.3 * t, 0.6 * t
+    runs = ([plain], [phased])
+    for span in (0.0, 1024.0):
+        fresh = {i: [_model_terms(lc.predict_anchored_several(stats, [_core.Anchor(anchor, ms)], g, fp32, span).model)
+                     for g in gpus] for i, ms in enumerate(runs)}
+        assert fresh[0] != fresh[1]  # the phases change the prediction
+        for order in ((0, 1), (1, 0)):
+            cache = _core.LearnedComputeCache(stats)
+            for i in order:
+                got = [_model_terms(lc.predict_anchored_several_cached(cache, [_core.Anchor(anchor, runs[i])], g, fp32,
+                                                                       span).model) for g in gpus]
+                assert got == fresh[i], (span, order, i)
+
+
 def test_a_gpu_past_the_data_edge_stays_ahead_of_the_gpus_it_beats(catalog_gpus) -> None:
     """Note "data edge": the lean moves a GPU past the edge before the dominance clip. Moved
     after it, a B300 came out up to 15% behind an H200 (ResNet-18 at batch 8) and an RTX PRO
