@@ -380,7 +380,11 @@ struct FeatureBitsEqual {
 template <std::size_t N>
 struct ArrayBitsHash {
   std::size_t operator()(const std::array<double, N>& a) const {
-    // each number mixed on its own (no chain from one to the next), then the sum avalanched
+    // each number mixed on its own (no chain from one to the next), then the sum avalanched. The
+    // sum does not see order: (anchor, target) and (target, anchor) share a bucket, which costs a
+    // comparison, never a wrong entry (equality is bitwise); a position-mixed hash (splitmix64 per
+    // number) was tried and built the catalog no faster (predict_fingerprint totals 190-210 ms
+    // against 185-197 ms)
     std::uint64_t h = N;
     for (std::size_t i = 0; i < N; ++i) {
       std::uint64_t bits;
