@@ -286,6 +286,29 @@ void LearnedModel::refuse_scaler_input(std::size_t j, double v) const {
                               "scikit-learn's transform refuses it)");
 }
 
+namespace {
+// n doubles of scratch, on the stack when n <= 64 (the models here have tens of features): an
+// evaluation allocates nothing in the usual case.
+class Scratch {
+ public:
+  explicit Scratch(std::size_t n) : data_(stack_) {
+    if (n > kOnStack) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  double* data() { return data_; }
+
+ private:
+  static constexpr std::size_t kOnStack = 64;
+  double stack_[kOnStack];
+  std::vector<double> heap_;
+  double* data_;
+};
+}  // namespace
+
 // Summed in scikit-learn's order, so that the two agree to the last bit: gradient boosting
 // adds each stage to the running prediction (GradientBoostingRegressor's predict_stages:
 // out += learning_rate * tree; HistGradientBoosting: out += tree, from its baseline), and a
@@ -300,13 +323,8 @@ void LearnedModel::refuse_scaler_input(std::size_t j, double v) const {
 double LearnedModel::eval_trees(const double* x) const {
   check_tree_inputs(x);
   const std::size_t n = features_.size();
-  double stack[64];
-  std::vector<double> heap;
-  double* in = stack;
-  if (n > 64) {
-    heap.resize(n);
-    in = heap.data();
-  }
+  Scratch buffer(n);
+  double* in = buffer.data();
   bool any_nan = false;
   for (std::size_t j = 0; j < n; ++j) {
     any_nan = any_nan || std::isnan(x[j]);
@@ -376,14 +394,8 @@ double LearnedModel::eval(const double* x, std::size_t n) const {
     return sum / static_cast<double>(members_.size());
   }
   if (type_ == Type::tree_ensemble && scaler_mean_.empty()) return eval_trees(x);
-  // Scale into a small stack buffer when possible (the models here have tens of features).
-  double stack[64];
-  std::vector<double> heap;
-  double* z = stack;
-  if (n > 64) {
-    heap.resize(n);
-    z = heap.data();
-  }
+  Scratch buffer(n);
+  double* z = buffer.data();
   for (std::size_t j = 0; j < n; ++j) {
     if (!scaler_mean_.empty()) {
       if (std::isinf(x[j])) refuse_scaler_input(j, x[j]);

@@ -1560,20 +1560,28 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
       // an RTX PRO 6000, ahead on FP32, TF32 and bandwidth, 1.18x behind an A100-40GB, whose
       // line fitted over 1..145 sits 18% under its curve at batch 1). The recursion ends:
       // dominance is a strict order.
-      std::vector<std::array<double, 5>> seen;  // references differing only in memory predict alike
-      for (const GpuSpec& g : config_.ratio_references) {
-        if (!dominates(target, g, precision)) continue;
-        const std::array<double, 5> peaks{g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
-                                          static_cast<double>(g.launch_year)};
-        if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
-        seen.push_back(peaks);
-        const ComputeModel other = memo.reference_model(Memo::reference_key(g, span, &anchor, &measurements), [&] {
-          return predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
-        });
-        for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
-        // note "lines in order": the fitted line too, at the grid's ends
-        across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
-      }
+      // Each reference `keep` selects, once per distinct peaks (references differing only in
+      // memory predict alike), as its FP32 model held from above only (Memo::reference_model).
+      const auto each_reference = [&](const auto& keep, const auto& use) {
+        std::vector<std::array<double, 5>> seen;
+        for (const GpuSpec& g : config_.ratio_references) {
+          if (!keep(g)) continue;
+          const std::array<double, 5> peaks{g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
+                                            static_cast<double>(g.launch_year)};
+          if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
+          seen.push_back(peaks);
+          use(ComputeModel(memo.reference_model(Memo::reference_key(g, span, &anchor, &measurements), [&] {
+            return predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+          })));
+        }
+      };
+      each_reference([&](const GpuSpec& g) { return dominates(target, g, precision); },
+                     [&](const ComputeModel& other) {
+                       for (std::size_t i = 0; i < grid.size(); ++i) t[i] = std::min(t[i], total(other, grid[i]));
+                       // note "lines in order": the fitted line too, at the grid's ends
+                       across.add_upper({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(),
+                                        grid.back());
+                     });
       // Note "across the fp32 paths, from below": a reference that beats this GPU on every
       // spec bounds its line from below, as that reference's own FP32 model held from above
       // only (the upper bound still wins). Those models are what the bounds above read too; a
@@ -1582,18 +1590,11 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
       // them), and the order needs no more: the highest of the lower bounds is at least every
       // bound a dominating reference's own prediction is held to.
       if (!memo.bounding) {
-        seen.clear();
-        for (const GpuSpec& g : config_.ratio_references) {
-          if (!dominates(g, target, precision)) continue;
-          const std::array<double, 5> peaks{g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
-                                            static_cast<double>(g.launch_year)};
-          if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
-          seen.push_back(peaks);
-          const ComputeModel other = memo.reference_model(Memo::reference_key(g, span, &anchor, &measurements), [&] {
-            return predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
-          });
-          across.add_lower({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(), grid.back());
-        }
+        each_reference([&](const GpuSpec& g) { return dominates(g, target, precision); },
+                       [&](const ComputeModel& other) {
+                         across.add_lower({other.fixed_s() + other.optimizer_s, other.per_sample_s()}, grid.front(),
+                                          grid.back());
+                       });
       }
     }
     // Note "across the fp32 paths, from below": the anchor's measured line bounds the line too,
