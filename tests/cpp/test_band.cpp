@@ -147,17 +147,26 @@ TEST(Band, IterationBandExactValues) {
   }
 }
 
-TEST(Band, MeasuredBatchBandWidensAwayFromTheMeasuredBatch) {
-  // band.hpp note "measured batch band": the noise and per_e_fold^|ln(b / measured)| in quadrature
+// One GPU measured at batch 32 with a +-3% noise band (note "measured batch band").
+struct MeasuredAt32 {
+  MeasuredAt32() {
+    one_gpu.gpus = 1;
+    m.compute = {0.97, 1.03};
+    m.compute_several = {0.97, 1.03};
+    m.measured_batch = 32;
+    m.per_e_fold = {0.5, 1.5};
+  }
   srift::InstanceSpec one_gpu;
-  one_gpu.gpus = 1;
   const ScalingBand t = numbered_table();
   GroupBand m;
-  m.compute = {0.97, 1.03};
-  m.compute_several = {0.97, 1.03};
-  m.measured_batch = 32;
-  m.per_e_fold = {0.5, 1.5};
-  srift::GroupSpec g[] = {{&one_gpu, 1, {}, 1.0}};
+};
+
+TEST(Band, MeasuredBatchBandWidensAwayFromTheMeasuredBatch) {
+  // band.hpp note "measured batch band": the noise and per_e_fold^|ln(b / measured)| in quadrature
+  MeasuredAt32 setup;
+  const ScalingBand& t = setup.t;
+  GroupBand& m = setup.m;
+  srift::GroupSpec g[] = {{&setup.one_gpu, 1, {}, 1.0}};
   srift::IterationResult r = result_of(1.0, {0.8});
   r.groups[0].batch_low = r.groups[0].batch_high = 32;  // at the measured batch: the noise alone
   auto band = srift::iteration_band(r, g, &m, 1, t);
@@ -195,16 +204,12 @@ TEST(Band, AMeasuredBatchBandThatOverflowsIsRefusedNamingIt) {
   // Note "measured batch band": per_e_fold p90 = 1e308 (finite, >= 1: valid alone) raised to
   // ln 4 e-folds gave a compute p90 factor of +inf and an iteration p90 of inf s, silently
   // (srift.predict with EngineConfig(measured_batch_p90_per_e_fold=1e308): p90 inf).
-  srift::InstanceSpec one_gpu;
-  one_gpu.gpus = 1;
-  const ScalingBand t = numbered_table();
-  GroupBand m;
-  m.compute = {0.97, 1.03};
-  m.compute_several = {0.97, 1.03};
-  m.measured_batch = 32;
+  MeasuredAt32 setup;
+  const ScalingBand& t = setup.t;
+  GroupBand& m = setup.m;
   m.per_e_fold = {0.5, 1e308};
   ASSERT_NO_THROW(m.validate("bands[0]"));
-  srift::GroupSpec g[] = {{&one_gpu, 1, {}, 1.0}};
+  srift::GroupSpec g[] = {{&setup.one_gpu, 1, {}, 1.0}};
   srift::IterationResult r = result_of(1.0, {0.8});
   r.groups[0].batch_low = r.groups[0].batch_high = 128;
   for (int checked = 0; checked < 2; ++checked) {
