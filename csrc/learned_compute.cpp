@@ -458,7 +458,9 @@ struct LearnedCompute::Memo {
   using Cache = std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual>;
   explicit Memo(const WorkloadStats& w) : workload(&w) {}
   const WorkloadStats* workload;
-  std::map<std::array<double, 6>, GpuTerms> terms;  // by the GPU's five spec numbers and the precision
+  // by the GPU's five spec numbers and the precision, bitwise as every other table (std::map's <
+  // took a NaN spec for another GPU's entry; later checks refused it, this does not rely on them)
+  std::unordered_map<std::array<double, 6>, GpuTerms, ArrayBitsHash<6>, ArrayBitsEqual<6>> terms;
   Cache absolute, ratio;
   // guarded_log_ratio_memo by guarded_key
   std::unordered_map<std::array<double, 15>, double, ArrayBitsHash<15>, ArrayBitsEqual<15>> guarded;
