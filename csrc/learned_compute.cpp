@@ -7,7 +7,6 @@
 #include <cstring>
 #include <limits>
 #include <atomic>
-#include <map>
 #include <mutex>
 #include <string>
 #include <tuple>
