@@ -823,17 +823,27 @@ TEST(ShippedDocuments, AReferenceListedTwiceIsRefusedNamingIt) {
   }
 }
 
+namespace {
+// A shipped document with one value replaced (`key` followed by `to`), and what its reading must say.
+struct ReplacedValue {
+  const char* doc;
+  const char* key;
+  const char* to;
+  const char* what;
+};
+
+void expect_refused(const ReplacedValue& c, const std::string& what_suffix = "") {
+  const std::string what = what_of(value_replaced(shipped(c.doc), c.key, c.to));
+  EXPECT_NE(what.find(std::string("learned model: ") + c.what + what_suffix), std::string::npos)
+      << c.doc << " " << c.to << ": " << what;
+}
+}  // namespace
+
 TEST(ShippedDocuments, TheValuesOfPartsTheCoreDoesNotReadAreCheckedAsTheSchemaHasThem) {
   // The core checked the keys of every part but the values only of what it reads: a negative
   // count, a string for a number, a year out of range, an inverted instance_anchor, a NaN in a
   // record passed here and failed the schema (and the Python loader).
-  struct Case {
-    const char* doc;
-    const char* key;
-    const char* to;
-    const char* what;
-  };
-  const Case cases[] = {
+  const ReplacedValue cases[] = {
       {"compute_absolute", "\"lab_shifts\":", R"({"new":{"log_shift":0,"rows":-1}})",
        "$.residuals.lab_shifts.new.rows must be an integer >= 0, got -1"},
       {"compute_absolute", "\"lab_shifts\":", R"({"new":{"factor":1}})", "$.residuals.lab_shifts.new.log_shift is missing"},
@@ -859,11 +869,7 @@ TEST(ShippedDocuments, TheValuesOfPartsTheCoreDoesNotReadAreCheckedAsTheSchemaHa
       {"link_pcie_efficiency", "\"domain\":", R"({"factor":"2"})", "$.training.domain.factor must be a number, got '2'"},
       {"link_tcp_efficiency", "\"training\":", R"({"x":[1,NaN]})", "$.training.x[1] must be finite, got nan"},
   };
-  for (const Case& c : cases) {
-    const std::string what = what_of(value_replaced(shipped(c.doc), c.key, c.to));
-    EXPECT_NE(what.find(std::string("learned model: ") + c.what), std::string::npos) << c.doc << " " << c.to << ": "
-                                                                                        << what;
-  }
+  for (const ReplacedValue& c : cases) expect_refused(c);
   // a guard's scores are a record (an object); a null is no object
   for (const char* scores : {"[]", "null"}) {
     const std::string what =
@@ -890,14 +896,8 @@ TEST(ShippedDocuments, EveryResidualPairIsALogFactorAsThePythonLoaderHasIt) {
   // embedder loaded $.instance_anchor.p90 = 1e14, whose factor exp(1e14) is inf. Nor did either
   // reader check the scaling band's cells (band_factors: a bare OverflowError in any multi-GPU
   // predict) or the data edge's quantiles by their path.
-  struct Case {
-    const char* doc;
-    const char* key;
-    const char* to;
-    const char* what;
-  };
   const std::string rule = " must be a log factor whose exp() is a finite number > 0 (at most 709.78 either side of 0), got ";
-  const Case cases[] = {
+  const ReplacedValue cases[] = {
       {"compute_absolute", "\"within_lab\":", R"({"p10":-1000,"p90":0.1})", "$.residuals.within_lab.p10"},
       {"compute_absolute", "\"convolved\":", R"({"p10":0,"p90":1e14})", "$.residuals.convolved.p90"},
       {"iteration_overhead", "\"instance_anchor\":", R"({"p10":0,"p90":1e14})", "$.instance_anchor.p90"},
@@ -908,11 +908,7 @@ TEST(ShippedDocuments, EveryResidualPairIsALogFactorAsThePythonLoaderHasIt) {
       {"compute_absolute", "\"data_edge\":", R"({"launch_year":2024,"p10":-0.1,"p50":-710,"p90":0.1})",
        "$.data_edge.p50"},
   };
-  for (const Case& c : cases) {
-    const std::string what = what_of(value_replaced(shipped(c.doc), c.key, c.to));
-    EXPECT_NE(what.find(std::string("learned model: ") + c.what + rule), std::string::npos) << c.doc << " " << c.to
-                                                                                           << ": " << what;
-  }
+  for (const ReplacedValue& c : cases) expect_refused(c, rule);
   // a scaling band cell is a pair in order, as validate_scaling_band has it
   EXPECT_NE(what_of(value_replaced(shipped("iteration_overhead"), "\"multi_instance\":", R"({"1":{"p10":0.2,"p90":0.1}})"))
                 .find("learned model: $.scaling_band.multi_instance.1 must have p10 <= p90, got p10 0.2 and p90 0.1"),
