@@ -187,6 +187,20 @@ def _refuse_repeats(key: str, given: Sequence[Any], canonical: Sequence[Any],
                              f"differ; {hint}")
 
 
+def _check_device(device: Any, where: str) -> None:
+    """A zoo model's profiling device, checked when the spec is read: a typo or a GPU this machine
+    lacks had surfaced only when the sweep reached that model, under the bare name `device`."""
+    from srift.profiler import check_device
+
+    # torch.device(0) is cuda:0; a spec names devices as torch spells them
+    if not isinstance(device, str):
+        raise ValueError(f"{where} must be a device name such as cpu, meta or cuda:0, got {device!r}")
+    try:
+        check_device(device)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}".replace(f"{where}: device: ", f"{where}: ")) from None
+
+
 def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> SweepSpec:
     """Validates a spec mapping (see the module docstring); ValueError names the key."""
     base = Path(base_dir) if base_dir is not None else Path.cwd()
@@ -249,8 +263,10 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
                 near = difflib.get_close_matches(name, zoo.names(), n=3)
                 raise ValueError(f"{where}: zoo model {name!r} is unknown"
                                  + (f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(zoo.names())}"))
-            models.append(ModelSpec(label=name, name=name, batch_size=batch,
-                                    device=m.get("device", data.get("device"))))
+            device = m.get("device", data.get("device"))
+            if device is not None:
+                _check_device(device, f"{where}.device" if "device" in m else "device")
+            models.append(ModelSpec(label=name, name=name, batch_size=batch, device=device))
     # rows are told apart by model name; two models of one name would share keys
     _refuse_repeats("models", _as_list(data["models"]), [m.label for m in models],
                     hint="give each model a distinct name (name: ...)")

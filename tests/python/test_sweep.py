@@ -494,6 +494,23 @@ def test_spec_keys_that_would_be_ignored_are_refused(tmp_path, resnet50_profile,
         parse_spec({**_BASE, **extra}, base_dir=tmp_path)
 
 
+@pytest.mark.parametrize("extra, message", [
+    ({"device": "cdua"}, r"^device: 'cdua' is not available here; available: cpu"),
+    ({"models": [{"name": "resnet50", "device": "cdua"}]}, r"^models\[0\]\.device: 'cdua' is not available here"),
+    ({"models": [{"name": "resnet50", "device": 0}]}, r"^models\[0\]\.device must be a device name .*got 0"),
+    ({"models": [{"name": "resnet50", "device": "cuda:99"}]}, r"^models\[0\]\.device: 'cuda:99' is not available"),
+])
+def test_a_zoo_models_device_is_checked_when_the_spec_is_read(extra, message):
+    # before, a typo surfaced only when the sweep reached the model, named as a bare `device`
+    with pytest.raises(ValueError, match=message):
+        parse_spec({**_BASE, **extra})
+
+
+def test_a_zoo_models_device_that_is_here_is_kept():
+    spec = parse_spec({**_BASE, "device": "meta", "models": ["resnet50", {"name": "bert_base", "device": "cpu"}]})
+    assert [m.device for m in spec.models] == ["meta", "cpu"]
+
+
 def test_parquet_columns_are_typed(spec_file, tmp_path):
     pytest.importorskip("pyarrow", reason="Parquet output needs pyarrow, which is not installed here")
     import pyarrow as pa
