@@ -472,6 +472,10 @@ class _Space:
             return _Found.one(_core.search(request))
         found = _Found()
         held = [(g.offer, g.count) for g in self.held]
+        if held and not any(all(o in set(index) for o, _ in held) for _, index in self.searches):
+            gpus = {self.offer_gpus[o]: self.catalog.gpu(self.offer_gpus[o]).compute_capability for o, _ in held}
+            found.why_none = f"the held instances cannot run one PyTorch build: {self.torch.why_not(gpus)}"
+            return found
         try:
             for _, index in self.searches:
                 at = {o: k for k, o in enumerate(index)}
@@ -619,6 +623,8 @@ class _Found:
                 self.closest, self.why_none = (r.closest, i), r.why_none
             elif self._results:
                 self.why_none = self._results[0][0].why_none
+        if self._results:
+            self.stats["cancelled"] = any(r.stats.cancelled for r, _ in self._results)
 
 
 def _threads(threads: int | None) -> int:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from srift.profile_data import Profile
 
 __all__ = ["SCHEMA", "TABLE_PATH", "SOURCE", "TorchSupportWarning", "WheelVariant", "TorchRelease",
-           "TorchTarget", "load_table", "parse_capability", "resolve_target"]
+           "TorchTarget", "load_table", "parse_capability", "resolve_target", "install_line", "describe"]
 
 SCHEMA = "srift.torch-wheels/1"
 TABLE_PATH = Path(__file__).resolve().parent / "data" / "torch_wheels.json"
@@ -284,6 +284,29 @@ def resolve_target(torch: Any = None, profile: Profile | None = None, *,
         return TorchTarget(version, origin, newest, note)
     raise ValueError(f"torch: {version!r} ({origin}) is no release in srift's wheel table "
                      f"({', '.join(r.torch for r in table.releases)})")
+
+
+INDEX_URL = "https://download.pytorch.org/whl/"
+
+
+def install_line(release: str | None, wheels: list[str] | None) -> str | None:
+    """The pip line that installs the first official wheel variant that runs a plan
+    (``torch==2.13.*`` from download.pytorch.org/whl/cu126), or None when there is none or the
+    check is off."""
+    if release is None or not wheels:
+        return None
+    return f'pip install "torch=={release}.*" --index-url {INDEX_URL}{wheels[0]}'
+
+
+def describe(pred: Any) -> str | None:
+    """One line on a prediction's PyTorch wheels (report, export), None when unchecked."""
+    release, wheels = getattr(pred, "torch_release", None), getattr(pred, "torch_wheels", None)
+    if release is None or wheels is None:
+        return None
+    if not wheels:
+        return f"PyTorch: {pred.torch_note}"
+    return (f"PyTorch: the official torch {release} wheel{'s' if len(wheels) > 1 else ''} "
+            f"{', '.join(wheels)} run{'' if len(wheels) > 1 else 's'} every GPU of it: {install_line(release, wheels)}")
 
 
 def gpu_capabilities(catalog: Catalog, instance_types: Iterable[str]) -> dict[str, str | None]:
