@@ -11,6 +11,7 @@ import contextvars
 import math
 import numbers
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
@@ -476,6 +477,8 @@ class _Space:
             gpus = {self.offer_gpus[o]: self.catalog.gpu(self.offer_gpus[o]).compute_capability for o, _ in held}
             found.why_none = f"the held instances cannot run one PyTorch build: {self.torch.why_not(gpus)}"
             return found
+        limit = request.time_limit_s  # time_limit_s bounds the searches together, not each
+        started = time.perf_counter()
         try:
             for _, index in self.searches:
                 at = {o: k for k, o in enumerate(index)}
@@ -483,10 +486,13 @@ class _Space:
                     continue  # this wheel does not run every held instance
                 request.offers = [self.offers[i] for i in index]
                 request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+                if math.isfinite(limit):
+                    request.time_limit_s = max(limit - (time.perf_counter() - started), 1e-6)
                 found.add(_core.search(request), index)
         finally:
             request.offers = self.offers
             request.held = self.held
+            request.time_limit_s = limit
         found.finish(request)
         return found
 

@@ -228,6 +228,7 @@ class TorchTarget:
                 "checked": self.checked, "note": self.note}
 
 
+@lru_cache(maxsize=1)
 def _installed_torch() -> str | None:
     from importlib import metadata
 
