@@ -5,7 +5,8 @@ Inputs
   <data>/ec2/instance_specs.csv           DescribeInstanceTypes facts (moto 5.2.1's bundled list)
   <data>/ec2/on_demand_prices_*.csv       on-demand USD/h per (type, region) (instances.vantage.sh)
   <data>/ec2/spot_prices_excerpt.csv      spot USD/h per availability zone (skypilot-catalog)
-  srift/data/gpu_specs.csv                GPU peaks from vendor datasheets (cited per row)
+  srift/data/gpu_specs.csv                GPU peaks from vendor datasheets (cited per row), compute
+                                          capability from NVIDIA's CUDA GPUs pages (SRC_CC)
   srift/data/instance_facts.csv           interconnect per type + types the specs table lacks
 
 <data> defaults to ../shared/data relative to the repository root; override with --data.
@@ -43,6 +44,11 @@ SRC_SPOT_SHORT = "skypilot-catalog v8 vms.csv@00148f2a"
 SRC_SPECS = "instance_specs.csv: moto 5.2.1 bundled instance_types.json.gz (DescribeInstanceTypes/Offerings shape, Apache-2.0)"
 SRC_ONDEMAND = "on_demand_prices_2026-01-21.csv: tsaol/aws-gpu@77fcd9fe from instances.vantage.sh (AWS Price List data)"
 SRC_SPOT = "spot_prices_excerpt.csv: skypilot-org/skypilot-catalog catalogs/v8/aws/vms.csv@00148f2a (DescribeSpotPriceHistory snapshot)"
+# Every GPU's compute capability (gpu_specs.csv, compute_capability): which PyTorch wheels carry
+# kernels for it (srift/data/torch_wheels.json, srift.torch_support note "wheel runs GPU").
+SRC_CC = ("compute_capability: https://developer.nvidia.com/cuda-gpus (T4 and newer) and "
+          "https://developer.nvidia.com/cuda-legacy-gpus (K80, M60, V100)")
+CC_RE = re.compile(r"^[1-9][0-9]?\.[0-9]$")
 INTERRUPTION_NOTE = (
     "No public snapshot of the Spot Instance Advisor's interruption-frequency buckets exists; "
     "every (type, region) is 'unknown' until a user override supplies one. The planner treats "
@@ -75,6 +81,9 @@ def load_gpus(path: Path) -> dict[str, dict[str, Any]]:
     for row in _read(path):
         if not row["source_url"].startswith("http"):
             raise ValueError(f"gpu_specs.csv: GPU {row['key']!r} has no citation URL")
+        if not CC_RE.match(row.get("compute_capability") or ""):
+            raise ValueError(f"gpu_specs.csv: GPU {row['key']!r}: compute_capability "
+                             f"{row.get('compute_capability')!r} is not MAJOR.MINOR (e.g. '8.6')")
         gpus[row["key"]] = {
             "name": row["name"],
             "chip": row["chip"],
@@ -88,6 +97,8 @@ def load_gpus(path: Path) -> dict[str, dict[str, Any]]:
             # the year the chip was announced: a learned prediction for a GPU newer than every
             # GPU the models learned from carries a new generation's lean (note "data edge")
             "launch_year": _i(row.get("launch_year")),
+            # which PyTorch wheel variants carry kernels it runs (srift.torch_support)
+            "compute_capability": row["compute_capability"],
             "source": row["source_url"],
             "note": row["note"] or None,
         }
@@ -259,7 +270,7 @@ def build(data: Path, date: str) -> tuple[dict[str, Any], dict[str, Any]]:
         "generated_at": date,
         "generator": "scripts/build_catalog.py",
         "tables": [
-            {"name": "gpus", "source": "srift/data/gpu_specs.csv: NVIDIA datasheets, one URL per row", "as_of": date},
+            {"name": "gpus", "source": "srift/data/gpu_specs.csv: NVIDIA datasheets, one URL per row; " + SRC_CC, "as_of": date},
             {"name": "instances", "source": SRC_SPECS + "; srift/data/instance_facts.csv: AWS instance pages, one URL per row", "as_of": date},
             {"name": "on_demand", "source": od_source, "as_of": od_as_of},
             {"name": "spot", "source": SRC_SPOT, "as_of": None, "note": "partial: p3, p3dn, p4d, p4de, p5, g4dn.4xlarge/12xlarge only; snapshot date not recorded by the source"},

@@ -67,6 +67,9 @@ class GpuSpec:
     aliases: tuple[str, ...] = ()
     note: str | None = None
     launch_year: int | None = None  # announced; None: unknown (srift.learn.data_edge note "data edge")
+    # CUDA compute capability "MAJOR.MINOR": which PyTorch wheels run it (srift.torch_support
+    # note "wheel runs GPU"); None: unknown, every wheel variant is taken to run it
+    compute_capability: str | None = None
 
     @classmethod
     def from_dict(cls, key: str, d: Mapping[str, Any]) -> GpuSpec:
@@ -76,7 +79,7 @@ class GpuSpec:
             fp16_tflops=d.get("fp16_tflops"), bf16_tflops=d.get("bf16_tflops"),
             memory_bandwidth_gbytes_s=float(d["memory_bandwidth_gbytes_s"]),
             source=d.get("source", ""), aliases=tuple(d.get("aliases") or ()), note=d.get("note"),
-            launch_year=d.get("launch_year"),
+            launch_year=d.get("launch_year"), compute_capability=d.get("compute_capability"),
         )
 
     def to_dict(self) -> dict[str, Any]:

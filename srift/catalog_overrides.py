@@ -107,6 +107,10 @@ def _year_or_none(v: Any) -> bool:
     return v is None or (isinstance(v, int) and not isinstance(v, bool) and 1990 <= v <= 2100)
 
 
+def _capability_or_none(v: Any) -> bool:
+    return v is None or (isinstance(v, str) and re.fullmatch(r"[1-9][0-9]?\.[0-9]", v) is not None)
+
+
 def _str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
@@ -125,6 +129,7 @@ _GPU_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "source": (_str, "a non-empty string"),
     "note": (_str_or_none, "a string"),
     "launch_year": (_year_or_none, "a whole year in 1990-2100 or null"),
+    "compute_capability": (_capability_or_none, "a CUDA compute capability 'MAJOR.MINOR' such as '8.6', or null"),
 }
 _GPU_REQUIRED = ("name", "chip", "memory_gib", "fp32_tflops", "memory_bandwidth_gbytes_s")
 

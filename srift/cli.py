@@ -219,6 +219,10 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                         "e.g. p3.16xlarge:32:0.16 (repeatable): anchors that instance type, host and "
                         "intra-instance allreduce included; @PRECISION as for --measure")
     _add_ddp(g)
+    g.add_argument("--torch", default=None, metavar="X.Y|source",
+                   help="the PyTorch release the training runs (e.g. 2.13): only clusters one of its official "
+                        "CUDA wheels runs on every GPU are planned (default: the profile's torch_version, else "
+                        "the installed torch); 'source' for a build of your own turns the check off")
     g.add_argument("--catalog", dest="catalog_path", metavar="FILE", help="a catalog JSON (default: bundled)")
     g.add_argument("--catalog-overrides", metavar="FILE", action="append",
                    help="prices, quotas or instances to override (JSON/TOML); repeat to apply several in order")
@@ -621,7 +625,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     engine = Engine(prof, catalog, EngineConfig(precision=args.precision, max_accumulation_steps=args.accumulate,
                                                 max_local_batch=args.max_local_batch))
     pred = predict(prof, cluster, args.global_batch, catalog=catalog, region=args.region,
-                   iterations=args.iterations, engine=engine, timeline=args.plot is not None)
+                   iterations=args.iterations, engine=engine, timeline=args.plot is not None, torch=args.torch)
     payload = {"schema": PREDICTION_SCHEMA, **pred.to_dict()}
     if args.plot is not None:
         from srift import plots
@@ -645,7 +649,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     if _write_emit(args, pred):
         return 0
     _emit(args, payload, lambda: report.explain_prediction(pred, catalog) if args.explain
-          else "\n".join([_prediction_text(pred), *report.precision_notes(pred, catalog)]))
+          else "\n".join([_prediction_text(pred), *report.precision_notes(pred, catalog),
+                          *(report.torch_lines(pred) if pred.torch_wheels == [] else [])]))
     return 0 if pred.feasible else 3  # the cluster asked about cannot run: the output says why
 
 
@@ -666,7 +671,7 @@ def _space_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 max_instances_per_type=args.max_instances_per_type, precision=args.precision,
                 min_gpu_memory_gib=args.min_gpu_memory, threads=args.threads,
                 max_accumulation_steps=args.accumulate, max_local_batch=args.max_local_batch,
-                spot_assumptions=SpotAssumptions(write_gbytes_s=args.checkpoint_gbps, read_gbytes_s=args.checkpoint_gbps,
+                torch=args.torch, spot_assumptions=SpotAssumptions(write_gbytes_s=args.checkpoint_gbps, read_gbytes_s=args.checkpoint_gbps,
                                                  provisioning_s=args.provisioning * 3600))
 
 
@@ -774,10 +779,16 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
                 f"prediction taken as exact): expected {report.hours(b.total_hours)} vs "
                 f"{report.hours(b.nominal_hours)} uninterrupted, p90 {report.hours(b.preemption_p90_hours)}"
                 + (f", P(miss deadline) {b.miss_probability:.1%}" if rec.deadline_hours else ""))
+        dropped = rec.torch.get("dropped_gpus") or {}
+        if dropped:
+            lines.append(f"left out: no official torch {rec.torch['release']} wheel runs "
+                         + ", ".join(f"{g} (sm_{(c or '?').replace('.', '')})" for g, c in dropped.items())
+                         + " (--torch source turns the check off)")
         if args.explain:
             lines += ["", report.explain_prediction(b.prediction, catalog)]
         else:
             lines += report.precision_notes(b.prediction, catalog)
+            lines += report.torch_lines(b.prediction)
             lines.append("(--explain for the iteration breakdown and memory headroom; "
                          "--emit torchrun|skypilot to launch it)")
         return "\n".join(lines)
@@ -800,7 +811,7 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
     _warn_unplanned_types(args, catalog)
     plans = pareto(prof, catalog=catalog, max_instances=args.max_instances, **_space_kwargs(args))
     if not plans:
-        _emit(args, {"schema": PARETO_SCHEMA, "plans": [], "why_none": plans.why_none},
+        _emit(args, {"schema": PARETO_SCHEMA, "plans": [], "why_none": plans.why_none, "torch": plans.torch},
               lambda: f"no plan runs: {plans.why_none}")
         return 3
     if args.plot is not None:
@@ -810,7 +821,7 @@ def _cmd_pareto(args: argparse.Namespace) -> int:
                                                   f"{report.count(args.iterations)} iterations: time-cost front")
         if not args.json:
             print(f"wrote the time-cost front to {args.plot}", file=sys.stderr)
-    _emit(args, {"schema": PARETO_SCHEMA, "plans": [p.to_dict() for p in plans]},
+    _emit(args, {"schema": PARETO_SCHEMA, "plans": [p.to_dict() for p in plans], "torch": plans.torch},
           lambda: (f"{len(plans)} plan{'s' if len(plans) != 1 else ''} on the time-cost front (fastest first)\n"
                    + report.plan_table(plans)))
     return 0

@@ -137,11 +137,23 @@ def torchrun_text(obj: Plan | Prediction, **kwargs: Any) -> str:
     out = [f"# {pred.cluster} in {pred.region}: {len(launch)} nodes, {pred.workers} ranks, "
            f"global batch {pred.global_batch}",
            "# run line k on node k; set MASTER_ADDR to node 0's address on every node"]
+    wheel = _wheel_comment(pred)
+    if wheel:
+        out.append(wheel)
     for node, line in zip(launch, torchrun(pred, **kwargs)):
         out.append(f"# node {node.node_rank}: {node.instance_type} ({node.market}), ranks "
                    f"{node.first_global_rank}-{node.first_global_rank + node.nproc_per_node - 1}")
         out.append(line)
     return "\n".join(out)
+
+
+def _wheel_comment(pred: Prediction) -> str:
+    """The install line of the official PyTorch wheel that runs every GPU of the plan, as a
+    comment (srift.torch_support), or "" when the check is off."""
+    from srift.torch_support import describe
+
+    line = describe(pred)
+    return f"# {line}" if line else ""
 
 
 def _task_name(instance_type: str, market: str) -> str:
@@ -200,7 +212,8 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
         first_node += g.count
     header = (f"# srift plan: {pred.cluster} in {pred.region}, {pred.workers} GPUs, global batch "
               f"{pred.global_batch}\n# predicted {pred.iteration_s * 1e3:.1f} ms/iteration, "
-              f"{pred.samples_per_s:,.0f} samples/s, ${pred.usd_per_hour:,.2f}/h\n")
+              f"{pred.samples_per_s:,.0f} samples/s, ${pred.usd_per_hour:,.2f}/h\n"
+              + (f"{_wheel_comment(pred)}\n" if _wheel_comment(pred) else ""))
     dumper = _literal_dumper()
     dump = lambda d: yaml.dump(d, sort_keys=False, default_flow_style=False, Dumper=dumper)  # noqa: E731
     if len(tasks) == 1:

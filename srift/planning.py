@@ -11,6 +11,7 @@ import contextvars
 import math
 import numbers
 import os
+import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
@@ -88,6 +89,9 @@ class Plan:
             "total_usd": self.total_usd,
             "samples_per_s": self.samples_per_s, "usd_per_hour": self.usd_per_hour,
             "iteration_s": self.iteration_s, "usd_per_1k_samples": self.usd_per_1k_samples,
+            # the official wheel variants of the target PyTorch that run every GPU of the plan
+            # (srift.torch_support); None when the check is off
+            "torch_wheels": self.prediction.torch_wheels,
             "prediction": self.prediction.to_dict(),
         }
 
@@ -97,9 +101,10 @@ class ParetoFront(list):
     (the search's reason: a model too large for every GPU, a batch no plan holds, ...)."""
 
     why_none: str = ""
+    torch: dict[str, Any] = {}  # noqa: RUF012 - set per front: the wheel check (Recommendation.torch)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"plans": [p.to_dict() for p in self], "why_none": self.why_none}
+        return {"plans": [p.to_dict() for p in self], "why_none": self.why_none, "torch": self.torch}
 
 
 @dataclass
@@ -145,6 +150,9 @@ class Recommendation:
     search: SearchSummary
     precision: str = "fp32"
     assumptions: dict[str, Any] = field(default_factory=dict)
+    # the PyTorch wheel check (srift.torch_support): the target release and where it came from,
+    # each search run (the wheel variants and the GPUs they run) and the GPUs no variant runs
+    torch: dict[str, Any] = field(default_factory=dict)
 
     @property
     def found(self) -> bool:
@@ -159,7 +167,7 @@ class Recommendation:
             "alternatives": [p.to_dict() for p in self.alternatives], "why_none": self.why_none,
             "closest": self.closest.to_dict() if self.closest else None,
             "search": self.search.to_dict(), "precision": self.precision,
-            "assumptions": self.assumptions,
+            "assumptions": self.assumptions, "torch": self.torch,
         }
 
 
@@ -262,7 +270,9 @@ class _Space:
                  max_instances_per_type: int, config: EngineConfig | None, precision: str | None,
                  min_gpu_memory_gib: float | None = None, spot: SpotAssumptions | None = None,
                  held: str | Cluster | None = None, max_accumulation_steps: int | None = None,
-                 max_local_batch: int | None = None):
+                 max_local_batch: int | None = None, torch: Any = None):
+        from srift.torch_support import resolve_target
+
         checks.integer("global_batch", global_batch)
         checks.optional_instance("spot_assumptions", spot, SpotAssumptions, "srift.planning.SpotAssumptions(...)")
         checks.iterations("iterations", iterations)
@@ -272,6 +282,7 @@ class _Space:
                                 max_accumulation_steps=max_accumulation_steps,
                                 max_local_batch=max_local_batch)
         self.catalog = catalog
+        self.torch = resolve_target(torch, profile)
         engines = _ENGINES.get()
         self.engine = engines.get(profile, catalog, config) if engines is not None else Engine(profile, catalog, config)
         self.spot = spot or SpotAssumptions()
@@ -353,6 +364,9 @@ class _Space:
                 self.offer_info.append((name, region, info.market))
         request.instances = instances
         request.offers = offers
+        self.offers = offers
+        # each offer's GPU: which official wheels of the target PyTorch run it (srift.torch_support)
+        self.offer_gpus = [catalog.instance(name).gpu for name, _, _ in self.offer_info]
         # Why nothing can be planned when the user's own filters leave no offer (the core only
         # sees what is left, and would blame the prices, the batch or the model).
         self.why_empty = ""
@@ -395,10 +409,92 @@ class _Space:
         params.provisioning_s = float(self.spot.provisioning_s)
         request.spot = params
         self.request = request
+        self.held: list[Any] = []
         if held_cluster is not None:
             self._offers = offers
-            request.held = self._held_groups(held_cluster)
+            self.held = self._held_groups(held_cluster)
+            request.held = self.held
             request.offers = offers  # the request holds copies: set them again with the held caps
+        self.searches = self._wheel_searches()
+        if self.searches == [] and not self.why_empty:
+            self.why_empty = self.torch_sentence(nothing=True)
+
+    def _wheel_searches(self) -> list[tuple[list[str], list[int]]] | None:
+        """Note "one wheel per plan": the searches one recommendation runs, each (the wheel
+        variants, the indices of the offers whose GPUs they all run). Every plan one variant
+        runs lies in one of these offer sets, so the best of the searches over them is the best
+        plan some wheel runs. Variants running the same offers search once; a set inside
+        another's is left out. None: one search over every offer (the check is off, or one
+        variant runs every GPU offered); []: no variant runs any offer."""
+        if not self.torch.checked:
+            return None
+        gpus = sorted(set(self.offer_gpus))
+        caps = {g: self.catalog.gpu(g).compute_capability for g in gpus}
+        runs = {v.name: {g for g in gpus if v.runs(caps[g])} for v in self.torch.release.variants}
+        self.dropped = {g: caps[g] for g in gpus if not any(g in r for r in runs.values())}
+        by_set: dict[frozenset[str], list[str]] = {}
+        for name, ran in runs.items():
+            if ran:
+                by_set.setdefault(frozenset(ran), []).append(name)
+        kept = [(names, ran) for ran, names in by_set.items() if not any(ran < other for other in by_set)]
+        self.wheel_sets = [(names, sorted(ran)) for names, ran in kept]
+        if len(kept) == 1 and kept[0][1] == set(gpus):
+            return None
+        return [(names, [i for i, g in enumerate(self.offer_gpus) if g in ran]) for names, ran in kept]
+
+    def torch_sentence(self, nothing: bool = False) -> str:
+        """What the wheel check left out, for why_none: the GPUs no variant runs and, where
+        the search was split, which variants run which GPUs."""
+        t = self.torch
+        if not t.checked:
+            return ""
+        release = t.release
+        names = ", ".join(v.name for v in release.variants)
+        parts = []
+        if getattr(self, "dropped", None):
+            dropped = ", ".join(f"{g} (sm_{(c or '?').replace('.', '')})" for g, c in self.dropped.items())
+            parts.append(f"no official torch {release.torch} wheel ({names}) runs {dropped}, so "
+                         f"{'they were' if len(self.dropped) > 1 else 'it was'} left out")
+        if self.searches:
+            parts.append("one DDP job runs one PyTorch build, so plans were searched per wheel: "
+                         + "; ".join(f"{'/'.join(n)} over {', '.join(g)}" for n, g in self.wheel_sets))
+        if not parts:
+            return ""
+        said = "; ".join(parts)
+        return (f"{said[0].upper()}{said[1:]} (torch {t.version}, from the {t.origin}; "
+                "torch='source' / --torch source turns the check off)" if not nothing else
+                f"{said[0].upper()}{said[1:]}: no offer is left (torch {t.version}, from the {t.origin}; "
+                "torch='source' / --torch source turns the check off)")
+
+    def search(self, request: Any) -> _Found:
+        """The core's search over the offers one wheel runs (note "one wheel per plan"), the
+        searches' plans merged as one search would rank them."""
+        if self.searches is None:
+            return _Found.one(_core.search(request))
+        found = _Found()
+        held = [(g.offer, g.count) for g in self.held]
+        if held and not any(all(o in set(index) for o, _ in held) for _, index in self.searches):
+            gpus = {self.offer_gpus[o]: self.catalog.gpu(self.offer_gpus[o]).compute_capability for o, _ in held}
+            found.why_none = f"the held instances cannot run one PyTorch build: {self.torch.why_not(gpus)}"
+            return found
+        limit = request.time_limit_s  # time_limit_s bounds the searches together, not each
+        started = time.perf_counter()
+        try:
+            for _, index in self.searches:
+                at = {o: k for k, o in enumerate(index)}
+                if any(o not in at for o, _ in held):
+                    continue  # this wheel does not run every held instance
+                request.offers = [self.offers[i] for i in index]
+                request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+                if math.isfinite(limit):
+                    request.time_limit_s = max(limit - (time.perf_counter() - started), 1e-6)
+                found.add(_core.search(request), index)
+        finally:
+            request.offers = self.offers
+            request.held = self.held
+            request.time_limit_s = limit
+        found.finish(request)
+        return found
 
     def _held_groups(self, held: Cluster) -> list[Any]:
         groups = []
@@ -416,15 +512,15 @@ class _Space:
             groups.append(_core.PlanGroup(matches[0], g.count))
         return groups
 
-    def plan(self, core_plan: Any) -> Plan:
+    def plan(self, core_plan: Any, index: list[int] | None = None) -> Plan:
         groups, region = [], None
         for g in core_plan.groups:
-            name, region, market = self.offer_info[g.offer]
+            name, region, market = self.offer_info[g.offer if index is None else index[g.offer]]
             groups.append(ClusterGroup(name, g.count, market))
         cluster = Cluster(tuple(groups), region)
         prediction = predict(self.engine.profile, cluster, self.request.global_batch,
                              catalog=self.catalog, region=region, engine=self.engine,
-                             iterations=self.request.iterations)
+                             iterations=self.request.iterations, torch=self.torch)
         spot = core_plan.spot
         return Plan(cluster=cluster, region=region, total_hours=core_plan.total_s / 3600.0,
                     total_usd=core_plan.total_usd, samples_per_s=prediction.samples_per_s,
@@ -437,15 +533,104 @@ class _Space:
                     checkpoint_s=spot.checkpoint_s, restart_s=spot.restart_s,
                     deadline_probability=core_plan.deadline_probability)
 
-    def summary(self, result: Any) -> SearchSummary:
-        stats = result.stats
-        return SearchSummary(regions=self.regions, markets=self.markets, offers=len(self.request.offers),
-                             evaluated=stats.evaluated, feasible=stats.feasible,
-                             infeasible_memory=stats.infeasible_memory, infeasible_batch=stats.infeasible_batch,
-                             violated_deadline=stats.violated_deadline, violated_budget=stats.violated_budget,
-                             pruned=stats.pruned, seconds=stats.seconds, cancelled=stats.cancelled,
-                             optimal=bool(result.optimal), gap=float(result.gap), nodes=int(stats.nodes),
-                             space=float(stats.space))
+    def summary(self, found: _Found) -> SearchSummary:
+        stats = found.stats
+        return SearchSummary(regions=self.regions, markets=self.markets, offers=len(self.offers),
+                             evaluated=stats["evaluated"], feasible=stats["feasible"],
+                             infeasible_memory=stats["infeasible_memory"], infeasible_batch=stats["infeasible_batch"],
+                             violated_deadline=stats["violated_deadline"], violated_budget=stats["violated_budget"],
+                             pruned=stats["pruned"], seconds=stats["seconds"], cancelled=bool(stats["cancelled"]),
+                             optimal=found.optimal, gap=found.gap, nodes=int(stats["nodes"]),
+                             space=float(stats["space"]))
+
+    def torch_summary(self) -> dict[str, Any]:
+        """Recommendation.torch: the target PyTorch, the searches run and the GPUs left out."""
+        d = self.torch.to_dict()
+        if self.torch.checked:
+            d["wheels"] = [v.name for v in self.torch.release.variants]
+            d["searches"] = ([{"wheels": names, "gpus": gpus} for names, gpus in self.wheel_sets]
+                             if self.searches is not None else
+                             [{"wheels": names, "gpus": gpus} for names, gpus in getattr(self, "wheel_sets", [])])
+            d["dropped_gpus"] = {g: c for g, c in getattr(self, "dropped", {}).items()}
+        return d
+
+
+_STATS = ("evaluated", "feasible", "infeasible_memory", "infeasible_batch", "violated_deadline",
+          "violated_budget", "pruned", "seconds", "cancelled", "nodes", "space")
+
+
+class _Found:
+    """The plans of one or more core searches (note "one wheel per plan"), each plan with the
+    offer indices its search saw (None: every offer), ranked as core's `better` ranks them
+    (the objective, the other term, then the groups' offers and counts in the whole list)."""
+
+    def __init__(self) -> None:
+        self.plans: list[tuple[Any, list[int] | None]] = []
+        self.pareto: list[tuple[Any, list[int] | None]] = []
+        self.closest: tuple[Any, list[int] | None] | None = None
+        self.why_none = ""
+        self.optimal = True
+        self.gap = 0.0
+        self.stats = {k: 0 for k in _STATS}
+        self._results: list[tuple[Any, list[int] | None]] = []
+
+    @classmethod
+    def one(cls, result: Any) -> _Found:
+        found = cls()
+        found.add(result, None)
+        found.plans = [(p, None) for p in result.plans]
+        found.pareto = [(p, None) for p in result.pareto]
+        if result.closest.groups:
+            found.closest = (result.closest, None)
+        found.why_none = result.why_none
+        return found
+
+    def add(self, result: Any, index: list[int] | None) -> None:
+        self._results.append((result, index))
+        for k in _STATS:
+            self.stats[k] += getattr(result.stats, k)
+        self.optimal = self.optimal and bool(result.optimal)
+        self.gap = max(self.gap, float(result.gap))
+
+    @staticmethod
+    def _groups(plan: Any, index: list[int] | None) -> tuple[tuple[int, int], ...]:
+        return tuple(((g.offer if index is None else index[g.offer]), g.count) for g in plan.groups)
+
+    def finish(self, request: Any) -> None:
+        min_cost = request.objective == _core.Objective.min_cost
+
+        def key(item: tuple[Any, list[int] | None]) -> tuple[Any, ...]:
+            p, index = item
+            terms = (p.total_usd, p.total_s) if min_cost else (p.total_s, p.total_usd)
+            return (*terms, self._groups(p, index))
+
+        def unique(items: list[tuple[Any, list[int] | None]]) -> list[tuple[Any, list[int] | None]]:
+            seen, out = set(), []
+            for item in items:
+                g = self._groups(*item)
+                if g not in seen:
+                    seen.add(g)
+                    out.append(item)
+            return out
+
+        self.plans = unique(sorted(((p, i) for r, i in self._results for p in r.plans), key=key))[:request.top_k]
+        pool = unique(sorted(((p, i) for r, i in self._results for p in r.pareto),
+                             key=lambda it: (it[0].total_s, it[0].total_usd, self._groups(*it))))
+        best_usd, front = math.inf, []
+        for p, i in pool:  # as srift::detail::pareto_front: fastest first, each cheaper than those before
+            if p.total_usd < best_usd:
+                front.append((p, i))
+                best_usd = p.total_usd
+        self.pareto = front
+        if not self.plans:
+            closest = [(r, i) for r, i in self._results if r.closest.groups]
+            if closest:
+                r, i = min(closest, key=lambda it: key((it[0].closest, it[1])))
+                self.closest, self.why_none = (r.closest, i), r.why_none
+            elif self._results:
+                self.why_none = self._results[0][0].why_none
+        if self._results:
+            self.stats["cancelled"] = any(r.stats.cancelled for r, _ in self._results)
 
 
 def _threads(threads: int | None) -> int:
@@ -477,7 +662,8 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
               held: str | Cluster | None = None, spot_assumptions: SpotAssumptions | None = None,
               time_limit_s: float | None = None, top_k: int = 5, precision: str | None = None,
               config: EngineConfig | None = None, threads: int | None = None,
-              max_accumulation_steps: int | None = None, max_local_batch: int | None = None) -> Recommendation:
+              max_accumulation_steps: int | None = None, max_local_batch: int | None = None,
+              torch: str | None = None) -> Recommendation:
     """The cheapest plan that finishes ``iterations`` within ``deadline_hours``, or — with
     ``budget_usd`` (total) or ``max_usd_per_hour`` (rate) instead — the fastest plan within
     it. A plan is up to ``max_types`` (instance type, market) groups in one region, each of
@@ -493,6 +679,10 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     the global batch at once run it as up to 4 gradient-accumulation micro-steps;
     ``max_local_batch=32`` (default: the config's, None) caps the samples one GPU runs in a
     micro-step at the per-GPU batch your script uses.
+    ``torch="2.13"`` (default: the profile's ``torch_version``, else the installed torch) is the
+    PyTorch whose official wheels must run the plan: every plan runs under one wheel variant
+    on all its GPUs (``Plan.torch_wheels`` names them; ``Recommendation.torch`` says what was
+    searched and left out); ``torch="source"`` turns the check off (srift.torch_support).
 
     Nothing fitting is not an error: the result's ``best`` is None, ``why_none`` says why and
     ``closest`` shows the plan that comes nearest.
@@ -523,7 +713,8 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
                    max_instances_per_type=max_instances_per_type, config=config, precision=precision,
                    min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions, held=held,
-                   max_accumulation_steps=max_accumulation_steps, max_local_batch=max_local_batch)
+                   max_accumulation_steps=max_accumulation_steps, max_local_batch=max_local_batch,
+                   torch=torch)
     request = space.request
     if deadline_confidence is not None:
         for offer, (name, region, market) in zip(request.offers, space.offer_info):
@@ -543,19 +734,23 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     request.threads = _threads(threads)
     if limit is not None:
         request.time_limit_s = limit
-    result = _core.search(request)
+    found = space.search(request)
 
-    plans = [space.plan(p) for p in result.plans]
-    closest = space.plan(result.closest) if not plans and result.closest.groups else None
+    plans = [space.plan(p, i) for p, i in found.plans]
+    closest = space.plan(*found.closest) if not plans and found.closest is not None else None
+    why_none = ""
+    if not plans:
+        why_none = space.why_empty or " ".join(x for x in (found.why_none, space.torch_sentence()) if x)
     return Recommendation(
         objective="min_cost" if deadline is not None else "max_throughput",
         global_batch=int(global_batch), iterations=float(iterations), deadline_hours=deadline,
         budget_usd=budget, max_usd_per_hour=rate, best=plans[0] if plans else None,
-        alternatives=plans[1:], why_none=(space.why_empty or result.why_none) if not plans else "", closest=closest,
-        search=space.summary(result), precision=space.engine.precision,
+        alternatives=plans[1:], why_none=why_none, closest=closest,
+        search=space.summary(found), precision=space.engine.precision,
         assumptions={**space.engine.config.to_dict(), **_measured_band_assumptions(space.engine),
                      "spot": space.spot.to_dict(),
-                     "deadline_confidence": deadline_confidence})
+                     "deadline_confidence": deadline_confidence},
+        torch=space.torch_summary())
 
 
 def _measured_band_assumptions(engine: Any) -> dict[str, float]:
@@ -573,10 +768,12 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
            min_gpu_memory_gib: float | None = None, spot_assumptions: SpotAssumptions | None = None,
            precision: str | None = None, config: EngineConfig | None = None,
            threads: int | None = None, max_accumulation_steps: int | None = None,
-           max_local_batch: int | None = None, max_instances: int | None = None) -> ParetoFront:
+           max_local_batch: int | None = None, max_instances: int | None = None,
+           torch: str | None = None) -> ParetoFront:
     """Every plan not beaten on both total (expected) time and total USD, fastest first (a
     list; empty when nothing runs, with the reason in its ``why_none``). ``max_instances``:
-    instances per plan, all types together."""
+    instances per plan, all types together. ``torch``: as recommend's, every plan runs under one
+    official wheel variant of that PyTorch."""
     from srift.catalog import Catalog
 
     checks.integer("max_types", max_types, high=_core.MAX_GROUPS)
@@ -587,7 +784,8 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
                    markets=_markets_arg(markets, spot), instance_types=instance_types, exclude=exclude,
                    max_instances_per_type=max_instances_per_type, config=config, precision=precision,
                    min_gpu_memory_gib=min_gpu_memory_gib, spot=spot_assumptions,
-                   max_accumulation_steps=max_accumulation_steps, max_local_batch=max_local_batch)
+                   max_accumulation_steps=max_accumulation_steps, max_local_batch=max_local_batch,
+                   torch=torch)
     request = space.request
     request.objective = _core.Objective.min_cost
     request.max_types = max_types
@@ -595,7 +793,9 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     request.top_k = 1
     request.collect_pareto = True
     request.threads = _threads(threads)
-    result = _core.search(request)
-    front = ParetoFront(space.plan(p) for p in result.pareto)
-    front.why_none = "" if front else (space.why_empty or result.why_none)
+    found = space.search(request)
+    front = ParetoFront(space.plan(p, i) for p, i in found.pareto)
+    front.why_none = "" if front else (space.why_empty or " ".join(x for x in (found.why_none, space.torch_sentence())
+                                                                    if x))
+    front.torch = space.torch_summary()
     return front

@@ -118,6 +118,13 @@ class Prediction:
     # IterationResult.bottleneck_group: its NIC for "network", its intra-node link for
     # "intra-node"; ring_gbytes_s is that link's achieved speed); -1 when no link bounds it
     bottleneck_group: int = -1
+    # srift.torch_support: the PyTorch release whose official wheels were checked (None: the
+    # check is off, e.g. torch="source"), the wheel variants that run every GPU of the cluster
+    # (None when unchecked; [] when none does: torch_note then says why, and a
+    # TorchSupportWarning was raised)
+    torch_release: str | None = None
+    torch_wheels: list[str] | None = None
+    torch_note: str = ""
 
     @property
     def total_hours(self) -> float | None:
@@ -227,7 +234,7 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
             precision: str | None = None, iterations: float | None = None,
             config: EngineConfig | None = None, timeline: bool = False,
             engine: Engine | None = None, max_accumulation_steps: int | None = None,
-            max_local_batch: int | None = None) -> Prediction:
+            max_local_batch: int | None = None, torch: Any = None) -> Prediction:
     """Predicts one iteration of synchronous data-parallel training of ``profile`` on
     ``cluster`` (text such as ``"2x p3.16xlarge + 4x g4dn.12xlarge:spot"``) at
     ``global_batch`` samples per iteration.
@@ -239,8 +246,13 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     gradient-accumulation micro-steps (``accumulation_steps`` and ``micro_batch`` say how).
     ``max_local_batch`` (default: the config's, None: GPU memory alone) caps the samples one
     GPU runs in a micro-step, e.g. at the per-GPU batch a training script is written for.
+    ``torch`` (default: the profile's ``torch_version``, else the installed torch; "source"
+    turns the check off) is the PyTorch release whose official wheels must run the cluster:
+    one no wheel variant runs is still predicted, with a TorchSupportWarning and ``torch_note``
+    saying why (srift.torch_support).
     """
     from srift.catalog import Catalog
+    from srift.torch_support import TorchSupportWarning, gpu_capabilities, resolve_target
 
     global_batch = checks.integer("global_batch", global_batch)
     iterations = checks.optional_iterations("iterations", iterations)
@@ -265,6 +277,14 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
     cluster = cluster.in_catalog(catalog)  # unknown types raise with suggestions; names as the catalog spells them
     _warn_if_loopback_network(catalog, cluster)
     region = resolve_region(catalog, cluster, region)
+    target = resolve_target(torch, profile)
+    torch_wheels, torch_note = None, target.note
+    if target.checked:
+        caps = gpu_capabilities(catalog, [g.instance_type for g in cluster.groups])
+        torch_wheels = [v.name for v in target.variants_for(caps.values())]
+        if not torch_wheels:
+            torch_note = target.why_not(caps)
+            warnings.warn(f"{cluster}: {torch_note}", TorchSupportWarning, stacklevel=2)
 
     core_groups, sources = [], []
     for g in cluster.groups:
@@ -350,4 +370,6 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         accumulation_steps=result.accumulation_steps if ok else 1,
         micro_batch=result.micro_batch if ok else global_batch,
         local_batch_cap=engine.config.max_local_batch,
-        bottleneck_group=int(bottleneck_group) if 0 <= bottleneck_group < len(groups) else -1)
+        bottleneck_group=int(bottleneck_group) if 0 <= bottleneck_group < len(groups) else -1,
+        torch_release=target.release.torch if target.release is not None else None,
+        torch_wheels=torch_wheels, torch_note=torch_note)

@@ -479,6 +479,11 @@ class Profile:
     # autocast; what every profiler since writes). None: an older profile, whose AMP bytes on a
     # real device were autocast's, which predictions then halved again.
     bytes_dtype: str | None = "model"
+    # added fields: the PyTorch that profiled the model (torch.__version__) and the CUDA it was
+    # built with (torch.version.cuda; None for a CPU build); None: an older profile. The
+    # default target release of recommend/predict's wheel check (srift.torch_support).
+    torch_version: str | None = None
+    torch_cuda: str | None = None
     created_at: str = field(default_factory=_now)
     srift_version: str = field(default_factory=lambda: _version())
     schema: str = SCHEMA
@@ -621,6 +626,8 @@ class Profile:
             "buffer_broadcast_bytes": None if self.buffer_broadcast_bytes is None else list(self.buffer_broadcast_bytes),
             "forward_sync_buffers": self.forward_sync_buffers,
             "bytes_dtype": self.bytes_dtype,
+            "torch_version": self.torch_version,
+            "torch_cuda": self.torch_cuda,
             "layers": [layer.to_dict() for layer in self.layers],
             "buckets": [b.to_dict() for b in self.buckets],
             "timings": None if self.timings is None else self.timings.to_dict(),
@@ -664,6 +671,8 @@ class Profile:
                                     else [int(b) for b in data["buffer_broadcast_bytes"]]),
             forward_sync_buffers=bool(data.get("forward_sync_buffers", True)),
             bytes_dtype=_legacy_bytes_dtype(data),
+            torch_version=data.get("torch_version"),
+            torch_cuda=data.get("torch_cuda"),
             layers=[LayerProfile.from_dict(x) for x in data["layers"]],
             buckets=[BucketProfile.from_dict(x) for x in data["buckets"]],
             timings=None if data["timings"] is None else Timings.from_dict(data["timings"]),

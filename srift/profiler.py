@@ -1050,6 +1050,9 @@ def _profile_impl(
         layers=layers,
         buckets=bucket_profiles,
         timings=timings,
+        # the release whose official wheels a plan must run by default (srift.torch_support)
+        torch_version=str(torch.__version__),
+        torch_cuda=torch.version.cuda,
     )
 
 

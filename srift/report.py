@@ -549,6 +549,15 @@ def precision_notes(pred: Any, catalog: Any | None) -> list[str]:
             "\"AMP on a GPU without FP16 units\")"]
 
 
+def torch_lines(pred: Any) -> list[str]:
+    """The official PyTorch wheels that run the prediction's cluster, or why none does
+    (srift.torch_support); none when the check is off."""
+    from srift.torch_support import describe
+
+    line = describe(pred)
+    return [line] if line else []
+
+
 def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
     """``prediction_text`` plus where the iteration's time goes, as shares, the link that
     bounds the allreduce and the tightest memory headroom."""
@@ -574,6 +583,7 @@ def explain_prediction(pred: Any, catalog: Any | None = None) -> str:
         *_past_edge_lines(pred, catalog),
         *loopback_network_lines(pred, catalog),
         *precision_notes(pred, catalog),
+        *torch_lines(pred),
         f"memory: tightest GPU is {tightest.gpu} on {tightest.instance_type} with "
         f"{gib(tightest.gpu_memory_gib - tightest.memory_gib)} free; "
         + (f"local batch up to {tightest.max_local_batch} allowed (max_local_batch)"

@@ -32,6 +32,8 @@ Spec (every key but ``models``, ``global_batch``, ``iterations`` and ``constrain
     precision: fp32
     max_accumulation_steps: 4    # optional: gradient accumulation where memory runs out (default 1: none)
     max_local_batch: 32          # optional: the most samples one GPU runs per micro-step (default: memory)
+    torch: "2.13"                # optional: the PyTorch whose official wheels every plan must run
+                                 # (default: each profile's, else the installed; "source": no check)
     catalog: my_catalog.json     # optional; catalog_overrides: FILE too
     output: results.csv
 
@@ -76,7 +78,7 @@ COLUMNS = ["key", "model", "global_batch", "iterations", "constraint", "deadline
 
 _SPEC_KEYS = {"schema", "models", "device", "global_batch", "iterations", "constraints", "regions", "markets",
               "types", "exclude", "max_types", "max_instances_per_type", "precision", "catalog", "catalog_overrides",
-              "output", "batch_size", "max_accumulation_steps", "max_local_batch"}
+              "output", "batch_size", "max_accumulation_steps", "max_local_batch", "torch"}
 # A spec nests a few levels; thousands ([[[[...]]]]) exhaust Python's recursion limit.
 _TOO_DEEP = "lists or mappings nested too deeply to be a sweep spec"
 _CONSTRAINT_KEYS = {"deadline", "budget", "max_usd_per_hour", "confidence"}
@@ -128,6 +130,7 @@ class SweepSpec:
     output: str | None = None
     max_accumulation_steps: int = 1
     max_local_batch: int | None = None
+    torch: str | None = None  # srift.torch_support: the target PyTorch (None: each profile's)
     base_dir: Path = field(default_factory=Path.cwd)
 
 
@@ -358,7 +361,23 @@ def parse_spec(data: Any, base_dir: str | os.PathLike[str] | None = None) -> Swe
         max_accumulation_steps=_positive_number(data.get("max_accumulation_steps", 1), "max_accumulation_steps",
                                                 integer=True),
         max_local_batch=(None if data.get("max_local_batch") is None
-                         else _positive_number(data["max_local_batch"], "max_local_batch", integer=True)))
+                         else _positive_number(data["max_local_batch"], "max_local_batch", integer=True)),
+        torch=_torch_version(data.get("torch")))
+
+
+def _torch_version(value: Any) -> str | None:
+    """A spec's ``torch``: a release the wheel table reads ('2.13'; a number such as 2.13 as
+    YAML writes it unquoted is refused: 2.10 would read as 2.1), or 'source'; ValueError
+    naming it otherwise."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"torch: expected a PyTorch version as a string such as \"2.13\" (quoted: YAML reads "
+                         f"2.10 as the number 2.1), or \"source\", got {value!r}")
+    from srift.torch_support import resolve_target
+
+    resolve_target(value)  # refuses what the table cannot read, naming it
+    return value
 
 
 def _no_alias_loader(yaml: Any) -> Any:
@@ -451,6 +470,8 @@ def tasks(spec: SweepSpec, model_ids: Mapping[str, Any] | None = None) -> list[d
                                 t["max_accumulation_steps"] = spec.max_accumulation_steps
                             if spec.max_local_batch is not None:
                                 t["max_local_batch"] = spec.max_local_batch
+                            if spec.torch is not None:
+                                t["torch"] = spec.torch
                             ident = {**t, "model_id": ids[m.label], "catalog": catalog_id}
                             t["key"] = hashlib.sha1(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
                             out.append(t)
@@ -478,7 +499,7 @@ def run_task(task: Mapping[str, Any], profile: Any, catalog: Any, threads: int |
                         max_instances_per_type=task["max_instances_per_type"], top_k=1,
                         precision=task["precision"], threads=threads,
                         max_accumulation_steps=task.get("max_accumulation_steps"),
-                        max_local_batch=task.get("max_local_batch"))
+                        max_local_batch=task.get("max_local_batch"), torch=task.get("torch"))
     except (ValueError, IndexError) as exc:
         row.update(found=False, error=str(exc), search_s=round(time.perf_counter() - start, 4))
         return row

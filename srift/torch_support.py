@@ -1,0 +1,319 @@
+"""Which GPUs the user's PyTorch can run: the official wheels of each release, per CUDA variant.
+
+PyTorch's official Linux wheels (``download.pytorch.org/whl/cuNNN``, PyPI) carry kernels for a
+list of compute capabilities per CUDA variant; ``srift/data/torch_wheels.json`` (schema
+``srift.torch-wheels/1``, dated, sources per release) holds that list. One DDP job runs one
+PyTorch build on every rank, so a cluster runs when one variant runs every GPU in it.
+
+Note "wheel runs GPU": a GPU of compute capability M.m runs a variant when the variant has a
+cubin (SASS) of the same major M and a minor no greater than m (an sm_86 cubin runs on 8.9, the
+L4 and L40S), or PTX for a capability no greater than M.m (PTX is compiled for the GPU when
+loaded). A GPU whose capability the catalog does not know is taken to run every variant.
+
+The target release is, in order: the ``torch=`` argument (``--torch``), the profile's
+``torch_version``, the installed torch. ``"source"`` (a build from source, or any custom build,
+such as a version with a ``+git`` label) turns the check off: every GPU runs. A release newer
+than the table is read as its newest row, with a TorchSupportWarning saying so; one older than
+the table is refused.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from srift.files import read_input_text, unique_keys
+
+if TYPE_CHECKING:
+    from srift.catalog import Catalog
+    from srift.profile_data import Profile
+
+__all__ = ["SCHEMA", "TABLE_PATH", "SOURCE", "TorchSupportWarning", "WheelVariant", "TorchRelease",
+           "TorchTarget", "load_table", "parse_capability", "resolve_target", "install_line", "describe"]
+
+SCHEMA = "srift.torch-wheels/1"
+TABLE_PATH = Path(__file__).resolve().parent / "data" / "torch_wheels.json"
+SOURCE = "source"
+
+_CAPABILITY_RE = re.compile(r"^([1-9][0-9]?)\.([0-9])$")
+_RELEASE_RE = re.compile(r"^([0-9]+)\.([0-9]+)$")
+_VARIANT_RE = re.compile(r"^cu[0-9]{3,4}$")
+# torch.__version__ of an official build: 2.13.0, 2.13.0+cu126, 2.13.0+cpu, 2.16.0.dev20261101+cu130
+_VERSION_RE = re.compile(r"^([0-9]+)\.([0-9]+)(?:\.([0-9]+))?((?:a|b|rc)[0-9]+|\.dev[0-9]+)?(?:\+([A-Za-z0-9_.]+))?$")
+_OFFICIAL_LABEL_RE = re.compile(r"^(cpu|cu[0-9]{3,4}|rocm[0-9.]+|xpu)$")
+
+
+class TorchSupportWarning(UserWarning):
+    """A cluster no official wheel of the target PyTorch runs, or a release past srift's table."""
+
+
+def parse_capability(value: Any, where: str) -> tuple[int, int]:
+    """(major, minor) of a compute capability written 'MAJOR.MINOR'; ValueError naming ``where``."""
+    m = _CAPABILITY_RE.match(value) if isinstance(value, str) else None
+    if m is None:
+        raise ValueError(f"{where}: expected a compute capability 'MAJOR.MINOR' such as '8.6', got {value!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _text(cap: tuple[int, int]) -> str:
+    return f"{cap[0]}.{cap[1]}"
+
+
+@dataclass(frozen=True)
+class WheelVariant:
+    """One CUDA variant of a release's official wheels (cu126, cu130, ...)."""
+
+    name: str
+    cuda: str
+    sass: tuple[tuple[int, int], ...]
+    ptx: tuple[tuple[int, int], ...]
+
+    def runs(self, capability: str | None) -> bool:
+        """Note "wheel runs GPU": a cubin of the same major and a minor <= the GPU's, or PTX
+        for a capability <= the GPU's. None (unknown capability): True."""
+        if capability is None:
+            return True
+        cap = parse_capability(capability, "compute_capability")
+        return (any(s[0] == cap[0] and s[1] <= cap[1] for s in self.sass)
+                or any(p <= cap for p in self.ptx))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "cuda": self.cuda, "sass": [_text(s) for s in self.sass],
+                "ptx": [_text(p) for p in self.ptx]}
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    """One release's row of the table."""
+
+    torch: str
+    status: str
+    variants: tuple[WheelVariant, ...]
+    sources: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[int, int]:
+        major, minor = self.torch.split(".")
+        return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class WheelTable:
+    as_of: str
+    releases: tuple[TorchRelease, ...]
+    origin: str
+
+
+def _parse_table(doc: Any, origin: str) -> WheelTable:
+    def fail(where: str, expected: str, got: Any) -> ValueError:
+        return ValueError(f"{origin}: {where}: expected {expected}, got {got!r}")
+
+    if not isinstance(doc, dict):
+        raise fail("$", "an object", doc)
+    if doc.get("schema") != SCHEMA:
+        raise fail("schema", repr(SCHEMA), doc.get("schema"))
+    as_of = doc.get("as_of")
+    try:
+        _dt.date.fromisoformat(as_of)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise fail("as_of", "a date YYYY-MM-DD", as_of) from None
+    rows = doc.get("releases")
+    if not isinstance(rows, list) or not rows:
+        raise fail("releases", "a non-empty list", rows)
+    releases: list[TorchRelease] = []
+    for i, row in enumerate(rows):
+        at = f"releases[{i}]"
+        if not isinstance(row, dict):
+            raise fail(at, "an object", row)
+        torch = row.get("torch")
+        if not isinstance(torch, str) or not _RELEASE_RE.match(torch):
+            raise fail(f"{at}.torch", "a release 'MAJOR.MINOR' such as '2.13'", torch)
+        if row.get("status") not in ("released", "announced"):
+            raise fail(f"{at}.status", "'released' or 'announced'", row.get("status"))
+        sources = row.get("sources")
+        if not isinstance(sources, list) or not sources or not all(isinstance(s, str) and s.startswith("http")
+                                                                   for s in sources):
+            raise fail(f"{at}.sources", "a non-empty list of citations, each starting with a URL", sources)
+        variants = row.get("variants")
+        if not isinstance(variants, list) or not variants:
+            raise fail(f"{at}.variants", "a non-empty list", variants)
+        parsed: list[WheelVariant] = []
+        for j, v in enumerate(variants):
+            vat = f"{at}.variants[{j}]"
+            if not isinstance(v, dict):
+                raise fail(vat, "an object", v)
+            name = v.get("name")
+            if not isinstance(name, str) or not _VARIANT_RE.match(name):
+                raise fail(f"{vat}.name", "a CUDA variant such as 'cu126'", name)
+            if name in (p.name for p in parsed):
+                raise fail(f"{vat}.name", "a variant named once per release", name)
+            cuda = v.get("cuda")
+            if not isinstance(cuda, str) or not _RELEASE_RE.match(cuda) or name != "cu" + cuda.replace(".", ""):
+                raise fail(f"{vat}.cuda", f"the CUDA version 'MAJOR.MINOR' its name {name!r} says", cuda)
+            lists = {}
+            for key in ("sass", "ptx"):
+                caps = v.get(key)
+                if not isinstance(caps, list):
+                    raise fail(f"{vat}.{key}", "a list of compute capabilities", caps)
+                lists[key] = tuple(parse_capability(c, f"{origin}: {vat}.{key}[{k}]") for k, c in enumerate(caps))
+            if not lists["sass"] and not lists["ptx"]:
+                raise fail(f"{vat}.sass", "at least one capability (sass or ptx)", v.get("sass"))
+            parsed.append(WheelVariant(name, cuda, lists["sass"], lists["ptx"]))
+        release = TorchRelease(torch, row["status"], tuple(parsed), tuple(sources))
+        if releases and release.key <= releases[-1].key:
+            raise fail(f"{at}.torch", f"a release after {releases[-1].torch} (rows oldest first, once each)", torch)
+        releases.append(release)
+    return WheelTable(as_of, tuple(releases), origin)
+
+
+@lru_cache(maxsize=8)
+def _load_cached(path: str) -> WheelTable:
+    text = read_input_text(path)
+    try:
+        doc = json.loads(text, object_pairs_hook=unique_keys)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a JSON wheel table: {e}") from None
+    return _parse_table(doc, path)
+
+
+def load_table(path: str | Path | None = None) -> WheelTable:
+    """The wheel table at ``path`` (default: the shipped srift/data/torch_wheels.json),
+    validated: ValueError naming the field and value."""
+    return _load_cached(str(path if path is not None else TABLE_PATH))
+
+
+@dataclass(frozen=True)
+class TorchTarget:
+    """The PyTorch a plan must run: the table's row for it, or no check (``release`` None)."""
+
+    version: str | None          # as given or recorded ("2.13.0+cu126", "source"); None: unknown
+    origin: str                  # "argument", "profile", "installed" or "none"
+    release: TorchRelease | None  # None: the check is off (every GPU runs)
+    note: str = ""               # why the check is off, or that the release is past the table
+
+    @property
+    def checked(self) -> bool:
+        return self.release is not None
+
+    def variants_for(self, capabilities: Iterable[str | None]) -> list[WheelVariant]:
+        """The variants that run every GPU of these capabilities (all of them when unchecked
+        is not asked: callers test ``checked`` first)."""
+        caps = list(capabilities)
+        if self.release is None:
+            return []
+        return [v for v in self.release.variants if all(v.runs(c) for c in caps)]
+
+    def why_not(self, gpus: Mapping[str, str | None]) -> str:
+        """Why no one variant runs these GPUs (GPU key -> capability): each GPU's runners."""
+        assert self.release is not None
+        parts = []
+        for gpu, cap in gpus.items():
+            runs = [v.name for v in self.release.variants if v.runs(cap)]
+            parts.append(f"{gpu} (sm_{(cap or '?').replace('.', '')}) runs under "
+                         + (", ".join(runs) if runs else "none of them"))
+        names = ", ".join(v.name for v in self.release.variants)
+        together = "" if len(gpus) == 1 else " together"
+        return (f"no official torch {self.release.torch} wheel ({names}) runs "
+                f"{' and '.join(gpus)}{together}: " + "; ".join(parts)
+                + " (give torch='source' / --torch source for a build of your own)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "origin": self.origin,
+                "release": None if self.release is None else self.release.torch,
+                "checked": self.checked, "note": self.note}
+
+
+@lru_cache(maxsize=1)
+def _installed_torch() -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def resolve_target(torch: Any = None, profile: Profile | None = None, *,
+                   table: WheelTable | None = None) -> TorchTarget:
+    """The target PyTorch: ``torch`` (a version such as '2.13' or '2.13.0+cu126', 'source',
+    or a TorchTarget), else the profile's ``torch_version``, else the installed torch."""
+    if isinstance(torch, TorchTarget):
+        return torch
+    table = table or load_table()
+    if torch is not None:
+        if not isinstance(torch, str) or not torch.strip():
+            raise ValueError(f"torch: expected a PyTorch version such as '2.13' or 'source', got {torch!r}")
+        version, origin = torch.strip(), "argument"
+    elif profile is not None and getattr(profile, "torch_version", None):
+        version, origin = str(profile.torch_version), "profile"
+    else:
+        installed = _installed_torch()
+        if installed is None:
+            return TorchTarget(None, "none", None, "no PyTorch version known (none given, none in the profile, "
+                                                   "none installed): every GPU is taken to run")
+        version, origin = installed, "installed"
+    if version.lower() == SOURCE:
+        return TorchTarget(SOURCE, origin, None, "a build of your own (torch='source'): every GPU is taken to run")
+    m = _VERSION_RE.match(version)
+    if m is None:
+        if origin == "argument":
+            raise ValueError(f"torch: expected a PyTorch version such as '2.13' or '2.13.0+cu126', or 'source' "
+                             f"for a build of your own, got {version!r}")
+        return TorchTarget(version, origin, None, f"torch {version} is no official release's version: "
+                                                  "taken as a build of your own, every GPU runs")
+    label = m.group(5)
+    if label is not None and not _OFFICIAL_LABEL_RE.match(label):
+        return TorchTarget(version, origin, None, f"torch {version} is a custom build (+{label}): every GPU is "
+                                                  "taken to run")
+    key = (int(m.group(1)), int(m.group(2)))
+    first, newest = table.releases[0], table.releases[-1]
+    if key < first.key:
+        raise ValueError(f"torch: {version!r} ({origin}) is older than srift's wheel table, which starts at "
+                         f"{first.torch}: give torch='source' (--torch source) to turn the check off")
+    for release in table.releases:
+        if release.key == key:
+            return TorchTarget(version, origin, release)
+    if key > newest.key:
+        note = (f"torch {version} is newer than srift's wheel table (newest {newest.torch}, as of "
+                f"{table.as_of}): its wheels are taken as {newest.torch}'s")
+        warnings.warn(note, TorchSupportWarning, stacklevel=3)
+        return TorchTarget(version, origin, newest, note)
+    raise ValueError(f"torch: {version!r} ({origin}) is no release in srift's wheel table "
+                     f"({', '.join(r.torch for r in table.releases)})")
+
+
+INDEX_URL = "https://download.pytorch.org/whl/"
+
+
+def install_line(release: str | None, wheels: list[str] | None) -> str | None:
+    """The pip line that installs the first official wheel variant that runs a plan
+    (``torch==2.13.*`` from download.pytorch.org/whl/cu126), or None when there is none or the
+    check is off."""
+    if release is None or not wheels:
+        return None
+    return f'pip install "torch=={release}.*" --index-url {INDEX_URL}{wheels[0]}'
+
+
+def describe(pred: Any) -> str | None:
+    """One line on a prediction's PyTorch wheels (report, export), None when unchecked."""
+    release, wheels = getattr(pred, "torch_release", None), getattr(pred, "torch_wheels", None)
+    if release is None or wheels is None:
+        return None
+    if not wheels:
+        return f"PyTorch: {pred.torch_note}"
+    return (f"PyTorch: the official torch {release} wheel{'s' if len(wheels) > 1 else ''} "
+            f"{', '.join(wheels)} run{'' if len(wheels) > 1 else 's'} every GPU of it: {install_line(release, wheels)}")
+
+
+def gpu_capabilities(catalog: Catalog, instance_types: Iterable[str]) -> dict[str, str | None]:
+    """GPU key -> compute capability of these instance types, in their order, once each."""
+    out: dict[str, str | None] = {}
+    for name in instance_types:
+        key = catalog.instance(name).gpu
+        out.setdefault(key, catalog.gpu(key).compute_capability)
+    return out

@@ -1,0 +1,312 @@
+"""Only clusters the user's PyTorch runs: the wheel table, the capability rule (note "wheel runs
+GPU"), the target release, and recommend/pareto/predict under it (note "one wheel per plan")."""
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+import srift
+from srift import torch_support as ts
+from srift.profile_data import Profile
+from srift.torch_support import TorchSupportWarning, load_table, resolve_target
+
+V100_B200 = "1x p3.16xlarge + 1x p6-b200.48xlarge"
+MIXED_TYPES = ["p3.16xlarge", "p3.8xlarge", "p6-b200.48xlarge", "g6.xlarge"]
+
+
+def runs(release: str, capability: str) -> list[str]:
+    target = resolve_target(release)
+    return [v.name for v in target.variants_for([capability])]
+
+
+# ---------------------------------------------------------------------------- the table and the rule
+
+def test_catalog_gpus_carry_their_compute_capability(catalog) -> None:
+    caps = {key: catalog.gpu(key).compute_capability for key in catalog.gpu_keys()}
+    assert caps == {"K80": "3.7", "M60": "5.2", "V100-16GB": "7.0", "V100-32GB": "7.0", "T4": "7.5",
+                    "A10G": "8.6", "A100-40GB": "8.0", "A100-80GB": "8.0", "L4": "8.9", "L40S": "8.9",
+                    "H100-80GB": "9.0", "H200-141GB": "9.0", "B200": "10.0", "B300": "10.3",
+                    "RTX-PRO-6000": "12.0"}
+
+
+def test_exact_cases_of_2_13() -> None:
+    assert runs("2.13", "7.0") == ["cu126"]                       # V100: the legacy CUDA 12.6 wheel only
+    assert runs("2.13", "10.0") == ["cu130", "cu132"]             # B200: CUDA 13 only
+    assert runs("2.13", "10.3") == ["cu130", "cu132"]             # B300 runs the sm_100 cubin
+    assert runs("2.13", "12.0") == ["cu130", "cu132"]             # RTX PRO 6000 Blackwell
+    assert runs("2.13", "5.2") == ["cu126"]                       # M60 runs the sm_50 cubin
+    assert runs("2.13", "3.7") == []                              # K80: no release in the table
+    # L4 (8.9): no wheel has an sm_89 cubin; the sm_86 one runs on it, in every variant
+    release = resolve_target("2.13").release
+    assert all((8, 9) not in v.sass and (8, 6) in v.sass for v in release.variants)
+    assert runs("2.13", "8.9") == ["cu126", "cu130", "cu132"]
+    assert resolve_target("2.13").variants_for(["7.0", "10.0"]) == []
+
+
+def test_exact_cases_of_2_15_and_2_11() -> None:
+    assert runs("2.15", "7.0") == []                              # no CUDA 12.6 wheels: no V100
+    assert runs("2.15", "5.2") == []
+    assert runs("2.15", "8.9") == ["cu130", "cu132"]
+    assert runs("2.11", "7.0") == ["cu126"]                       # sm_70 left cu128 in 2.11
+    assert runs("2.10", "7.0") == ["cu126", "cu128"]              # ... and was in 2.10's
+
+
+def test_ptx_runs_newer_capabilities_and_only_those() -> None:
+    v = ts.WheelVariant("cu130", "13.0", sass=((7, 5), (9, 0)), ptx=((12, 0),))
+    assert v.runs("12.1") and v.runs("13.0")                      # PTX compiles for any capability >= its own
+    assert not v.runs("11.0")                                     # nor is a 9.0 cubin another major's
+    assert v.runs("9.0") and v.runs("7.5") and not v.runs("7.0") and not v.runs("8.6")
+    assert v.runs(None)                                           # unknown capability: taken to run
+
+
+def test_shipped_table_is_dated_sourced_and_ordered() -> None:
+    table = load_table()
+    assert table.as_of == json.loads(ts.TABLE_PATH.read_text())["as_of"]
+    keys = [r.key for r in table.releases]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert all(r.sources and all(s.startswith("https://") for s in r.sources) for r in table.releases)
+
+
+def _table(tmp_path: Path, edit) -> Path:
+    doc = json.loads(ts.TABLE_PATH.read_text())
+    edit(doc)
+    path = tmp_path / "wheels.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda d: d.update(schema="srift.torch-wheels/9"), r"schema: expected 'srift.torch-wheels/1'"),
+    (lambda d: d.update(as_of="last week"), r"as_of: expected a date YYYY-MM-DD, got 'last week'"),
+    (lambda d: d["releases"][0]["variants"][0]["sass"].__setitem__(1, "8.x"),
+     r"releases\[0\]\.variants\[0\]\.sass\[1\]: expected a compute capability 'MAJOR.MINOR' such as '8.6', got '8.x'"),
+    (lambda d: d["releases"][1].update(torch="2.9"), r"releases\[1\]\.torch: expected a release after 2.9"),
+    (lambda d: d["releases"][0].update(sources=[]), r"releases\[0\]\.sources: expected a non-empty list"),
+    (lambda d: d["releases"][0]["variants"][0].update(cuda="12.8"), r"releases\[0\]\.variants\[0\]\.cuda"),
+    (lambda d: d["releases"][0]["variants"][1].update(name="cu126"), r"releases\[0\]\.variants\[1\]\.name"),
+    (lambda d: d["releases"][0].update(status="rumoured"), r"releases\[0\]\.status: expected 'released' or 'announced'"),
+])
+def test_bad_tables_are_refused_by_name(tmp_path, edit, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        load_table(_table(tmp_path, edit))
+
+
+def test_a_repeated_key_in_the_table_is_refused(tmp_path) -> None:
+    path = tmp_path / "wheels.json"
+    path.write_text(ts.TABLE_PATH.read_text().replace('"as_of": "', '"as_of": "2026-01-01", "as_of": "', 1))
+    with pytest.raises(ValueError, match="as_of.*appears twice"):
+        load_table(path)
+
+
+# ---------------------------------------------------------------------------- the target release
+
+def test_target_release_from_argument_profile_or_installed(monkeypatch, fresh_profile) -> None:
+    assert resolve_target("2.13.0+cu126").release.torch == "2.13"
+    assert resolve_target("2.14.0.dev20260801+cu130").release.torch == "2.14"
+    assert not resolve_target("source").checked
+    assert not resolve_target("2.13.0a0+git1234abc").checked     # a build from source
+    fresh_profile.torch_version = "2.11.0+cu128"
+    t = resolve_target(None, fresh_profile)
+    assert (t.release.torch, t.origin) == ("2.11", "profile")
+    assert resolve_target("2.15", fresh_profile).release.torch == "2.15"   # the argument wins
+    fresh_profile.torch_version = None
+    monkeypatch.setattr(ts, "_installed_torch", lambda: "2.12.1+cpu")
+    t = resolve_target(None, fresh_profile)
+    assert (t.release.torch, t.origin) == ("2.12", "installed")
+
+
+def test_releases_past_the_table_use_its_newest_row_with_a_warning() -> None:
+    with pytest.warns(TorchSupportWarning, match=r"torch 2.20 is newer than srift's wheel table \(newest 2.15"):
+        t = resolve_target("2.20")
+    assert t.release.torch == "2.15" and "newer" in t.note
+
+
+@pytest.mark.parametrize("value, match", [
+    ("2.8", r"torch: '2.8' \(argument\) is older than srift's wheel table, which starts at 2.9"),
+    ("banana", r"torch: expected a PyTorch version such as '2.13'.*got 'banana'"),
+    ("", r"torch: expected a PyTorch version"),
+    (2.13, r"torch: expected a PyTorch version such as '2.13' or 'source', got 2.13"),
+])
+def test_bad_torch_versions_are_refused_by_name(value, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        resolve_target(value)
+
+
+# ---------------------------------------------------------------------------- profiles
+
+def test_profiles_record_torch_and_old_profiles_still_load(resnet50_profile) -> None:
+    import torch
+
+    assert resnet50_profile.torch_version == torch.__version__
+    assert resnet50_profile.torch_cuda == torch.version.cuda
+    d = resnet50_profile.to_dict()
+    assert Profile.from_dict(d).torch_version == torch.__version__
+    old = {k: v for k, v in d.items() if k not in ("torch_version", "torch_cuda")}
+    loaded = Profile.from_dict(old)
+    assert loaded.torch_version is None and loaded.torch_cuda is None
+    with pytest.raises(ValueError, match="torch_cuda"):
+        Profile.from_dict({**d, "torch_cuda": "twelve"})
+
+
+# ---------------------------------------------------------------------------- catalog overrides
+
+def test_compute_capability_overrides_are_checked_by_name(catalog) -> None:
+    ov = catalog.with_overrides({"schema": "srift.catalog-overrides/1", "gpus": {"V100-16GB": {"compute_capability": "7.5"}}})
+    assert ov.gpu("V100-16GB").compute_capability == "7.5"
+    with pytest.raises(ValueError, match=r"\$\.gpus\.T4\.compute_capability = '8,6': must be a CUDA compute capability 'MAJOR.MINOR'"):
+        catalog.with_overrides({"schema": "srift.catalog-overrides/1", "gpus": {"T4": {"compute_capability": "8,6"}}})
+    with pytest.raises(ValueError, match=r"compute_capability"):
+        catalog.with_overrides({"schema": "srift.catalog-overrides/1", "gpus": {"T4": {"compute_capability": 7.5}}})
+
+
+# ---------------------------------------------------------------------------- predict
+
+def test_predict_on_a_cluster_no_wheel_runs_warns_and_says_so(resnet50_profile, catalog) -> None:
+    with pytest.warns(TorchSupportWarning, match="V100-16GB and B200 together"):
+        pred = srift.predict(resnet50_profile, V100_B200, 256, catalog=catalog, torch="2.13")
+    assert pred.feasible and pred.iteration_s > 0                 # still predicted
+    assert pred.torch_release == "2.13" and pred.torch_wheels == []
+    assert "V100-16GB (sm_70) runs under cu126" in pred.torch_note
+    assert "B200 (sm_100) runs under cu130, cu132" in pred.torch_note
+    d = pred.to_dict()
+    assert d["torch_wheels"] == [] and d["torch_note"] == pred.torch_note
+    from srift import report
+
+    assert pred.torch_note in report.explain_prediction(pred, catalog)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = srift.predict(resnet50_profile, "1x p3.16xlarge", 256, catalog=catalog, torch="2.13")
+        off = srift.predict(resnet50_profile, V100_B200, 256, catalog=catalog, torch="source")
+    assert ok.torch_wheels == ["cu126"]
+    assert off.torch_wheels is None and off.torch_release is None
+    assert off.iteration_s == pred.iteration_s                    # the check changes no prediction
+    with pytest.warns(TorchSupportWarning, match=r"no official torch 2.15 wheel \(cu130, cu132\) runs V100-16GB"):
+        assert srift.predict(resnet50_profile, "1x p3.16xlarge", 256, catalog=catalog, torch="2.15").torch_wheels == []
+
+
+# ---------------------------------------------------------------------------- recommend and pareto
+
+def _key(plan) -> tuple[str, str]:
+    return str(plan.cluster), plan.region
+
+
+def _gpus(plan, catalog) -> set[str]:
+    return {catalog.instance(g.instance_type).gpu for g in plan.cluster.groups}
+
+
+QUERIES = [dict(max_usd_per_hour=150), dict(max_usd_per_hour=300), dict(deadline_hours=3), dict(budget_usd=400)]
+
+
+@pytest.mark.parametrize("question", QUERIES)
+def test_recommend_returns_only_clusters_one_wheel_runs(resnet50_profile, catalog, question) -> None:
+    kw = dict(global_batch=1024, iterations=100_000, regions="us-east-1", instance_types=MIXED_TYPES, top_k=8,
+              catalog=catalog, **question)
+    rec = srift.recommend(resnet50_profile, torch="2.13", **kw)
+    plans = [rec.best, *rec.alternatives]
+    assert plans[0] is not None
+    target = resolve_target("2.13")
+    for p in plans:
+        caps = ts.gpu_capabilities(catalog, [g.instance_type for g in p.cluster.groups])
+        assert p.prediction.torch_wheels == [v.name for v in target.variants_for(caps.values())] != []
+    assert len({_key(p) for p in plans}) == len(plans)           # merged without repeats
+    # exact: the best of the searches over each wheel's instance types, ranked as one search ranks
+    sets = {"cu126": ["p3.16xlarge", "p3.8xlarge", "g6.xlarge"], "cu130": ["p6-b200.48xlarge", "g6.xlarge"]}
+    pooled = {}
+    for types in sets.values():
+        r = srift.recommend(resnet50_profile, torch="source", **{**kw, "instance_types": types})
+        for p in [r.best, *r.alternatives]:
+            if p is not None:
+                pooled[_key(p)] = p
+    objective = (lambda p: (p.total_usd, p.total_hours)) if "deadline_hours" in question else \
+        (lambda p: (p.total_hours, p.total_usd))
+    expected = sorted(pooled.values(), key=objective)[:len(plans)]
+    assert [objective(p) for p in plans] == pytest.approx([objective(p) for p in expected], rel=1e-12)
+    assert rec.torch["searches"] == [{"wheels": ["cu126"], "gpus": ["L4", "V100-16GB"]},
+                                     {"wheels": ["cu130", "cu132"], "gpus": ["B200", "L4"]}]
+
+
+def test_without_the_check_the_same_query_mixes_v100_and_b200(resnet50_profile, catalog) -> None:
+    rec = srift.recommend(resnet50_profile, global_batch=1024, iterations=100_000, regions="us-east-1",
+                          instance_types=MIXED_TYPES, top_k=8, catalog=catalog, max_usd_per_hour=300, torch="source")
+    assert any(_gpus(p, catalog) >= {"V100-16GB", "B200"} for p in [rec.best, *rec.alternatives])
+    assert rec.torch == {"version": "source", "origin": "argument", "release": None, "checked": False,
+                         "note": "a build of your own (torch='source'): every GPU is taken to run"}
+
+
+def test_pareto_front_keeps_only_runnable_plans(resnet50_profile, catalog) -> None:
+    kw = dict(global_batch=1024, iterations=100_000, regions="us-east-1", instance_types=MIXED_TYPES, catalog=catalog)
+    front = srift.pareto(resnet50_profile, torch="2.13", **kw)
+    unchecked = srift.pareto(resnet50_profile, torch="source", **kw)
+    assert front and all(p.prediction.torch_wheels for p in front)
+    # the front of the runnable plans: each one cheaper than every faster one
+    usd = [p.total_usd for p in front]
+    assert usd == sorted(usd, reverse=True) and len(set(usd)) == len(usd)
+    runnable = [p for p in unchecked if not _gpus(p, catalog) >= {"V100-16GB", "B200"}]
+    assert {_key(p) for p in runnable} <= {_key(p) for p in front}
+
+
+def test_nothing_runs_says_which_gpus_were_dropped_and_why(resnet50_profile, catalog) -> None:
+    rec = srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=12, catalog=catalog,
+                          instance_types=["p3.16xlarge", "p3.2xlarge"], torch="2.15")
+    assert rec.best is None
+    assert "No official torch 2.15 wheel (cu130, cu132) runs V100-16GB (sm_70)" in rec.why_none
+    assert rec.torch["dropped_gpus"] == {"V100-16GB": "7.0"}
+    held = srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=12, catalog=catalog,
+                           held=V100_B200 + " @us-east-1", torch="2.13")
+    assert held.best is None
+    assert "held instances cannot run one PyTorch build" in held.why_none
+    assert "V100-16GB and B200 together" in held.why_none
+
+
+def test_the_quickstart_answer_is_unchanged_under_2_13(resnet50_profile, catalog) -> None:
+    kw = dict(global_batch=256, iterations=100_000, deadline_hours=12, catalog=catalog)
+    checked = srift.recommend(resnet50_profile, torch="2.13", **kw)
+    unchecked = srift.recommend(resnet50_profile, torch="source", **kw)
+    assert [_key(p) for p in [checked.best, *checked.alternatives]] == \
+        [_key(p) for p in [unchecked.best, *unchecked.alternatives]]
+    assert checked.best.cluster.groups[0].instance_type.startswith(("g5.", "g6e."))
+
+
+# ---------------------------------------------------------------------------- CLI, export, sweep
+
+def test_cli_torch_option_and_install_line(capsys, tmp_path, resnet50_profile) -> None:
+    from srift.cli import main
+
+    path = tmp_path / "p.json"
+    resnet50_profile.save(path)
+    code = main(["recommend", "--profile", str(path), "--global-batch", "1024", "--iterations", "100000",
+                 "--regions", "us-east-1", "--types", ",".join(MIXED_TYPES), "--max-usd-per-hour", "300",
+                 "--torch", "2.13", "--emit", "torchrun"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert '# PyTorch: the official torch 2.13 wheels cu130, cu132 run every GPU of it: ' \
+           'pip install "torch==2.13.*" --index-url https://download.pytorch.org/whl/cu130' in out
+    code = main(["predict", "--profile", str(path), "--cluster", V100_B200, "--global-batch", "256",
+                 "--torch", "2.13", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["torch_wheels"] == [] and "V100-16GB and B200 together" in doc["torch_note"]
+    assert main(["predict", "--profile", str(path), "--cluster", "1x p3.16xlarge", "--global-batch", "256",
+                 "--torch", "1.0"]) == 2
+    assert "older than srift's wheel table" in capsys.readouterr().err
+
+
+def test_sweep_specs_take_torch(tmp_path, resnet50_profile) -> None:
+    from srift.sweep import parse_spec as parse, tasks
+
+    resnet50_profile.save(tmp_path / "r50.json")
+
+    def parse_spec(data):
+        return parse(data, base_dir=tmp_path)
+
+    base = {"models": [{"profile": "r50.json", "name": "r50"}], "global_batch": 256, "iterations": 1000,
+            "constraints": [{"deadline": "12h"}]}
+    assert all(t["torch"] == "2.15" for t in tasks(parse_spec({**base, "torch": "2.15"})))
+    assert all("torch" not in t for t in tasks(parse_spec(copy.deepcopy(base))))   # older sweeps keep their keys
+    with pytest.raises(ValueError, match=r"torch: expected a PyTorch version as a string.*got 2.1"):
+        parse_spec({**base, "torch": 2.10})
+    with pytest.raises(ValueError, match=r"torch: 'x' \(argument\)|torch: expected a PyTorch version"):
+        parse_spec({**base, "torch": "x"})
