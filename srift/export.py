@@ -171,6 +171,11 @@ def _accumulation_comment(pred: Prediction) -> list[str]:
             f"({k * pred.micro_batch} >= global batch {pred.global_batch}), all but the last under no_sync()"]
 
 
+def _check_port(master_port: int) -> None:
+    if isinstance(master_port, bool) or not isinstance(master_port, int) or not 1 <= master_port <= 65535:
+        raise ValueError(f"master_port must be a TCP port, an integer in 1..65535, got {master_port!r}")
+
+
 def _script_words(script: str, script_args: Sequence[str]) -> str:
     if not isinstance(script, str) or not script.strip():
         raise ValueError(f"script must name the training script (e.g. 'train.py'), got {script!r}")
@@ -181,12 +186,14 @@ def torchrun(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
              master_addr: str = "$MASTER_ADDR", master_port: int = DEFAULT_PORT) -> list[str]:
     """One shell line per node: ``SRIFT_LOCAL_BATCHES=... SRIFT_GLOBAL_BATCH=... torchrun
     --nnodes=N --nproc-per-node=G --node-rank=R --master-addr=... --master-port=...
-    SCRIPT ARGS``. ``master_addr`` is written unquoted so ``$MASTER_ADDR`` expands."""
+    [--max-restarts=3] SCRIPT ARGS`` (``--max-restarts`` on a plan with spot instances, note
+    "spot launch"). ``master_addr`` is written unquoted so ``$MASTER_ADDR`` expands."""
     pred = _prediction(obj)
     launch = nodes(pred)
     n = len(launch)
     if not re.fullmatch(r"[\w.\-$:{}\[\]]+", master_addr):
         raise ValueError(f"master_addr must be a host name, an IP or a $VARIABLE, got {master_addr!r}")
+    _check_port(master_port)
     lines = []
     for node in launch:
         env = " ".join(f"{k}={v}" for k, v in _node_env(pred, node).items())
@@ -225,6 +232,7 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
 
     pred = _prediction(obj)
     launch = nodes(pred)
+    _check_port(master_port)
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name):
         raise ValueError(f"name must be lower-case letters, digits and '-', got {name!r}")
     if len(pred.groups) > 1:

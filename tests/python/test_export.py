@@ -128,6 +128,9 @@ def test_json_export_and_bad_input(hetero):
         export.torchrun(hetero, master_addr="a; rm -rf /")
     with pytest.raises(ValueError, match="name"):
         export.skypilot(hetero, name="Bad Name")
+    for port in (0, 70000, "29500"):
+        with pytest.raises(ValueError, match=rf"master_port must be a TCP port, .*got {port!r}"):
+            export.emit(hetero, "json", master_port=port)
 
 
 def test_json_launch_carries_what_a_scheduler_needs(mixed, resnet50_profile):
