@@ -31,6 +31,10 @@ samples, as one process running the whole global batch computes it
 With gradient accumulation (``SRIFT_ACCUMULATION_STEPS=k`` in the launch spec, read by
 ``from_env``) each batch the sampler yields is one micro-step, and an epoch is a whole number
 of optimizer steps: ``dataset_len // (k * global_batch)`` of them, k micro-steps each.
+
+A job restarted from a checkpoint taken mid-epoch (spot, srift/export.py note "spot launch")
+resumes with ``set_epoch(epoch, start_step=step)``: the rest of the epoch takes the samples an
+uninterrupted run would have.
 """
 from __future__ import annotations
 
@@ -72,6 +76,7 @@ class UnevenBatchSampler(Sampler[list[int]]):
         self.accumulation_steps = accumulation_steps
         self.offset = sum(batches[:rank])
         self.shuffle, self.seed, self.epoch = shuffle, seed, 0
+        self.start_step = 0
 
     @property
     def loss_scale(self) -> float:
@@ -112,14 +117,28 @@ class UnevenBatchSampler(Sampler[list[int]]):
         return cls(dataset_len, [int(b) for b in everyone], dist.get_rank(), shuffle=shuffle,  # type: ignore[arg-type]
                    seed=seed, accumulation_steps=steps)
 
-    def set_epoch(self, epoch: int) -> None:
-        """A new permutation for ``epoch`` (the same on every rank), as DistributedSampler."""
-        self.epoch = epoch
+    def set_epoch(self, epoch: int, start_step: int = 0) -> None:
+        """A new permutation for ``epoch`` (the same on every rank), as DistributedSampler.
+        ``start_step``: resume the epoch at that (micro-)step, after a checkpoint taken there
+        (a spot restart): the steps left are those an uninterrupted epoch runs from it, and
+        ``len()`` counts them. It must be a whole number of optimizer steps (a multiple of
+        ``accumulation_steps``) within the epoch."""
+        steps = self._epoch_steps()
+        k = self.accumulation_steps
+        if (isinstance(start_step, bool) or not isinstance(start_step, int) or not 0 <= start_step <= steps
+                or start_step % k):
+            whole = "" if k == 1 else f", a multiple of accumulation_steps ({k})"
+            raise ValueError(f"start_step: expected an integer in 0..{steps}{whole}, got {start_step!r}")
+        self.epoch, self.start_step = epoch, start_step
 
-    def __len__(self) -> int:
-        """(Micro-)steps per epoch: whole optimizer steps of ``accumulation_steps`` each."""
+    def _epoch_steps(self) -> int:
         k = self.accumulation_steps
         return self.dataset_len // (self.global_batch * k) * k
+
+    def __len__(self) -> int:
+        """(Micro-)steps left in the epoch: whole optimizer steps of ``accumulation_steps``
+        each, from ``start_step`` (0 unless ``set_epoch`` resumed the epoch)."""
+        return self._epoch_steps() - self.start_step
 
     def __iter__(self) -> Iterator[list[int]]:
         if self.shuffle:
@@ -129,6 +148,6 @@ class UnevenBatchSampler(Sampler[list[int]]):
         else:
             order = torch.arange(self.dataset_len)
         mine = self.local_batches[self.rank]
-        for step in range(len(self)):
+        for step in range(self.start_step, self._epoch_steps()):
             start = step * self.global_batch + self.offset
             yield order[start:start + mine].tolist()

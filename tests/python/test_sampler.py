@@ -151,3 +151,24 @@ def test_one_uneven_ddp_step_equals_one_step_on_the_global_batch(tmp_path, steps
     # without the scale the 1-sample rank's sample weighs 5x a 5-sample rank's: a different step
     assert max((got - want).abs().max().item()
                for got, want in zip(ranks[0]["plain"], model.parameters())) > 1e-3
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_a_resumed_epoch_takes_the_samples_the_uninterrupted_one_would(steps):
+    """A spot restart loads a checkpoint taken at step s and resumes there: the epoch's
+    remaining batches are the uninterrupted epoch's from s on, on every rank."""
+    batches = [14, 14, 44]
+    for rank in range(3):
+        whole = UnevenBatchSampler(1003, batches, rank, seed=4, accumulation_steps=steps)
+        whole.set_epoch(5)
+        full = list(whole)
+        resumed = UnevenBatchSampler(1003, batches, rank, seed=4, accumulation_steps=steps)
+        resumed.set_epoch(5, start_step=6)
+        assert len(resumed) == len(full) - 6 and list(resumed) == full[6:]
+        resumed.set_epoch(6)  # the next epoch starts at its beginning
+        assert len(resumed) == len(full)
+    with pytest.raises(ValueError, match=r"start_step: expected an integer in 0\.\.12, a multiple of "
+                                         r"accumulation_steps \(3\), got 4"):
+        UnevenBatchSampler(1003, batches, 0, accumulation_steps=3).set_epoch(1, start_step=4)
+    with pytest.raises(ValueError, match=r"start_step: expected an integer in 0\.\.13, got 14"):
+        UnevenBatchSampler(1003, batches, 0).set_epoch(1, start_step=14)
