@@ -31,7 +31,8 @@ replacement must come up within the restarts. A reclaimed node 0 takes the rende
 with it: start every line again with the new ``MASTER_ADDR``. Restarted workers run the script
 from the top, so resuming is the script's job: save weights and optimizer state to storage
 that outlives the instance (S3) every ``checkpoint_every_iterations`` (the Young/Daly interval
-srift's spot price assumes, on a Plan) and load the latest at start. SkyPilot's managed jobs
+srift's spot price assumes, on a Plan) and load the latest at start
+(``UnevenBatchSampler.set_epoch(epoch, start_step=step)`` resumes mid-epoch). SkyPilot's managed jobs
 (``sky jobs launch``) relaunch a preempted cluster and rerun ``run``; resuming is the script's
 job there too.
 
