@@ -263,7 +263,7 @@ def _add_emit(p: argparse.ArgumentParser) -> None:
     g.add_argument("--script-args", default="", help="arguments for the script, one quoted string; write "
                         "--script-args=--amp when it starts with '-' and has no space (argparse would read "
                         "--amp as an option of srift's)")
-    g.add_argument("--name", default="srift-train", help="SkyPilot task / job group name")
+    g.add_argument("--name", default="srift-train", help="SkyPilot task name")
 
 
 def _add_space(p: argparse.ArgumentParser) -> None:

@@ -74,25 +74,15 @@ def test_torchrun_gives_each_group_its_own_local_batch(mixed):
     assert "--master-addr=$MASTER_ADDR" in lines[0]
 
 
-def test_skypilot_job_group_has_one_task_per_instance_group(hetero):
-    text = export.skypilot(hetero, script="train.py", script_args=["--lr", "0.1"], name="r50")
-    docs = list(yaml.safe_load_all(text))
-    header, *tasks = docs
-    assert header == {"name": "r50", "execution": "parallel"}
-    assert [t["resources"]["instance_type"] for t in tasks] == ["p3.16xlarge", "p3.2xlarge"]
-    assert [t["num_nodes"] for t in tasks] == [1, 2]
-    assert [t["resources"]["use_spot"] for t in tasks] == [False, True]
-    assert all(t["resources"]["infra"] == "aws/us-east-1" for t in tasks)
-    # node ranks continue across groups; every task reaches node 0 by the job group's host name
-    assert "NODE_RANK=$(( 0 + SKYPILOT_NODE_RANK ))" in tasks[0]["run"]
-    assert "NODE_RANK=$(( 1 + SKYPILOT_NODE_RANK ))" in tasks[1]["run"]
-    assert all(f"MASTER_ADDR={tasks[0]['name']}-0.r50" in t["run"] for t in tasks)
-    assert all("--nnodes=3" in t["run"] and "train.py --lr 0.1" in t["run"] for t in tasks)
-    batches = []
-    for t in tasks:
-        batches += [int(b) for line in t["run"].splitlines() if "SRIFT_LOCAL_BATCHES=" in line
-                    for b in line.split("=")[1].split(" ")[0].split(",")]
-    assert sum(batches) == hetero.global_batch
+@pytest.mark.parametrize("which", ["hetero", "mixed"])
+def test_skypilot_refuses_a_plan_of_several_instance_groups(which, request):
+    """It wrote a Job Group reaching node 0 at ``<task>-0.<name>``: SkyPilot 0.14 resolves Job
+    Group host names only on Kubernetes, so on AWS no node ever met node 0."""
+    pred = request.getfixturevalue(which)
+    with pytest.raises(ValueError, match=r"cannot write a SkyPilot task for .*: its 2 instance groups .*"
+                                         r"only on Kubernetes.*--emit torchrun"):
+        export.skypilot(pred, name="r50")
+    assert len(export.torchrun(pred)) == sum(g.count for g in pred.groups)  # the launch that runs it
 
 
 def test_skypilot_single_group_is_a_plain_task(resnet50_profile):
@@ -101,6 +91,29 @@ def test_skypilot_single_group_is_a_plain_task(resnet50_profile):
     assert task["name"] == "one" and task["num_nodes"] == 2
     assert task["resources"] == {"infra": "aws/us-west-2", "instance_type": "g5.12xlarge", "use_spot": False}
     assert 'head -n1' in task["run"] and "--nproc-per-node=4" in task["run"]
+    assert "--node-rank=$SKYPILOT_NODE_RANK" in task["run"] and "--max-restarts" not in task["run"]
+    assert "spot" not in export.skypilot(pred, name="one").split("name:")[0]  # no spot advice in the header
+
+
+def _sky_schema_check(task: dict) -> None:
+    """SkyPilot's own task and resources schemas, where the package is installed."""
+    sky_utils = pytest.importorskip("sky.utils.schemas")
+    from sky.utils import common_utils
+
+    common_utils.validate_schema(task, sky_utils.get_task_schema(), "task: ")
+    common_utils.validate_schema(task["resources"], sky_utils.get_resources_schema(), "resources: ")
+
+
+def test_skypilot_spot_task_says_how_to_recover_and_validates(resnet50_profile):
+    pred = predict(resnet50_profile, "2x p3.2xlarge:spot", 100, region="us-east-1")
+    text = export.skypilot(pred, name="one", script_args=["--epochs", "2"])
+    task = yaml.safe_load(text)
+    assert task["resources"]["use_spot"] is True and task["num_nodes"] == 2
+    assert "--max-restarts=3 train.py --epochs 2" in task["run"]
+    assert "sky jobs launch" in text and "checkpointing is your script's job" in text
+    cases = [line.strip() for line in task["run"].splitlines() if line.strip().startswith(("0)", "1)"))]
+    assert cases == ["0) export SRIFT_LOCAL_BATCHES=50 ;;", "1) export SRIFT_LOCAL_BATCHES=50 ;;"]
+    _sky_schema_check(task)
 
 
 def test_json_export_and_bad_input(hetero):
@@ -115,6 +128,47 @@ def test_json_export_and_bad_input(hetero):
         export.torchrun(hetero, master_addr="a; rm -rf /")
     with pytest.raises(ValueError, match="name"):
         export.skypilot(hetero, name="Bad Name")
+    for port in (0, 70000, "29500"):
+        with pytest.raises(ValueError, match=rf"master_port must be a TCP port, .*got {port!r}"):
+            export.emit(hetero, "json", master_port=port)
+
+
+def test_json_launch_carries_what_a_scheduler_needs(mixed, resnet50_profile):
+    data = json.loads(export.emit(mixed, "json", script="t.py", script_args=["--lr", "0.1"], master_port=29511))
+    launch = data["launch"]
+    assert data["schema"] == "srift.launch/1"
+    assert {k: launch[k] for k in ("region", "nnodes", "world_size", "rendezvous", "master_port", "script",
+                                   "script_args", "max_restarts", "accumulation_steps", "micro_batch",
+                                   "global_batch", "checkpoint_every_iterations")} == {
+        "region": "us-east-1", "nnodes": 4, "world_size": 11, "rendezvous": "static", "master_port": 29511,
+        "script": "t.py", "script_args": ["--lr", "0.1"], "max_restarts": 0, "accumulation_steps": 1,
+        "micro_batch": 83, "global_batch": 83, "checkpoint_every_iterations": None}
+    for node, line in zip(launch["nodes"], launch["torchrun"]):
+        env, opts, rest = _parse(line)
+        assert env == node["env"] == {"SRIFT_LOCAL_BATCHES": ",".join(map(str, node["local_batches"])),
+                                      "SRIFT_GLOBAL_BATCH": "83"}
+        assert opts["master-port"] == "29511" and opts["node-rank"] == str(node["node_rank"])
+        assert rest == ["t.py", "--lr", "0.1"]
+
+
+def test_spot_plans_restart_and_name_the_checkpoint_interval(resnet50_profile):
+    """Note "spot launch": torchrun lines of a plan with spot instances carry --max-restarts=3,
+    and a Plan's launch names the checkpoint interval its spot price assumes."""
+    plan = srift.recommend(resnet50_profile, global_batch=256, iterations=100_000, deadline_hours=12, markets="spot",
+                           regions=["us-east-1"], max_types=1, instance_types=["p4d.24xlarge"])
+    assert plan.best is not None and plan.best.uses_spot and plan.best.checkpoint_interval_hours > 0
+    best = plan.best
+    every = int(best.checkpoint_interval_hours * 3600 / best.prediction.iteration_s)
+    data = export.to_json(best)
+    assert data["launch"]["checkpoint_every_iterations"] == every >= 1
+    assert data["launch"]["max_restarts"] == 3
+    lines = export.torchrun(best)
+    assert lines and all(_parse(line)[1]["max-restarts"] == "3" for line in lines)
+    text = export.torchrun_text(best)
+    assert f"every {every:,} iterations" in text and "checkpointing is your script's job" in text
+    on_demand = predict(resnet50_profile, "2x p3.2xlarge", 100, region="us-east-1")
+    assert not any("max-restarts" in line for line in export.torchrun(on_demand))
+    assert "spot" not in export.torchrun_text(on_demand)
 
 
 def test_infeasible_prediction_is_not_exported(resnet50_profile):
