@@ -34,9 +34,13 @@ if TYPE_CHECKING:
     from srift.profile_data import Profile
 
 __all__ = ["SCHEMA", "TABLE_PATH", "SOURCE", "TorchSupportWarning", "WheelVariant", "TorchRelease",
-           "TorchTarget", "load_table", "parse_capability", "resolve_target", "install_line", "describe"]
+           "TorchTarget", "SUPPORT_LEVELS", "load_table", "parse_capability", "resolve_target", "preferred_wheel",
+           "install_line", "describe"]
 
 SCHEMA = "srift.torch-wheels/1"
+# A variant's place in its release, as PyTorch's CUDA support-matrix RFCs name it: "default" is
+# the one PyPI serves (one per release at most).
+SUPPORT_LEVELS = ("default", "stable", "legacy", "experimental")
 TABLE_PATH = Path(__file__).resolve().parent / "data" / "torch_wheels.json"
 SOURCE = "source"
 
@@ -72,6 +76,7 @@ class WheelVariant:
     cuda: str
     sass: tuple[tuple[int, int], ...]
     ptx: tuple[tuple[int, int], ...]
+    support: str | None = None  # one of SUPPORT_LEVELS; None where the table's sources do not say
 
     def runs(self, capability: str | None) -> bool:
         """Note "wheel runs GPU": a cubin of the same major and a minor <= the GPU's, or PTX
@@ -83,8 +88,11 @@ class WheelVariant:
                 or any(p <= cap for p in self.ptx))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "cuda": self.cuda, "sass": [_text(s) for s in self.sass],
-                "ptx": [_text(p) for p in self.ptx]}
+        out = {"name": self.name, "cuda": self.cuda, "sass": [_text(s) for s in self.sass],
+               "ptx": [_text(p) for p in self.ptx]}
+        if self.support is not None:
+            out["support"] = self.support
+        return out
 
 
 @dataclass(frozen=True)
@@ -163,7 +171,12 @@ def _parse_table(doc: Any, origin: str) -> WheelTable:
                 lists[key] = tuple(parse_capability(c, f"{origin}: {vat}.{key}[{k}]") for k, c in enumerate(caps))
             if not lists["sass"] and not lists["ptx"]:
                 raise fail(f"{vat}.sass", "at least one capability (sass or ptx)", v.get("sass"))
-            parsed.append(WheelVariant(name, cuda, lists["sass"], lists["ptx"]))
+            support = v.get("support")
+            if support is not None and support not in SUPPORT_LEVELS:
+                raise fail(f"{vat}.support", f"one of {', '.join(SUPPORT_LEVELS)} or absent", support)
+            if support == "default" and any(p.support == "default" for p in parsed):
+                raise fail(f"{vat}.support", "'default' for one variant per release (PyPI's)", support)
+            parsed.append(WheelVariant(name, cuda, lists["sass"], lists["ptx"], support))
         release = TorchRelease(torch, row["status"], tuple(parsed), tuple(sources))
         if releases and release.key <= releases[-1].key:
             raise fail(f"{at}.torch", f"a release after {releases[-1].torch} (rows oldest first, once each)", torch)
@@ -290,13 +303,43 @@ def resolve_target(torch: Any = None, profile: Profile | None = None, *,
 INDEX_URL = "https://download.pytorch.org/whl/"
 
 
+def _variants_of(release: str) -> dict[str, WheelVariant]:
+    """The shipped table's variants of a release row ("2.13"), by name; empty if it has none."""
+    for row in load_table().releases:
+        if row.torch == release:
+            return {v.name: v for v in row.variants}
+    return {}
+
+
+def preferred_wheel(release: str, wheels: list[str]) -> str:
+    """Of the variants that run a plan, the one to install: PyPI's default, else a stable one,
+    else one whose support the table does not record, else legacy, else experimental; the newest
+    CUDA among equals. The first runner had been offered, so an A10G plan under 2.13 was told to
+    install the legacy CUDA 12.6 build rather than PyPI's CUDA 13.0 one."""
+    by_name = _variants_of(release)
+    rank = {level: i for i, level in enumerate(("default", "stable", None, "legacy", "experimental"))}
+
+    def key(name: str) -> tuple[int, tuple[int, int]]:
+        v = by_name.get(name)
+        if v is None:
+            return len(rank), (0, 0)
+        major, minor = v.cuda.split(".")
+        return rank[v.support], (-int(major), -int(minor))
+
+    return min(wheels, key=key)
+
+
 def install_line(release: str | None, wheels: list[str] | None) -> str | None:
-    """The pip line that installs the first official wheel variant that runs a plan
-    (``torch==2.13.*`` from download.pytorch.org/whl/cu126), or None when there is none or the
-    check is off."""
+    """The pip line that installs the official wheel variant to use for a plan
+    (`preferred_wheel`): plain ``pip install "torch==2.13.*"`` for PyPI's default variant, else
+    from download.pytorch.org/whl/cuNNN; None when no variant runs it or the check is off."""
     if release is None or not wheels:
         return None
-    return f'pip install "torch=={release}.*" --index-url {INDEX_URL}{wheels[0]}'
+    wheel = preferred_wheel(release, wheels)
+    variant = _variants_of(release).get(wheel)
+    if variant is not None and variant.support == "default":
+        return f'pip install "torch=={release}.*"  # {wheel}, PyPI\'s default build'
+    return f'pip install "torch=={release}.*" --index-url {INDEX_URL}{wheel}'
 
 
 def describe(pred: Any) -> str | None:

@@ -273,6 +273,47 @@ def test_the_quickstart_answer_is_unchanged_under_2_13(resnet50_profile, catalog
 
 # ---------------------------------------------------------------------------- CLI, export, sweep
 
+def test_the_install_line_offers_pypis_build_else_the_newest_stable_one() -> None:
+    from srift.torch_support import install_line, preferred_wheel
+
+    # an A10G plan under 2.13 runs every variant: PyPI's CUDA 13.0 build, not the legacy 12.6 one
+    # listed first (which the line had offered), nor the experimental 13.2 one
+    assert preferred_wheel("2.13", ["cu126", "cu130", "cu132"]) == "cu130"
+    assert install_line("2.13", ["cu126", "cu130", "cu132"]) == 'pip install "torch==2.13.*"  # cu130, PyPI\'s default build'
+    # a V100 has the legacy build alone, from PyTorch's index
+    assert install_line("2.13", ["cu126"]) == 'pip install "torch==2.13.*" --index-url https://download.pytorch.org/whl/cu126'
+    assert preferred_wheel("2.14", ["cu126", "cu130", "cu132"]) == "cu132"  # 2.14 made 13.2 PyPI's
+    assert preferred_wheel("2.11", ["cu126", "cu128", "cu130"]) == "cu130"  # two stable: the newer CUDA
+    assert preferred_wheel("2.13", ["cu126", "cu132"]) == "cu126"            # legacy before experimental
+
+
+@pytest.mark.parametrize("support, message", [
+    ("beta", r"releases\[0\]\.variants\[0\]\.support: expected one of default, stable, legacy, experimental"),
+    (1, r"releases\[0\]\.variants\[0\]\.support"),
+])
+def test_a_wheel_support_level_is_checked(tmp_path, support, message) -> None:
+    from srift.torch_support import TABLE_PATH, load_table
+
+    doc = json.loads(TABLE_PATH.read_text())
+    doc["releases"][0]["variants"][0]["support"] = support
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=message):
+        load_table(path)
+
+
+def test_one_default_wheel_per_release(tmp_path) -> None:
+    from srift.torch_support import TABLE_PATH, load_table
+
+    doc = json.loads(TABLE_PATH.read_text())
+    for v in doc["releases"][-1]["variants"]:
+        v["support"] = "default"
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match=r"support: expected 'default' for one variant per release"):
+        load_table(path)
+
+
 def test_cli_torch_option_and_install_line(capsys, tmp_path, resnet50_profile) -> None:
     from srift.cli import main
 
@@ -284,7 +325,7 @@ def test_cli_torch_option_and_install_line(capsys, tmp_path, resnet50_profile) -
     out = capsys.readouterr().out
     assert code == 0
     assert '# PyTorch: the official torch 2.13 wheels cu130, cu132 run every GPU of it: ' \
-           'pip install "torch==2.13.*" --index-url https://download.pytorch.org/whl/cu130' in out
+           'pip install "torch==2.13.*"  # cu130, PyPI\'s default build' in out
     code = main(["predict", "--profile", str(path), "--cluster", V100_B200, "--global-batch", "256",
                  "--torch", "2.13", "--json"])
     doc = json.loads(capsys.readouterr().out)
