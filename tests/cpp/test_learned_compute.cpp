@@ -1895,15 +1895,26 @@ TEST(LearnedCompute, ACacheKeepsApartTheRunsGridsAndGpusItsLinesAndModelsAreKept
 
 namespace {
 
-// BERT-base at 128 tokens, its layers summed by kind (as AtFp32AGpuWithTf32... reads it).
-srift::WorkloadStats bert_base_by_kind() {
-  return srift::WorkloadStats({LayerCost{OpKind::matmul, 6.523e10, 1.305e11, 2.56e8, 3.401e8},
-                               LayerCost{OpKind::attention, 5.436e9, 1.359e10, 5.684e7, 0},
-                               LayerCost{OpKind::norm, 0, 0, 5.898e7, 1.536e5},
-                               LayerCost{OpKind::elementwise, 0, 0, 2.572e8, 0},
-                               LayerCost{OpKind::embedding, 0, 0, 2.957e6, 9.534e7},
-                               LayerCost{OpKind::other, 0, 0, 6.49e6, 0}},
-                              3.049e9);
+// srift.learn.workloads' bert_base_128 (BERT-base at 128 tokens) layer by layer, grouped.
+srift::WorkloadStats bert_base_128() {
+  std::vector<LayerCost> layers;
+  for (const auto& [n, layer] : std::vector<std::pair<int, LayerCost>>{
+           {1, LayerCost{OpKind::embedding, 0, 0, 394240, 93763584}},
+           {1, LayerCost{OpKind::embedding, 0, 0, 197120, 1572864}},
+           {1, LayerCost{OpKind::embedding, 0, 0, 394240, 6144}},
+           {25, LayerCost{OpKind::norm, 0, 0, 786432, 6144}},
+           {25, LayerCost{OpKind::elementwise, 0, 0, 786432, 0}},
+           {1, LayerCost{OpKind::other, 0, 0, 2163200, 0}},
+           {48, LayerCost{OpKind::matmul, 150994944, 301989888, 786432, 2362368}},
+           {12, LayerCost{OpKind::attention, 50331648, 125829120, 1579008, 0}},
+           {24, LayerCost{OpKind::elementwise, 0, 0, 1179648, 0}},
+           {12, LayerCost{OpKind::matmul, 603979776, 1207959552, 1966080, 9449472}},
+           {12, LayerCost{OpKind::elementwise, 0, 0, 3145728, 0}},
+           {12, LayerCost{OpKind::matmul, 603979776, 1207959552, 1966080, 9440256}},
+           {1, LayerCost{OpKind::matmul, 393216, 786432, 394240, 6152}}}) {
+    layers.insert(layers.end(), n, layer);
+  }
+  return srift::WorkloadStats(std::move(layers), 3049010800.0);
 }
 
 void expect_same_model(const srift::ComputeModel& a, const srift::ComputeModel& b, const std::string& what) {
@@ -1921,7 +1932,7 @@ TEST(LearnedCompute, AReferenceBoundsATargetWithItsOwnLineOnItsOwnGrid) {
   // target was refitted on the target's grid, not its own prediction. BERT-base at FP32 anchored
   // on an L4 at batch 1 (0.7x its own time) as bench/dominance_scan.py --small predicts it, the
   // engine's limits (BERT-base at 128 tokens: L4 226, A100-40GB 435, RTX PRO 6000 1,098): the
-  // RTX PRO 6000, ahead of the A100-40GB on every spec, behind it at batch 1 when each is
+  // RTX PRO 6000, ahead of the A100-40GB on every spec, 1.014x behind it at batch 1 when each is
   // predicted on its own grid with the references on the target's; in order with the table.
   const srift::LearnedCompute lc =
       srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
@@ -1932,17 +1943,17 @@ TEST(LearnedCompute, AReferenceBoundsATargetWithItsOwnLineOnItsOwnGrid) {
   }
   ASSERT_EQ(a100.name, "A100-40GB");
   a100.launch_year = 2020;
-  const GpuSpec pro{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9, 2025};
-  const GpuSpec l4{"L4", 22888.0 * (1 << 20), 30.3e12, 60e12, 121e12, 300e9, 2023};
+  const GpuSpec pro{"RTX-PRO-6000", 96.0 * (1ull << 30), 120e12, 240e12, 480e12, 1597e9, 2025};
+  const GpuSpec l4{"L4", 22.352 * (1ull << 30), 30.3e12, 60e12, 121e12, 300e9, 2023};
   const srift::GridEnds ends = {{l4.memory_bytes, 226}, {a100.memory_bytes, 435}, {pro.memory_bytes, 1098}};
-  const srift::WorkloadStats w = bert_base_by_kind();
+  const srift::WorkloadStats w = bert_base_128();
   const double own = total_at(lc.predict_absolute(w, l4, Precision::fp32, 226, ends).model, 1);
   const std::vector<srift::Measurement> run = {{1, 0.7 * own}};
   const auto at_1 = [&](const GpuSpec& g, double max_batch, const srift::GridEnds& table) {
     return total_at(lc.predict_anchored(w, l4, run, g, Precision::fp32, max_batch, table).model, 1);
   };
   // before: the A100's line refitted on the RTX PRO 6000's grid bounds it, not the A100's own
-  EXPECT_GT(at_1(pro, 1098, {}), at_1(a100, 435, {}) * 1.001);
+  EXPECT_GT(at_1(pro, 1098, {}), at_1(a100, 435, {}) * 1.01);
   // now: in order at batch 1, every grid's first batch, exactly; and near it
   EXPECT_LE(at_1(pro, 1098, ends), at_1(a100, 435, ends) * (1 + 1e-12));
   for (double b : {2.0, 4.0, 8.0}) {
@@ -1962,7 +1973,7 @@ TEST(LearnedCompute, NoGridEndsOrEndsThatAreTheTargetsOwnChangeNothing) {
   const srift::LearnedCompute lc =
       srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
                                             srift_test::shipped_document("compute_absolute"));
-  const srift::WorkloadStats w = bert_base_by_kind();
+  const srift::WorkloadStats w = bert_base_128();
   const GpuSpec l4{"L4", 22888.0 * (1 << 20), 30.3e12, 60e12, 121e12, 300e9, 2023};
   const GpuSpec pro{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9, 2025};
   const GpuSpec t4{"T4", 16.0 * (1ull << 30), 8.1e12, 0, 65e12, 320e9, 2018};
@@ -1998,7 +2009,7 @@ TEST(LearnedCompute, ACacheKeepsEachTableOfGridEndsApart) {
   const srift::LearnedCompute lc =
       srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
                                             srift_test::shipped_document("compute_absolute"));
-  const srift::WorkloadStats w = bert_base_by_kind();
+  const srift::WorkloadStats w = bert_base_128();
   GpuSpec a100;
   for (const GpuSpec& g : lc.config().ratio_references) {
     if (g.name == "A100-40GB") a100 = g;
@@ -2015,7 +2026,7 @@ TEST(LearnedCompute, ACacheKeepsEachTableOfGridEndsApart) {
   srift::LearnedCompute::Cache cache(w);
   for (int pass = 0; pass < 2; ++pass) {
     for (Precision p : {Precision::fp32, Precision::amp}) {
-      for (const GpuSpec* target : {&pro, &h100, &a100}) {
+      for (const GpuSpec* target : {&pro, &h100, static_cast<const GpuSpec*>(&a100)}) {
         for (std::size_t t = 0; t < tables.size(); ++t) {
           const srift::GridEnds table = tables[t] ? *tables[t] : srift::GridEnds{};
           const std::string at = target->name + " table " + std::to_string(t) + " pass " + std::to_string(pass);
