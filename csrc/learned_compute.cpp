@@ -496,7 +496,7 @@ struct LearnedCompute::Memo {
   using Cache = std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual>;
   explicit Memo(const WorkloadStats& w, const GridEnds& ends = {}) : workload(&w), grid_ends(ends) {}
   const WorkloadStats* workload;
-  // Note "own grids": the call's table, checked and sorted by memory (grid_ends_key). Every entry
+  // Note "own grids": the call's table, checked and sorted by memory (checked_grid_ends). Every entry
   // of this Memo is computed under it: a Cache keeps one Memo per table (memo_of).
   GridEnds grid_ends;
   // The end of g's own grid where the table lists its memory: true and `out` set; else false.
