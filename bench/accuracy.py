@@ -1180,6 +1180,8 @@ def ratio_engine_path(w) -> None:
         span = 4.0 * max(a.batch, b.batch)
         # the core's line for the anchor (predict_absolute: put in order with the references'
         # lines, its note "lines in order")
+        # (no grid ends: the workload table knows no memory, so every reference's line is on this
+        # grid, as the core's with none: note "own grids")
         learned = absolute_line_in_order(est_a.predict, wl, pa, a.precision, refs, span)
         halfway = absolute_on_grid(roof_a, lambda grid: [0.5 * math.log(total(learned, g) / total(roof_a, g))
                                                          for g in grid], span)
@@ -1389,6 +1391,7 @@ def absolute_engine_path(w) -> None:
         pred["at_row_batch_dominance_guard"][i] = math.log(roof) + corr([b], True)[0]
         pred["reference_batch_32"][i] = math.log(roof) + corr([32.0])[0]
         for k, mult in (("grid_to_4x_batch", 4), ("grid_to_64x_batch", 64)):
+            # no grid ends (no memory known): the references' lines on the row's grid (note "own grids")
             for suffix, guard in (("", False), ("_dominance_guard", True)):
                 m = (absolute_line_in_order(est.predict, wl, gpu, r.precision, refs, mult * b) if guard else
                      absolute_on_grid(prior, lambda grid: corr(grid, guard), mult * b, token_slope=True))

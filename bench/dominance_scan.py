@@ -12,13 +12,15 @@ Both fit every GPU's line on the default grid (batch_grid of the batch: 1..1024 
 --small, as the engine predicts a small batch instead: batches 1, 2, 4 and 8, each GPU's line
 fitted on its own memory limit's grid (srift.Engine.memory_max_batch: GPUs with more memory
 get longer grids), over the shipped workloads (profiled on meta for their memory) and the six
-models of bench/unlike_models.py (profiled on the CPU, ~1 minute).
+models of bench/unlike_models.py (profiled on the CPU, ~1 minute), each reference bounding a
+target with its own line on its own grid as the engine passes them (srift.Engine.grid_ends,
+srift::LearnedCompute note "own grids"; --no-grid-ends: on the target's grid, as before them).
 A break counts when the dominating GPU is more than 0.01% slower; they are grouped by whether
 one GPU of the pair is past the data's edge (note "data edge": launched after it, with no
 training GPU's specs) and by precision, and the worst
 ratio of each (precision, pair) is listed.
 
-    python bench/dominance_scan.py [--small] [--json out.json]
+    python bench/dominance_scan.py [--small [--no-grid-ends]] [--json out.json]
 """
 from __future__ import annotations
 
@@ -40,6 +42,8 @@ def main() -> None:
     ap.add_argument("--json", help="also write the result here")
     ap.add_argument("--small", action="store_true",
                     help="batches 1-8 on each GPU's memory grid, with bench/unlike_models.py's models")
+    ap.add_argument("--no-grid-ends", action="store_true",
+                    help="with --small: the references' lines on the target's grid (no grid ends passed)")
     args = ap.parse_args()
 
     from srift import _core
@@ -89,17 +93,19 @@ def main() -> None:
         stats = core_workload_stats(info)
         for prec in PRECISIONS:
             p = core_precision(prec)
-            limits = memory_limits(profile, cat, prec)
+            limits, ends = memory_limits(profile, cat, prec)
+            if args.no_grid_ends:
+                ends = []
             for batch in batches:
                 # the grid's span: the engine's memory limit with --small, else the batch (1..1024)
                 span = {k: limits[k] if limits else batch for k in gpus}
-                own = {k: lc.predict_absolute(stats, gpu_spec(g), p, span[k]).model for k, g in gpus.items()}
+                own = {k: lc.predict_absolute(stats, gpu_spec(g), p, span[k], ends).model for k, g in gpus.items()}
                 count("no_measurement", prec, {k: total(m, batch) for k, m in own.items()},
                       {"workload": key, "batch": batch})
                 for anchor, factor in itertools.product(ANCHORS, RUN_FACTORS):
                     run = [_core.Measurement(batch, factor * total(own[anchor], batch))]
                     t = {k: total(lc.predict_anchored(stats, gpu_spec(gpus[anchor]), run, gpu_spec(g), p,
-                                                      span[k] if limits else 0.0).model, batch)
+                                                      span[k] if limits else 0.0, ends).model, batch)
                          for k, g in gpus.items()}
                     count("anchored", prec, t, {"workload": key, "batch": batch, "anchor": anchor,
                                                 "run_over_own_prediction": factor})
@@ -107,7 +113,8 @@ def main() -> None:
                       "largest": max((w["ratio"] for (k, *_), w in worst.items() if k == kind), default=1.0)}
                for kind in ("no_measurement", "anchored")}
     result = {
-        "benchmark": "dominance_scan", "small": args.small, "batches": list(batches),
+        "benchmark": "dominance_scan", "small": args.small, "grid_ends": args.small and not args.no_grid_ends,
+        "batches": list(batches),
         "dominating_pairs": pairs, "tolerance": TOLERANCE, "by_kind": by_kind,
         "breaks": {f"{k}/{g}/{p}": n for (k, g, p), n in sorted(breaks.items())},
         "breaks_total": sum(breaks.values()),
@@ -151,11 +158,12 @@ def small_batch_workloads(cat) -> dict:
     return out
 
 
-def memory_limits(profile, cat, precision: str) -> dict[str, float] | None:
-    """{catalog GPU: the largest local batch that fits it} as the engine takes it for the grid
-    (srift.Engine.memory_max_batch); None without a profile."""
+def memory_limits(profile, cat, precision: str) -> tuple[dict[str, float] | None, list[tuple[float, float]]]:
+    """({catalog GPU: the largest local batch that fits it}, each memory's grid end) as the engine
+    takes them for the grids (srift.Engine.memory_max_batch and grid_ends); (None, []) without a
+    profile."""
     if profile is None:
-        return None
+        return None, []
     import warnings
 
     from srift.engine import Engine, EngineConfig
@@ -163,7 +171,7 @@ def memory_limits(profile, cat, precision: str) -> dict[str, float] | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         eng = Engine(profile, cat, EngineConfig(precision=precision))
-        return {k: eng.memory_max_batch(k) for k in cat.gpu_keys()}
+        return {k: eng.memory_max_batch(k) for k in cat.gpu_keys()}, eng.grid_ends()
 
 
 if __name__ == "__main__":

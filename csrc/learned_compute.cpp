@@ -75,6 +75,44 @@ void check_max_batch(double max_batch) {
   }
 }
 
+// Note "own grids": each GPU's line is fitted on its own grid, which ends at what fits its memory
+// (srift.Engine.memory_max_batch, passed as max_batch for the target alone), and a reference that
+// bounds a target (notes "lines in order", "across the fp32 paths", "across the fp32 paths, from
+// below") was fitted on the target's grid instead: a line that is not the reference's own
+// prediction. Over the catalog at batches 1-8 (bench/dominance_scan.py --small) that left 457
+// dominating pairs out of order, the largest the RTX PRO 6000 1.014x behind the A100-40GB
+// (BERT-base at 128 tokens, FP32, batch 1, anchored on an L4): the A100 on its own grid (1..1,024)
+// is 1.4% lower at batch 1 than its line refitted on the RTX PRO 6000's (1..1,098). A caller that
+// knows the workload's memory passes each GPU's own grid end by its memory (GridEnds); a reference
+// listed there bounds the target with its own line on its own grid (for an anchored prediction:
+// its own anchored line, from the anchor's measured curve on that grid, as predict_anchored with
+// its own max_batch fits it; the anchor, or a reference with its specs, with its measured line on
+// its own grid), evaluated at the target's grid ends, where the lines are put in order. Batch 1 is
+// every grid's first batch, so there the target is in order with each reference's own prediction
+// exactly. One not listed, and every reference where the table is empty, is fitted on the
+// target's grid as before. Every evaluation that reads a reference's line depends on the table
+// (a reference's own line is held by its references on their own grids in turn), so a Cache keeps
+// one Memo per table (memo_of), a table being the call's input as much as max_batch.
+GridEnds checked_grid_ends(const GridEnds& ends) {
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    const std::string at = "grid_ends[" + std::to_string(i) + "]";
+    detail::require_positive(at + ".memory_bytes", ends[i].first);
+    if (!std::isfinite(ends[i].second)) {
+      detail::fail(at + ".max_batch",
+                   "finite (the largest local batch that fits a GPU of that memory, or <= 0 when not known)",
+                   ends[i].second);
+    }
+  }
+  GridEnds out = ends;
+  std::sort(out.begin(), out.end());
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    if (out[i].first == out[i - 1].first) {
+      detail::fail("grid_ends: memory_bytes", "listed once (each memory has one grid end)", out[i].first);
+    }
+  }
+  return out;
+}
+
 // The least slope (a share of the target roofline's seconds per sample) of an anchored line: a
 // guard against a degenerate fit where the curve is flat over the grid, not a model. The
 // roofline's own slope is no floor: its assumed efficiencies make it steeper than measured
@@ -452,11 +490,23 @@ struct ArrayBitsEqual {
 // compares every catalog GPU's model and five srift.predict answers (resnet50 and BERT-base, FP32
 // and AMP, no measurement, anchored on one and two GPUs, measured) before and after, and
 // tests/cpp ACacheKeepsApartTheRunsGridsAndGpusItsLinesAndModelsAreKeptBy fails where a key
-// leaves out the runs, the grid or max_batch.
+// leaves out the runs, the grid or max_batch. The table of grid ends (note "own grids") selects
+// the Memo itself: every entry above is computed under one table (ACacheKeepsEachTableOfGridEndsApart).
 struct LearnedCompute::Memo {
   using Cache = std::unordered_map<std::vector<double>, double, FeatureHash, FeatureBitsEqual>;
-  explicit Memo(const WorkloadStats& w) : workload(&w) {}
+  explicit Memo(const WorkloadStats& w, const GridEnds& ends = {}) : workload(&w), grid_ends(ends) {}
   const WorkloadStats* workload;
+  // Note "own grids": the call's table, checked and sorted by memory (checked_grid_ends). Every entry
+  // of this Memo is computed under it: a Cache keeps one Memo per table (memo_of).
+  GridEnds grid_ends;
+  // The end of g's own grid where the table lists its memory: true and `out` set; else false.
+  bool own_max_batch(const GpuSpec& g, double& out) const {
+    const auto it = std::lower_bound(grid_ends.begin(), grid_ends.end(), g.memory_bytes,
+                                     [](const std::pair<double, double>& e, double m) { return e.first < m; });
+    if (it == grid_ends.end() || it->first != g.memory_bytes) return false;
+    out = it->second;
+    return true;
+  }
   // by the GPU's five spec numbers and the precision, bitwise as every other table (std::map's <
   // took a NaN spec for another GPU's entry; later checks refused it, this does not rely on them)
   std::unordered_map<std::array<double, 6>, GpuTerms, ArrayBitsHash<6>, ArrayBitsEqual<6>> terms;
@@ -1159,10 +1209,12 @@ LearnedCompute::LearnedCompute(LearnedModel ratio, LearnedModel absolute, Learne
 
 // Note "shared memo": a Cache's state, locked for each call through it.
 struct LearnedCompute::Cache::State {
-  explicit State(const WorkloadStats& w) : memo(w) {}
+  explicit State(const WorkloadStats& w) : workload(&w) {}
+  const WorkloadStats* workload;
   std::mutex mutex;
   std::uint64_t owner = 0;  // the id_ of the LearnedCompute its entries are of (0: none yet)
-  Memo memo;
+  // Note "own grids": one Memo per table of grid ends (checked and sorted), by its numbers bitwise.
+  std::unordered_map<std::vector<double>, std::unique_ptr<Memo>, FeatureHash, FeatureBitsEqual> memos;
 };
 
 LearnedCompute::Cache::Cache(WorkloadStats workload)
@@ -1170,51 +1222,59 @@ LearnedCompute::Cache::Cache(WorkloadStats workload)
 
 LearnedCompute::Cache::~Cache() = default;
 
-LearnedCompute::Memo& LearnedCompute::memo_of(Cache& cache) const {
+LearnedCompute::Memo& LearnedCompute::memo_of(Cache& cache, const GridEnds& grid_ends) const {
   Cache::State& st = *cache.state_;
   if (st.owner == 0) st.owner = id_;
   if (st.owner != id_) {
     throw std::invalid_argument(
         "cache: holds another LearnedCompute's evaluations (a Cache is bound to the first LearnedCompute that uses it)");
   }
-  return st.memo;
+  GridEnds ends = checked_grid_ends(grid_ends);
+  std::vector<double> key;
+  key.reserve(2 * ends.size());
+  for (const auto& [memory, end] : ends) key.insert(key.end(), {memory, end});
+  auto it = st.memos.find(key);
+  if (it == st.memos.end()) it = st.memos.emplace(std::move(key), std::make_unique<Memo>(*st.workload, ends)).first;
+  return *it->second;
 }
 
 LearnedComputeResult LearnedCompute::predict_anchored(Cache& cache, const GpuSpec& anchor,
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision,
-                                                      double max_batch) const {
+                                                      double max_batch, const GridEnds& grid_ends) const {
   check_max_batch(max_batch);  // note "max_batch"
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   const std::lock_guard<std::mutex> lock(cache.state_->mutex);
-  return predict_anchored_memo(cache.workload_, anchor, measurements, target, precision, max_batch, memo_of(cache));
+  return predict_anchored_memo(cache.workload_, anchor, measurements, target, precision, max_batch,
+                               memo_of(cache, grid_ends));
 }
 
 LearnedComputeResult LearnedCompute::predict_anchored(Cache& cache, const std::vector<Anchor>& anchors,
                                                       const GpuSpec& target, Precision precision,
-                                                      double max_batch) const {
+                                                      double max_batch, const GridEnds& grid_ends) const {
   check_max_batch(max_batch);  // note "max_batch"
   for (std::size_t i = 0; i < anchors.size(); ++i) {  // note "measurement precision" (compute.hpp)
     require_precision(anchors[i].measurements, precision, "anchors[" + std::to_string(i) + "].measurements");
   }
   const std::lock_guard<std::mutex> lock(cache.state_->mutex);
-  return predict_anchored_memo(cache.workload_, anchors, target, precision, max_batch, memo_of(cache));
+  return predict_anchored_memo(cache.workload_, anchors, target, precision, max_batch, memo_of(cache, grid_ends));
 }
 
 LearnedComputeResult LearnedCompute::predict_absolute(Cache& cache, const GpuSpec& target, Precision precision,
-                                                      double max_batch) const {
+                                                      double max_batch, const GridEnds& grid_ends) const {
   check_max_batch(max_batch);  // note "max_batch"
   const std::lock_guard<std::mutex> lock(cache.state_->mutex);
-  return predict_absolute_memo(cache.workload_, target, precision, max_batch, memo_of(cache));
+  return predict_absolute_memo(cache.workload_, target, precision, max_batch, memo_of(cache, grid_ends));
 }
 
 ComputeModel LearnedCompute::measured_model(Cache& cache, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
-                                            double max_batch) const {
+                                            double max_batch, const GridEnds& grid_ends) const {
   check_max_batch(max_batch);  // note "max_batch"
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
   const std::lock_guard<std::mutex> lock(cache.state_->mutex);
-  return measured_model_memo(cache.workload_, gpu, roofline, measurements, precision, max_batch, memo_of(cache));
+  return measured_model_memo(cache.workload_, gpu, roofline, measurements, precision, max_batch,
+                             memo_of(cache, grid_ends));
 }
 
 // What every anchored ratio from one anchor shares: its terms and its absolute correction.
@@ -1411,10 +1471,10 @@ std::vector<double> LearnedCompute::absolute_corrections_memo(const GpuSpec& tar
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                                       const std::vector<Measurement>& measurements,
                                                       const GpuSpec& target, Precision precision,
-                                                      double max_batch) const {
+                                                      double max_batch, const GridEnds& grid_ends) const {
   check_max_batch(max_batch);  // note "max_batch"
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
-  Memo memo(w);
+  Memo memo(w, checked_grid_ends(grid_ends));
   return predict_anchored_memo(w, anchor, measurements, target, precision, max_batch, memo);
 }
 
@@ -1501,6 +1561,15 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
   }
   const std::vector<double> grid = batch_grid(span);
   auto total = [](const ComputeModel& m, double b) { return m.compute_s(b) + m.optimizer_s; };
+  // Note "own grids": the span of GPU g's own grid where the table lists its memory (reaching the
+  // measured batches, as `span` does), else the target's.
+  const auto span_of = [&](const GpuSpec& g) {
+    double own = 0;
+    if (!memo.own_max_batch(g, own)) return span;
+    own = own > 0 ? own : 0.0;
+    for (const Measurement& m : measurements) own = std::max(own, m.local_batch);
+    return own;
+  };
   if (fp32_via_tf32(anchor, precision) || fp32_via_tf32(target, precision)) {  // note "fp32 via tf32"
     // The target predicted from the measurements' TF32 equivalent, times the default's cost
     // over all-TF32 on the target at each batch; on a TF32 target at most the strict-FP32
@@ -1561,18 +1630,20 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
       // an RTX PRO 6000, ahead on FP32, TF32 and bandwidth, 1.18x behind an A100-40GB, whose
       // line fitted over 1..145 sits 18% under its curve at batch 1). The recursion ends:
       // dominance is a strict order.
-      // Each reference `keep` selects, once per distinct peaks (references differing only in
-      // memory predict alike), as its FP32 model held from above only (Memo::reference_model).
+      // Each reference `keep` selects, once per distinct peaks and grid (references differing
+      // only in memory predict alike on one grid; note "own grids": each on its own), as its FP32
+      // model held from above only (Memo::reference_model).
       const auto each_reference = [&](const auto& keep, const auto& use) {
-        std::vector<std::array<double, 5>> seen;
+        std::vector<std::array<double, 6>> seen;
         for (const GpuSpec& g : config_.ratio_references) {
           if (!keep(g)) continue;
-          const std::array<double, 5> peaks{g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
-                                            static_cast<double>(g.launch_year)};
+          const double g_span = span_of(g);
+          const std::array<double, 6> peaks{g.fp32_flops, g.tf32_flops, g.fp16_flops, g.memory_bandwidth,
+                                            static_cast<double>(g.launch_year), g_span};
           if (std::find(seen.begin(), seen.end(), peaks) != seen.end()) continue;
           seen.push_back(peaks);
-          use(ComputeModel(memo.reference_model(Memo::reference_key(g, span, &anchor, &measurements), [&] {
-            return predict_anchored_memo(w, anchor, measurements, g, precision, span, memo).model;
+          use(ComputeModel(memo.reference_model(Memo::reference_key(g, g_span, &anchor, &measurements), [&] {
+            return predict_anchored_memo(w, anchor, measurements, g, precision, g_span, memo).model;
           })));
         }
       };
@@ -1607,7 +1678,9 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
     // 1.11x behind the H100-PCIe at batch 1). Held from above only, a reference's model keeps
     // this bound: it is no recursion.
     if (dominates(target, anchor, precision) || dominates(anchor, target, precision)) {
-      const ComputeModel m = measured_model_memo(w, anchor, measured_roof, measurements, precision, span, memo);
+      // note "own grids": the anchor's own measured line, on its own grid where the table lists it
+      const ComputeModel m =
+          measured_model_memo(w, anchor, measured_roof, measurements, precision, span_of(anchor), memo);
       const Line measured_line{m.fixed_s() + m.optimizer_s, m.per_sample_s()};
       if (dominates(target, anchor, precision)) across.add_upper(measured_line, grid.front(), grid.back());
       else across.add_lower(measured_line, grid.front(), grid.back());
@@ -1627,11 +1700,19 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
   // The line of GPU `g` anchored on the measurements, before the lines are put in order: at each
   // batch of the grid the anchor's measured curve times g's guarded ratio there, held to g's
   // peak floor, fitted.
-  const auto anchored_line = [&](const GpuSpec& g) {
+  // Note "own grids": on the grid of `line_span` (the target's, or a reference's own), from the
+  // anchor's measured curve on that grid, as predict_anchored fits g with that max_batch.
+  const auto measured_on = [&](double line_span) {
+    return line_span == span ? measured
+                             : measured_model_memo(w, anchor, roof, measurements, precision, line_span, memo);
+  };
+  const auto anchored_line = [&](const GpuSpec& g, double line_span) {
+    const std::vector<double> g_grid = line_span == span ? grid : batch_grid(line_span);
+    const ComputeModel on_grid = measured_on(line_span);
     const ComputeModel g_roof = memo.terms_of(g, precision).roofline;
-    std::vector<double> t(grid.size());
-    for (std::size_t i = 0; i < grid.size(); ++i) {
-      const double b = grid[i], on_anchor = total(measured, b);
+    std::vector<double> t(g_grid.size());
+    for (std::size_t i = 0; i < g_grid.size(); ++i) {
+      const double b = g_grid[i], on_anchor = total(on_grid, b);
       if (!ratio_model_covers) {
         // No FP16 path on one side: the roofline ratio, with the roofline's own interval.
         t[i] = on_anchor * total(g_roof, b) / total(roof, b);
@@ -1642,36 +1723,45 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
       t[i] = on_anchor * std::exp(guarded_log_ratio_memo(w, anchor, g, b, precision, observed, memo));
     }
     const double floor = peak_floor_per_sample(w, g, precision, &anchor, &measurements);  // note "peak floor"
-    hold_to_floor(t, grid, floor);
+    hold_to_floor(t, g_grid, floor);
     // A flat or falling curve (a fixed cost the grid's batches do not grow) is that cost plus a
     // token slope (kMinSlopeShare), not a line through the origin.
-    const auto [fixed, per_sample] = affine_relative_fit(grid, t, kMinSlopeShare * g_roof.per_sample_s());
-    return Line{fixed, slope_held_to_floor(grid, fixed, per_sample, floor)};
+    const auto [fixed, per_sample] = affine_relative_fit(g_grid, t, kMinSlopeShare * g_roof.per_sample_s());
+    return Line{fixed, slope_held_to_floor(g_grid, fixed, per_sample, floor)};
   };
   // Note "memo by inputs": each GPU's line kept by all it reads (the anchor, the runs, the GPU,
   // the precision, the grid's span and whether the ratio model covers the pair), so a reference's
   // line is fitted once per anchor and grid, not once per target it bounds.
-  const auto kept_line = [&](const GpuSpec& g) {
-    std::vector<double> key = Memo::anchored_line_key(anchor, measurements, g, precision, span, ratio_model_covers);
+  const auto kept_line = [&](const GpuSpec& g, double line_span) {
+    std::vector<double> key =
+        Memo::anchored_line_key(anchor, measurements, g, precision, line_span, ratio_model_covers);
     auto kept = memo.anchored_lines.find(key);
     if (kept == memo.anchored_lines.end()) {
-      const Line l = anchored_line(g);
+      const Line l = anchored_line(g, line_span);
       kept = memo.anchored_lines.emplace(std::move(key), std::make_pair(l.fixed, l.per_sample)).first;
     }
     return Line{kept->second.first, kept->second.second};
   };
-  Line line = kept_line(target);
+  Line line = kept_line(target, span);
   if (ratio_model_covers && !config_.ratio_references.empty()) {
     // Note "lines in order": held between the references' own anchored lines on this grid and
     // the anchor's measured line (the measurement is exact: a reference with the anchor's specs
     // predicts it).
+    // Note "own grids": each reference's own line, the anchor's (or a reference with its specs)
+    // its measured line, each on its own grid where the table lists its memory.
     const Specs anchor_specs = specs_of(anchor, precision);
-    const Line measured_line{measured.fixed_s() + measured.optimizer_s, measured.per_sample_s()};
     LineBounds bounds;
     auto bound_by = [&](const GpuSpec& g, bool is_anchor) {
       const bool below = dominates(target, g, precision);
       if (!below && !dominates(g, target, precision)) return;
-      const Line l = is_anchor || specs_of(g, precision) == anchor_specs ? measured_line : kept_line(g);
+      const double g_span = span_of(g);
+      Line l;
+      if (is_anchor || specs_of(g, precision) == anchor_specs) {
+        const ComputeModel m = measured_on(g_span);
+        l = {m.fixed_s() + m.optimizer_s, m.per_sample_s()};
+      } else {
+        l = kept_line(g, g_span);
+      }
       if (below) bounds.add_upper(l, grid.front(), grid.back());
       else bounds.add_lower(l, grid.front(), grid.back());
     };
@@ -1696,12 +1786,12 @@ LearnedComputeResult LearnedCompute::predict_anchored_fit(const WorkloadStats& w
 
 LearnedComputeResult LearnedCompute::predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
                                                       const GpuSpec& target, Precision precision,
-                                                      double max_batch) const {
+                                                      double max_batch, const GridEnds& grid_ends) const {
   check_max_batch(max_batch);  // note "max_batch"
   for (std::size_t i = 0; i < anchors.size(); ++i) {  // note "measurement precision" (compute.hpp)
     require_precision(anchors[i].measurements, precision, "anchors[" + std::to_string(i) + "].measurements");
   }
-  Memo memo(w);
+  Memo memo(w, checked_grid_ends(grid_ends));
   return predict_anchored_memo(w, anchors, target, precision, max_batch, memo);
 }
 
@@ -1784,9 +1874,10 @@ std::pair<double, double> LearnedCompute::absolute_line_fresh(const WorkloadStat
 }
 
 LearnedComputeResult LearnedCompute::predict_absolute(const WorkloadStats& w, const GpuSpec& target,
-                                                      Precision precision, double max_batch) const {
+                                                      Precision precision, double max_batch,
+                                                      const GridEnds& grid_ends) const {
   check_max_batch(max_batch);  // note "max_batch"
-  Memo memo(w);
+  Memo memo(w, checked_grid_ends(grid_ends));
   return predict_absolute_memo(w, target, precision, max_batch, memo);
 }
 
@@ -1825,8 +1916,11 @@ LearnedComputeResult LearnedCompute::predict_absolute_fresh(const WorkloadStats&
       const bool below = dominates(target, g, precision);  // the target is never slower than g
       // note "across the fp32 paths, from below": g's model held from above only
       if (!below && (memo.bounding || !dominates(g, target, precision))) continue;
-      const ComputeModel other = memo.reference_model(Memo::reference_key(g, max_batch, nullptr, nullptr), [&] {
-        return predict_absolute_memo(w, g, precision, max_batch, memo).model;
+      // note "own grids": g's own prediction, on its own grid where the table lists its memory
+      double own = max_batch;
+      memo.own_max_batch(g, own);
+      const ComputeModel other = memo.reference_model(Memo::reference_key(g, own, nullptr, nullptr), [&] {
+        return predict_absolute_memo(w, g, precision, own, memo).model;
       });
       const Line l{other.fixed_s() + other.optimizer_s, other.per_sample_s()};
       if (below) across.add_upper(l, grid.front(), grid.back());
@@ -1852,7 +1946,10 @@ LearnedComputeResult LearnedCompute::predict_absolute_fresh(const WorkloadStats&
     for (const GpuSpec& g : config_.absolute_references) {
       const bool below = dominates(target, g, precision);  // the target is never slower than g
       if (!below && !dominates(g, target, precision)) continue;
-      const auto [f, s] = absolute_line_memo(w, g, precision, grid, memo);
+      // note "own grids": g's own line, on its own grid where the table lists its memory
+      double own = 0;
+      const auto [f, s] = memo.own_max_batch(g, own) ? absolute_line_memo(w, g, precision, batch_grid(own), memo)
+                                                     : absolute_line_memo(w, g, precision, grid, memo);
       if (below) bounds.add_upper({f, s}, grid.front(), grid.back());
       else bounds.add_lower({f, s}, grid.front(), grid.back());
     }
@@ -1986,10 +2083,10 @@ ComputeModel hold_to_measured_floor(const WorkloadStats& w, const GpuSpec& gpu, 
 // the same way (hold_to_measured_floor).
 ComputeModel LearnedCompute::measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                                             const std::vector<Measurement>& measurements, Precision precision,
-                                            double max_batch) const {
+                                            double max_batch, const GridEnds& grid_ends) const {
   check_max_batch(max_batch);  // note "max_batch"
   require_precision(measurements, precision);  // note "measurement precision" (compute.hpp)
-  Memo memo(w);
+  Memo memo(w, checked_grid_ends(grid_ends));
   return measured_model_memo(w, gpu, roofline, measurements, precision, max_batch, memo);
 }
 

@@ -107,41 +107,43 @@ void bind_learned_compute(py::module_& m) {
            py::arg("batches"), py::arg("precision"), py::call_guard<py::gil_scoped_release>())
       .def("predict_anchored",
            py::overload_cast<const WorkloadStats&, const GpuSpec&, const std::vector<Measurement>&, const GpuSpec&,
-                             Precision, double>(&LearnedCompute::predict_anchored, py::const_), py::arg("workload"),
-           py::arg("anchor"), py::arg("measurements"), py::arg("target"), py::arg("precision"), py::arg("max_batch") = 0.0,
-           py::call_guard<py::gil_scoped_release>())
+                             Precision, double, const GridEnds&>(&LearnedCompute::predict_anchored, py::const_),
+           py::arg("workload"), py::arg("anchor"), py::arg("measurements"), py::arg("target"), py::arg("precision"),
+           py::arg("max_batch") = 0.0, py::arg("grid_ends") = GridEnds{}, py::call_guard<py::gil_scoped_release>())
       .def("predict_anchored_several",
-           py::overload_cast<const WorkloadStats&, const std::vector<Anchor>&, const GpuSpec&, Precision, double>(
+           py::overload_cast<const WorkloadStats&, const std::vector<Anchor>&, const GpuSpec&, Precision, double,
+                             const GridEnds&>(
                &LearnedCompute::predict_anchored, py::const_),
            py::arg("workload"), py::arg("anchors"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("grid_ends") = GridEnds{}, py::call_guard<py::gil_scoped_release>())
       .def("predict_absolute",
-           py::overload_cast<const WorkloadStats&, const GpuSpec&, Precision, double>(
+           py::overload_cast<const WorkloadStats&, const GpuSpec&, Precision, double, const GridEnds&>(
                &LearnedCompute::predict_absolute, py::const_),
            py::arg("workload"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("grid_ends") = GridEnds{}, py::call_guard<py::gil_scoped_release>())
       .def("measured_model",
            py::overload_cast<const WorkloadStats&, const GpuSpec&, const ComputeModel&, const std::vector<Measurement>&,
-                             Precision, double>(&LearnedCompute::measured_model, py::const_),
+                             Precision, double, const GridEnds&>(&LearnedCompute::measured_model, py::const_),
            py::arg("workload"), py::arg("gpu"), py::arg("roofline"), py::arg("measurements"), py::arg("precision"),
-           py::arg("max_batch"), py::call_guard<py::gil_scoped_release>())
+           py::arg("max_batch"), py::arg("grid_ends") = GridEnds{}, py::call_guard<py::gil_scoped_release>())
       // The same through a LearnedComputeCache (srift::LearnedCompute::Cache): bit-identical.
       .def("predict_anchored_several_cached",
-           py::overload_cast<LearnedCompute::Cache&, const std::vector<Anchor>&, const GpuSpec&, Precision, double>(
+           py::overload_cast<LearnedCompute::Cache&, const std::vector<Anchor>&, const GpuSpec&, Precision, double,
+                             const GridEnds&>(
                &LearnedCompute::predict_anchored, py::const_),
            py::arg("cache"), py::arg("anchors"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("grid_ends") = GridEnds{}, py::call_guard<py::gil_scoped_release>())
       .def("predict_absolute_cached",
-           py::overload_cast<LearnedCompute::Cache&, const GpuSpec&, Precision, double>(
+           py::overload_cast<LearnedCompute::Cache&, const GpuSpec&, Precision, double, const GridEnds&>(
                &LearnedCompute::predict_absolute, py::const_),
            py::arg("cache"), py::arg("target"), py::arg("precision"), py::arg("max_batch"),
-           py::call_guard<py::gil_scoped_release>())
+           py::arg("grid_ends") = GridEnds{}, py::call_guard<py::gil_scoped_release>())
       .def("measured_model_cached",
            py::overload_cast<LearnedCompute::Cache&, const GpuSpec&, const ComputeModel&,
-                             const std::vector<Measurement>&, Precision, double>(&LearnedCompute::measured_model,
-                                                                                 py::const_),
+                             const std::vector<Measurement>&, Precision, double, const GridEnds&>(
+               &LearnedCompute::measured_model, py::const_),
            py::arg("cache"), py::arg("gpu"), py::arg("roofline"), py::arg("measurements"), py::arg("precision"),
-           py::arg("max_batch"), py::call_guard<py::gil_scoped_release>());
+           py::arg("max_batch"), py::arg("grid_ends") = GridEnds{}, py::call_guard<py::gil_scoped_release>());
 
   py::class_<LearnedCompute::Cache>(m, "LearnedComputeCache",
                                     "One workload's evaluations kept across LearnedCompute calls (srift::LearnedCompute::Cache).")

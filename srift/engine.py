@@ -284,6 +284,7 @@ class Engine:
         self._anchor_list: list[tuple[str, list[_core.Measurement]]] | None = None
         self._compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._learned_cache: tuple[Any, Any] | None = None  # (CostModels, its LearnedComputeCache)
+        self._grid_ends: tuple[Any, list[tuple[float, float]]] | None = None  # (CostModels, grid_ends())
         self._instance_compute: dict[str, tuple[_core.ComputeModel, str, float, float]] = {}
         self._instances: dict[str, _core.InstanceSpec] = {}
         self._group_bands: dict[tuple[str, bool], _core.GroupBand] = {}
@@ -558,10 +559,30 @@ class Engine:
         floor past the end)."""
         return max(1.0, self._memory_batch_limit(gpu_key))
 
+    def grid_ends(self) -> list[tuple[float, float]]:
+        """(memory bytes, memory_max_batch of a GPU with that memory) for every memory among the
+        catalog's GPUs and the learned compute models' dominance references: each GPU's own grid
+        end, so that a reference bounds a target with its own line on its own grid (srift::
+        LearnedCompute note "own grids"; GpuSpec.memory_bytes is memory_gib x 2**30 on both
+        sides). Made once per engine and models."""
+        from srift.learn import default_models
+
+        models = default_models()
+        if self._grid_ends is None or self._grid_ends[0] is not models:
+            config = models.learned_compute.config
+            memories = {float(self.catalog.gpu(k).memory_gib) * GIB for k in self.catalog.gpu_keys()}
+            memories.update(g.memory_bytes for g in [*config.ratio_references, *config.absolute_references])
+            self._grid_ends = (models, [(m, max(1.0, self._memory_bytes_batch_limit(m))) for m in sorted(memories)])
+        return self._grid_ends[1]
+
     def _memory_batch_limit(self, gpu_key: str) -> float:
         """memory_max_batch before its floor of 1: 0 where not one sample fits."""
+        return self._memory_bytes_batch_limit(float(self.catalog.gpu(gpu_key).memory_gib) * GIB)
+
+    def _memory_bytes_batch_limit(self, memory_bytes: float) -> float:
+        """_memory_batch_limit of a GPU with `memory_bytes` of memory."""
         w = self.workload
-        free = self.config.usable_memory_fraction * float(self.catalog.gpu(gpu_key).memory_gib) * GIB - w.fixed_memory_bytes
+        free = self.config.usable_memory_fraction * memory_bytes - w.fixed_memory_bytes
         if w.activation_bytes_per_sample <= 0:
             # the simulator then plans any local batch up to the global batch, an int: the grid
             # reaches the largest (2**20 here left batches past it under the floor)
@@ -645,7 +666,8 @@ class Engine:
 
                     return default_models().measured_model(self.profile, gpu_key, self.catalog, self.precision,
                                                            prior, points, self.memory_max_batch(gpu_key),
-                                                           cache=self._learned_compute_cache())
+                                                           cache=self._learned_compute_cache(),
+                                                           grid_ends=self.grid_ends())
                 return _core.anchor_to_measurements(prior, points)
 
             model = fit(points)
@@ -668,7 +690,8 @@ class Engine:
             model, p10, p90, source = default_models().compute_model(self.profile, gpu_key, self.catalog,
                                                                      self.precision, anchor=self._anchors() or None,
                                                                      max_batch=self.memory_max_batch(gpu_key),
-                                                                     cache=self._learned_compute_cache())
+                                                                     cache=self._learned_compute_cache(),
+                                                                     grid_ends=self.grid_ends())
             entry = (model, source, float(p10), float(p90))
         else:
             kinds, fwd_flops, bwd_flops, fwd_bytes, param_bytes = self._layers

@@ -143,7 +143,8 @@ class CostModels:
 
     def compute_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str,
                       anchor: tuple[str, list[Any]] | list[tuple[str, list[Any]]] | None = None,
-                      max_batch: float | None = None, cache: Any = None) -> tuple[Any, float, float, str]:
+                      max_batch: float | None = None, cache: Any = None,
+                      grid_ends: list[tuple[float, float]] | None = None) -> tuple[Any, float, float, str]:
         """(ComputeModel, p10_factor, p90_factor, source) of `profile` on catalog GPU `gpu_key`.
 
         anchor: (catalog GPU key, [_core.Measurement, ...]) measured on another GPU, or a list of
@@ -162,41 +163,48 @@ class CostModels:
         model is fitted over 1..max(max_batch, 1024), note "batch grid"). The core evaluates
         all of it (srift::LearnedCompute, csrc/include/srift/learned_compute.hpp), as a C++
         scheduler would. cache: compute_cache(profile) of these models, to keep the
-        evaluations every GPU type shares (srift::LearnedCompute::Cache; bit-identical)."""
+        evaluations every GPU type shares (srift::LearnedCompute::Cache; bit-identical).
+        grid_ends: [(memory bytes, max_batch of a GPU with that memory)], each GPU's own grid end
+        (srift.Engine.grid_ends): a dominance reference listed bounds the target with its own
+        line on its own grid (srift::LearnedCompute note "own grids"); None: on the target's."""
         from srift import _core
 
         stats = None if cache is not None else core_workload_stats(workload_from_profile(profile))
         target = gpu_spec(peaks_from_catalog(catalog, gpu_key))
         prec = core_precision(precision)
         mb = 0.0 if max_batch is None else float(max_batch)  # NaN or inf: refused by the core (note "max_batch")
+        ends = list(grid_ends or [])
         anchors = [anchor] if isinstance(anchor, tuple) else list(anchor or [])
         anchors = [(k, list(meas)) for k, meas in anchors if meas]
         lc = self.learned_compute
         if anchors:
             core_anchors = [_core.Anchor(gpu_spec(peaks_from_catalog(catalog, k)), meas) for k, meas in anchors]
-            r = (lc.predict_anchored_several(stats, core_anchors, target, prec, mb) if cache is None else
-                 lc.predict_anchored_several_cached(cache, core_anchors, target, prec, mb))
+            r = (lc.predict_anchored_several(stats, core_anchors, target, prec, mb, ends) if cache is None else
+                 lc.predict_anchored_several_cached(cache, core_anchors, target, prec, mb, ends))
         else:
-            r = (lc.predict_absolute(stats, target, prec, mb) if cache is None else
-                 lc.predict_absolute_cached(cache, target, prec, mb))
+            r = (lc.predict_absolute(stats, target, prec, mb, ends) if cache is None else
+                 lc.predict_absolute_cached(cache, target, prec, mb, ends))
         return r.model, r.p10_factor, r.p90_factor, ("measured-same-specs" if r.same_specs_anchor else
                                                      "anchored-roofline" if r.roofline_ratio_only else
                                                      "learned-past-edge" if r.past_data_edge else "learned")
 
     def measured_model(self, profile: Any, gpu_key: str, catalog: Any, precision: str, roofline: Any,
-                       measurements: list[Any], max_batch: float | None = None, cache: Any = None) -> Any:
+                       measurements: list[Any], max_batch: float | None = None, cache: Any = None,
+                       grid_ends: list[tuple[float, float]] | None = None) -> Any:
         """The ComputeModel of catalog GPU `gpu_key` that `profile` was measured on
         (`measurements`: _core.Measurement at its local batches): two or more batches fit their
         own line through `roofline` (its roofline estimate); one batch scales the no-measurement
         model's curve through it, split as `roofline` (srift::LearnedCompute note "measured
-        batch shape", evaluated by the core). cache: as compute_model's."""
+        batch shape", evaluated by the core). cache, grid_ends: as compute_model's."""
         mb = 0.0 if max_batch is None else float(max_batch)  # NaN or inf: refused by the core (note "max_batch")
         gpu = gpu_spec(peaks_from_catalog(catalog, gpu_key))
+        ends = list(grid_ends or [])
         if cache is not None:
             return self.learned_compute.measured_model_cached(cache, gpu, roofline, list(measurements),
-                                                              core_precision(precision), mb)
+                                                              core_precision(precision), mb, ends)
         return self.learned_compute.measured_model(core_workload_stats(workload_from_profile(profile)),
-                                                   gpu, roofline, list(measurements), core_precision(precision), mb)
+                                                   gpu, roofline, list(measurements), core_precision(precision), mb,
+                                                   ends)
 
     def compute_cache(self, profile: Any) -> Any:
         """A _core.LearnedComputeCache of `profile`'s workload for compute_model and
@@ -485,7 +493,8 @@ def absolute_on_grid(prior: Any, log_corrections: Any, max_batch: float | None, 
 
 
 def absolute_line_in_order(predict: Any, workload: Any, target: Any, precision: str, references: list[Any],
-                           max_batch: float | None, lean: Any = None) -> Any:
+                           max_batch: float | None, lean: Any = None,
+                           grid_ends: dict[float, float] | None = None) -> Any:
     """The core's prediction with no measurement (srift::LearnedCompute::predict_absolute) from
     the absolute model `predict` (feature rows -> log corrections): each GPU's line fitted on
     batch_grid(max_batch) through its corrected times clipped by the references
@@ -493,36 +502,50 @@ def absolute_line_in_order(predict: Any, workload: Any, target: Any, precision: 
     then the target's line held between the lines of the references it dominates and that
     dominate it (the core's note "lines in order", srift.learn.dominance.line_in_order).
     lean(gpu): srift.learn.data_edge's log lean (None: none; none either for a GPU with a
-    reference's specs: srift.learn.dominance.with_training_specs). A _core.ComputeModel."""
+    reference's specs: srift.learn.dominance.with_training_specs). grid_ends: {memory bytes:
+    max_batch}, each GPU's own grid end (the core's note "own grids"): a reference whose memory
+    (memory_gib x 2**30) is listed bounds the target with its own line on its own grid, evaluated
+    at the target's grid ends; one not listed (every one where it is None) with its line on the
+    target's grid. A _core.ComputeModel."""
     from srift.learn.dominance import dominance_bounds, guarded_log_times, line_in_order, no_lean, with_training_specs
     from srift.learn.features import absolute_features, peak_floor_per_sample, roofline, roofline_per_sample
 
     lean = lean or no_lean
     grid = batch_grid(max_batch)
     b = [float(x) for x in grid]
-    cache: dict[int, np.ndarray] = {}
+    cache: dict[tuple, np.ndarray] = {}
 
-    def log_times(g: Any) -> np.ndarray:
-        if id(g) not in cache:
-            roof = np.log([roofline_per_sample(workload, g, precision, x) for x in b])
-            moved = 0.0 if with_training_specs(g, references, precision) else float(lean(g))
-            cache[id(g)] = (roof + np.asarray(predict(np.asarray([absolute_features(workload, g, x, precision)
-                                                                  for x in b]))) + moved)
-        return cache[id(g)]
+    def log_times_on(grid_b: list[float]) -> Any:
+        def log_times(g: Any) -> np.ndarray:
+            key = (id(g), len(grid_b), grid_b[-1])
+            if key not in cache:
+                roof = np.log([roofline_per_sample(workload, g, precision, x) for x in grid_b])
+                moved = 0.0 if with_training_specs(g, references, precision) else float(lean(g))
+                cache[key] = (roof + np.asarray(predict(np.asarray([absolute_features(workload, g, x, precision)
+                                                                    for x in grid_b]))) + moved)
+            return cache[key]
+        return log_times
 
-    def line(g: Any) -> tuple[Any, tuple[float, float]]:
+    def line(g: Any, on: float | None) -> tuple[Any, tuple[float, float]]:
+        """g's line on batch_grid(on), through its clipped corrected times there."""
         prior = roofline(workload, g, precision)
-        own_roof = np.log([roofline_per_sample(workload, g, precision, x) for x in b])
-        corr = guarded_log_times(log_times, g, references, precision) - own_roof
-        m = absolute_on_grid(prior, lambda _: corr, max_batch, token_slope=True,
+        grid_b = [float(x) for x in batch_grid(on)]
+        own_roof = np.log([roofline_per_sample(workload, g, precision, x) for x in grid_b])
+        corr = guarded_log_times(log_times_on(grid_b), g, references, precision) - own_roof
+        m = absolute_on_grid(prior, lambda _: corr, on, token_slope=True,
                              floor_per_sample=peak_floor_per_sample(workload, g, precision))
         return prior, (m.forward_fixed_s + m.backward_fixed_s + m.optimizer_s, m.per_sample_s())
 
-    prior, own = line(target)
+    def reference_line(g: Any) -> tuple[float, float]:
+        """g's own line where grid_ends lists its memory (the core's note "own grids")."""
+        memory = g.memory_gib * 2**30
+        return line(g, grid_ends[memory] if grid_ends and memory in grid_ends else max_batch)[1]
+
+    prior, own = line(target, max_batch)
     below, above = dominance_bounds(target, references, precision)
     if not references or not (below or above):
         return split_like(prior, *own)
-    held = line_in_order(own, [line(g)[1] for g in below], [line(g)[1] for g in above], b,
+    held = line_in_order(own, [reference_line(g) for g in below], [reference_line(g) for g in above], b,
                          peak_floor_per_sample(workload, target, precision))
     return split_like(prior, *held)
 

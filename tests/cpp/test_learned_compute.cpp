@@ -1892,3 +1892,184 @@ TEST(LearnedCompute, ACacheKeepsApartTheRunsGridsAndGpusItsLinesAndModelsAreKept
 }
 
 }  // namespace
+
+namespace {
+
+// srift.learn.workloads' bert_base_128 (BERT-base at 128 tokens) layer by layer, grouped.
+srift::WorkloadStats bert_base_128() {
+  std::vector<LayerCost> layers;
+  for (const auto& [n, layer] : std::vector<std::pair<int, LayerCost>>{
+           {1, LayerCost{OpKind::embedding, 0, 0, 394240, 93763584}},
+           {1, LayerCost{OpKind::embedding, 0, 0, 197120, 1572864}},
+           {1, LayerCost{OpKind::embedding, 0, 0, 394240, 6144}},
+           {25, LayerCost{OpKind::norm, 0, 0, 786432, 6144}},
+           {25, LayerCost{OpKind::elementwise, 0, 0, 786432, 0}},
+           {1, LayerCost{OpKind::other, 0, 0, 2163200, 0}},
+           {48, LayerCost{OpKind::matmul, 150994944, 301989888, 786432, 2362368}},
+           {12, LayerCost{OpKind::attention, 50331648, 125829120, 1579008, 0}},
+           {24, LayerCost{OpKind::elementwise, 0, 0, 1179648, 0}},
+           {12, LayerCost{OpKind::matmul, 603979776, 1207959552, 1966080, 9449472}},
+           {12, LayerCost{OpKind::elementwise, 0, 0, 3145728, 0}},
+           {12, LayerCost{OpKind::matmul, 603979776, 1207959552, 1966080, 9440256}},
+           {1, LayerCost{OpKind::matmul, 393216, 786432, 394240, 6152}}}) {
+    layers.insert(layers.end(), n, layer);
+  }
+  return srift::WorkloadStats(std::move(layers), 3049010800.0);
+}
+
+void expect_same_model(const srift::ComputeModel& a, const srift::ComputeModel& b, const std::string& what) {
+  EXPECT_EQ(a.forward_fixed_s, b.forward_fixed_s) << what;
+  EXPECT_EQ(a.forward_per_sample_s, b.forward_per_sample_s) << what;
+  EXPECT_EQ(a.backward_fixed_s, b.backward_fixed_s) << what;
+  EXPECT_EQ(a.backward_per_sample_s, b.backward_per_sample_s) << what;
+  EXPECT_EQ(a.optimizer_s, b.optimizer_s) << what;
+}
+
+}  // namespace
+
+TEST(LearnedCompute, AReferenceBoundsATargetWithItsOwnLineOnItsOwnGrid) {
+  // Note "own grids": each GPU's grid ends at what fits its memory, and a reference that bounds a
+  // target was refitted on the target's grid, not its own prediction. BERT-base at FP32 anchored
+  // on an L4 at batch 1 (0.7x its own time) as bench/dominance_scan.py --small predicts it, the
+  // engine's limits (BERT-base at 128 tokens: L4 226, A100-40GB 435, RTX PRO 6000 1,098): the
+  // RTX PRO 6000, ahead of the A100-40GB on every spec, 1.014x behind it at batch 1 when each is
+  // predicted on its own grid with the references on the target's; in order with the table.
+  const srift::LearnedCompute lc =
+      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
+                                            srift_test::shipped_document("compute_absolute"));
+  GpuSpec a100;
+  for (const GpuSpec& g : lc.config().ratio_references) {
+    if (g.name == "A100-40GB") a100 = g;
+  }
+  ASSERT_EQ(a100.name, "A100-40GB");
+  a100.launch_year = 2020;
+  const GpuSpec pro{"RTX-PRO-6000", 96.0 * (1ull << 30), 120e12, 240e12, 480e12, 1597e9, 2025};
+  const GpuSpec l4{"L4", 22.352 * (1ull << 30), 30.3e12, 60e12, 121e12, 300e9, 2023};
+  const srift::GridEnds ends = {{l4.memory_bytes, 226}, {a100.memory_bytes, 435}, {pro.memory_bytes, 1098}};
+  const srift::WorkloadStats w = bert_base_128();
+  const double own = total_at(lc.predict_absolute(w, l4, Precision::fp32, 226, ends).model, 1);
+  const std::vector<srift::Measurement> run = {{1, 0.7 * own}};
+  const auto at_1 = [&](const GpuSpec& g, double max_batch, const srift::GridEnds& table) {
+    return total_at(lc.predict_anchored(w, l4, run, g, Precision::fp32, max_batch, table).model, 1);
+  };
+  // before: the A100's line refitted on the RTX PRO 6000's grid bounds it, not the A100's own
+  EXPECT_GT(at_1(pro, 1098, {}), at_1(a100, 435, {}) * 1.01);
+  // now: in order at batch 1, every grid's first batch, exactly; and near it
+  EXPECT_LE(at_1(pro, 1098, ends), at_1(a100, 435, ends) * (1 + 1e-12));
+  for (double b : {2.0, 4.0, 8.0}) {
+    const double p = total_at(lc.predict_anchored(w, l4, run, pro, Precision::fp32, 1098, ends).model, b);
+    const double a = total_at(lc.predict_anchored(w, l4, run, a100, Precision::fp32, 435, ends).model, b);
+    EXPECT_LE(p, a * (1 + 1e-4)) << b;
+  }
+  // with no measurement too, at batch 1 (each on its own grid)
+  EXPECT_LE(total_at(lc.predict_absolute(w, pro, Precision::fp32, 1098, ends).model, 1),
+            total_at(lc.predict_absolute(w, a100, Precision::fp32, 435, ends).model, 1) * (1 + 1e-12));
+}
+
+TEST(LearnedCompute, NoGridEndsOrEndsThatAreTheTargetsOwnChangeNothing) {
+  // Note "own grids": a caller that passes no table gets the prediction as before it, bit for
+  // bit; so does one whose table lists no reference's memory, or lists every memory with the
+  // target's own max_batch (every reference then on the target's grid, as before).
+  const srift::LearnedCompute lc =
+      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
+                                            srift_test::shipped_document("compute_absolute"));
+  const srift::WorkloadStats w = bert_base_128();
+  const GpuSpec l4{"L4", 22888.0 * (1 << 20), 30.3e12, 60e12, 121e12, 300e9, 2023};
+  const GpuSpec pro{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9, 2025};
+  const GpuSpec t4{"T4", 16.0 * (1ull << 30), 8.1e12, 0, 65e12, 320e9, 2018};
+  std::vector<double> memories;
+  for (const GpuSpec& g : lc.config().ratio_references) memories.push_back(g.memory_bytes);
+  for (const GpuSpec& g : lc.config().absolute_references) memories.push_back(g.memory_bytes);
+  for (const GpuSpec& g : {l4, pro, t4}) memories.push_back(g.memory_bytes);
+  std::sort(memories.begin(), memories.end());
+  memories.erase(std::unique(memories.begin(), memories.end()), memories.end());
+  const std::vector<srift::Measurement> run = {{8, 0.05}};
+  for (Precision p : {Precision::fp32, Precision::tf32, Precision::amp}) {
+    for (double max_batch : {0.0, 300.0, 1098.0}) {
+      srift::GridEnds targets_own, unlisted = {{12345.0 * (1 << 20), 7}};
+      for (double m : memories) targets_own.push_back({m, max_batch});
+      for (const GpuSpec& target : {pro, t4, l4}) {
+        const std::string at = target.name + " p" + std::to_string(static_cast<int>(p)) + " " + std::to_string(max_batch);
+        const srift::ComputeModel abs = lc.predict_absolute(w, target, p, max_batch).model;
+        const srift::ComputeModel anc = lc.predict_anchored(w, l4, run, target, p, max_batch).model;
+        for (const srift::GridEnds* table : {&unlisted, &targets_own}) {
+          expect_same_model(lc.predict_absolute(w, target, p, max_batch, *table).model, abs, "absolute " + at);
+          expect_same_model(lc.predict_anchored(w, l4, run, target, p, max_batch, *table).model, anc, "anchored " + at);
+        }
+      }
+    }
+  }
+}
+
+TEST(LearnedCompute, ACacheKeepsEachTableOfGridEndsApart) {
+  // Note "own grids" and note "memo by inputs": every line a reference bounds with depends on the
+  // table, so one Cache asked the same targets with no table, with one and with another that
+  // moves one reference's end, in turn, answers each as a fresh call does, bit for bit; a Memo
+  // shared across tables would hand one table's lines to another.
+  const srift::LearnedCompute lc =
+      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
+                                            srift_test::shipped_document("compute_absolute"));
+  const srift::WorkloadStats w = bert_base_128();
+  GpuSpec a100;
+  for (const GpuSpec& g : lc.config().ratio_references) {
+    if (g.name == "A100-40GB") a100 = g;
+  }
+  ASSERT_EQ(a100.name, "A100-40GB");
+  a100.launch_year = 2020;
+  const GpuSpec pro{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9, 2025};
+  const GpuSpec l4{"L4", 22888.0 * (1 << 20), 30.3e12, 60e12, 121e12, 300e9, 2023};
+  const GpuSpec h100{"H100", 80.0 * (1ull << 30), 67e12, 495e12, 990e12, 3350e9, 2022};
+  const srift::GridEnds one = {{l4.memory_bytes, 226}, {a100.memory_bytes, 435}, {pro.memory_bytes, 1098}};
+  const srift::GridEnds other = {{pro.memory_bytes, 1098}, {l4.memory_bytes, 226}, {a100.memory_bytes, 5000}};
+  const std::vector<const srift::GridEnds*> tables = {nullptr, &one, &other};
+  const std::vector<srift::Measurement> run = {{1, 0.02}};
+  srift::LearnedCompute::Cache cache(w);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (Precision p : {Precision::fp32, Precision::amp}) {
+      for (const GpuSpec* target : {&pro, &h100, static_cast<const GpuSpec*>(&a100)}) {
+        for (std::size_t t = 0; t < tables.size(); ++t) {
+          const srift::GridEnds table = tables[t] ? *tables[t] : srift::GridEnds{};
+          const std::string at = target->name + " table " + std::to_string(t) + " pass " + std::to_string(pass);
+          expect_same_model(lc.predict_absolute(cache, *target, p, 1098, table).model,
+                            lc.predict_absolute(w, *target, p, 1098, table).model, "absolute " + at);
+          expect_same_model(lc.predict_anchored(cache, l4, run, *target, p, 1098, table).model,
+                            lc.predict_anchored(w, l4, run, *target, p, 1098, table).model, "anchored " + at);
+          const srift::ComputeModel roof = w.roofline(*target, p);
+          expect_same_model(lc.measured_model(cache, *target, roof, run, p, 1098, table),
+                            lc.measured_model(w, *target, roof, run, p, 1098, table), "measured " + at);
+        }
+      }
+    }
+  }
+  // the tables are not vacuous: each moves the RTX PRO 6000's line at FP32
+  const auto at_1 = [&](const srift::GridEnds& table) {
+    return total_at(lc.predict_anchored(cache, l4, run, pro, Precision::fp32, 1098, table).model, 1);
+  };
+  EXPECT_NE(at_1({}), at_1(one));
+  EXPECT_NE(at_1(one), at_1(other));
+}
+
+TEST(LearnedCompute, GridEndsAreRefusedByName) {
+  const srift::LearnedCompute lc =
+      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
+                                            srift_test::shipped_document("compute_absolute"));
+  const srift::WorkloadStats w = two_layers();
+  const GpuSpec g = gpu("g", 10, 50, 400);
+  const auto message = [&](const srift::GridEnds& table) {
+    try {
+      lc.predict_absolute(w, g, Precision::amp, 100, table);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  EXPECT_NE(message({{16e9, 100}, {0, 100}}).find("grid_ends[1].memory_bytes"), std::string::npos);
+  EXPECT_NE(message({{nan, 100}}).find("grid_ends[0].memory_bytes"), std::string::npos);
+  EXPECT_NE(message({{16e9, inf}}).find("grid_ends[0].max_batch"), std::string::npos);
+  EXPECT_NE(message({{16e9, nan}}).find("grid_ends[0].max_batch"), std::string::npos);
+  EXPECT_NE(message({{16e9, 100}, {16e9, 200}}).find("grid_ends: memory_bytes"), std::string::npos);
+  srift::LearnedCompute::Cache cache(w);
+  EXPECT_THROW(lc.predict_absolute(cache, g, Precision::amp, 100, {{16e9, nan}}), std::invalid_argument);
+  EXPECT_EQ(message({{16e9, -1}, {32e9, 0}}), "no error");  // <= 0: not known, as max_batch
+}

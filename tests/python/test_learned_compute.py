@@ -1129,3 +1129,103 @@ def test_a_cache_is_bound_to_its_models() -> None:
     other = _core.LearnedCompute.from_documents(ratio_json, absolute_json)
     with pytest.raises(ValueError, match="another LearnedCompute"):
         other.predict_absolute_cached(cache, target, core_precision("fp32"), 0.0)
+
+
+def _bert_base_128_profile():
+    """BERT-base at 128 tokens profiled on meta, as srift.learn.workloads profiles it."""
+    import warnings
+
+    from srift.learn.workloads import DATA_MODELS, PROFILE_BATCH
+
+    name, options = next((n, o) for key, n, o, _ in DATA_MODELS.values() if key == "bert_base_128")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, batch, loss_fn = srift.zoo.build(name, PROFILE_BATCH.get(name, 2), device="meta", **options)
+        return srift.profile(model, batch, loss_fn, device="meta", name="bert_base_128")
+
+
+def test_a_reference_bounds_a_gpu_with_its_own_line_on_its_own_grid() -> None:
+    """srift::LearnedCompute note "own grids": each GPU's grid ends at what fits its memory, and
+    a reference bounding a target was refitted on the target's grid, not its own prediction.
+    BERT-base at 128 tokens at FP32 anchored on an L4 at batch 1 (0.7x its own time), as
+    bench/dominance_scan.py --small predicts it: the RTX PRO 6000 (grid 1..1,098), ahead of the
+    A100-40GB (1..1,024, 435 fit) on every spec, came out 1.014x behind it at batch 1. With the
+    engine's grid ends, each reference's own line bounds it, and it is in order."""
+    import warnings
+
+    from srift.engine import Engine, EngineConfig
+
+    profile = _bert_base_128_profile()
+    cat = Catalog.default()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        eng = Engine(profile, cat, EngineConfig(precision="fp32"))
+    ends = eng.grid_ends()
+    # every catalog GPU's memory with its memory_max_batch, each memory once
+    table = dict(ends)
+    assert len(table) == len(ends)
+    for k in cat.gpu_keys():
+        assert table[float(cat.gpu(k).memory_gib) * 2**30] == eng.memory_max_batch(k)
+    assert (eng.memory_max_batch("L4"), eng.memory_max_batch("A100-40GB"), eng.memory_max_batch("RTX-PRO-6000")) == \
+        (226.0, 435.0, 1098.0)
+    models = default_models()
+
+    def at_1(key: str, anchor, grid_ends) -> float:
+        m = models.compute_model(profile, key, cat, "fp32", anchor=anchor, max_batch=eng.memory_max_batch(key),
+                                 grid_ends=grid_ends)[0]
+        return m.compute_s(1.0) + m.optimizer_s
+
+    run = [_core.Measurement(1.0, 0.7 * at_1("L4", None, ends))]
+    before = at_1("RTX-PRO-6000", ("L4", run), None) / at_1("A100-40GB", ("L4", run), None)
+    after = at_1("RTX-PRO-6000", ("L4", run), ends) / at_1("A100-40GB", ("L4", run), ends)
+    assert before > 1.01  # 1.0143
+    assert after <= 1 + 1e-12
+    assert at_1("RTX-PRO-6000", None, ends) <= at_1("A100-40GB", None, ends) * (1 + 1e-12)
+
+
+def test_no_grid_ends_or_the_targets_own_change_no_prediction(catalog_gpus) -> None:
+    """Note "own grids": a caller passing no grid ends (None or []) gets the prediction as before
+    them, bit for bit, and so does one listing every memory with the target's own max_batch (every
+    reference on the target's grid, as before); fresh calls and through one shared cache."""
+    profile = _bert_base_128_profile()
+    cat = Catalog.default()
+    models = default_models()
+    cfg = models.learned_compute.config
+    memories = sorted({g.memory_gib * 2**30 for g in catalog_gpus} |
+                      {g.memory_bytes for g in [*cfg.ratio_references, *cfg.absolute_references]})
+    cache = models.compute_cache(profile)
+    run = ("T4", [_core.Measurement(8.0, 0.05)])
+    for prec, key, anchor, max_batch in itertools.product(("fp32", "amp"), ("RTX-PRO-6000", "H100-80GB", "A10G"),
+                                                          (None, run), (300.0, 1098.0)):
+        bare = _model_terms(models.compute_model(profile, key, cat, prec, anchor=anchor, max_batch=max_batch)[0])
+        for grid_ends in (None, [], [(m, max_batch) for m in memories]):
+            for c in (None, cache):
+                got = models.compute_model(profile, key, cat, prec, anchor=anchor, max_batch=max_batch, cache=c,
+                                           grid_ends=grid_ends)[0]
+                assert _model_terms(got) == bare, (prec, key, anchor is None, max_batch, grid_ends is None, c is None)
+
+
+def test_absolute_prediction_with_grid_ends_equals_the_python_composition(catalog_gpus) -> None:
+    """The twin of note "own grids" with no measurement (srift.learn.models.absolute_line_in_order
+    with grid_ends): each reference's own line on its own grid bounds the target's, at the target's
+    grid ends; equal to the core's to 1e-9, and unlike the lines on the target's grid somewhere."""
+    models = default_models()
+    refs = models._references
+    w = load_workloads()
+    # a grid end per memory unlike any other's: 12 samples per GiB
+    table = {m: float(math.floor(12 * m / 2**30)) for m in
+             {g.memory_gib * 2**30 for g in catalog_gpus} | {g.memory_gib * 2**30 for g in refs}}
+    moved = 0
+    for key, prec, g in itertools.product(("bert_base", "resnet50"), PRECISIONS, catalog_gpus):
+        if prec == "fp32" and g.tf32_tflops:
+            continue  # PyTorch's FP32 on a TF32 GPU: no twin (test_pytorch_default_fp32_*)
+        wl, max_batch = w[key], table[g.memory_gib * 2**30]
+        expected = absolute_line_in_order(models.absolute.core.predict, wl, g, prec, refs, max_batch,
+                                          _lean(models, "absolute"), grid_ends=table)
+        r = models.learned_compute.predict_absolute(core_workload_stats(wl), gpu_spec(g), core_precision(prec),
+                                                    max_batch, sorted(table.items()))
+        np.testing.assert_allclose(_model_terms(r.model), _model_terms(expected), rtol=1e-9, atol=1e-15)
+        on_targets = models.learned_compute.predict_absolute(core_workload_stats(wl), gpu_spec(g),
+                                                             core_precision(prec), max_batch)
+        moved += _model_terms(on_targets.model) != _model_terms(r.model)
+    assert moved > 0

@@ -208,6 +208,15 @@ struct LearnedComputeResult {
   bool same_specs_anchor = false;
 };
 
+/// Note "own grids" (learned_compute.cpp): the end of each GPU's own batch grid, by its memory:
+/// (GpuSpec::memory_bytes, the largest local batch that fits a GPU of that memory, samples; <= 0
+/// when not known), as a caller that knows the workload's memory computes it for every GPU it
+/// predicts (srift.Engine.memory_max_batch). A dominance reference (or an anchor) whose memory is
+/// listed bounds a target with its own line, fitted on its own grid, where it bounds it at all;
+/// one not listed is fitted on the target's grid (`max_batch`). Empty: every reference on the
+/// target's grid, as before the table. Each memory at most once, each entry finite, memory > 0.
+using GridEnds = std::vector<std::pair<double, double>>;
+
 /// Measurements of the workload on one GPU type, to anchor predictions for others.
 struct Anchor {
   GpuSpec gpu;
@@ -224,7 +233,8 @@ class LearnedCompute {
   /// overloads without a Cache. Owned by the caller: it holds a copy of the workload (read by
   /// the overloads taking it in place of a WorkloadStats), grows with the distinct GPUs,
   /// batches (samples), precisions, grids and measured runs asked (learned_compute.cpp note
-  /// "memo by inputs"), and is bound to the first LearnedCompute (or a
+  /// "memo by inputs") and holds one set of evaluations per table of grid ends (GridEnds:
+  /// learned_compute.cpp note "own grids"), and is bound to the first LearnedCompute (or a
   /// copy of it) that uses it: another throws std::invalid_argument. Calls through one Cache
   /// are serialized (a mutex); it is neither copyable nor movable.
   class Cache {
@@ -288,7 +298,8 @@ class LearnedCompute {
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const GpuSpec& anchor,
                                         const std::vector<Measurement>& measurements, const GpuSpec& target,
-                                        Precision precision, double max_batch = 0) const;
+                                        Precision precision, double max_batch = 0,
+                                        const GridEnds& grid_ends = {}) const;
   /// Compute on `target` from measurements on several GPU types (note "several anchors"): the
   /// geometric mean of each anchor's predicted iteration time, fitted on the batch grid of
   /// `max_batch` (as predict_absolute) and split as the target's roofline; one anchor: exactly
@@ -298,9 +309,11 @@ class LearnedCompute {
   /// Throws std::invalid_argument as the one-anchor overload does, naming
   /// anchors[j].measurements[i].precision for a run at another precision, or on no anchors.
   LearnedComputeResult predict_anchored(const WorkloadStats& w, const std::vector<Anchor>& anchors,
-                                        const GpuSpec& target, Precision precision, double max_batch) const;
+                                        const GpuSpec& target, Precision precision, double max_batch,
+                                        const GridEnds& grid_ends = {}) const;
   /// Compute on `target` with no measurement; `max_batch`: the largest local batch that fits
-  /// (samples; <= 0 when unknown: the grid then ends at 1024). Pass it when known, as
+  /// (samples; <= 0 when unknown: the grid then ends at 1024). `grid_ends` (every prediction
+  /// here takes one): each reference's own grid end by its memory (note "own grids" at GridEnds). Pass it when known, as
   /// srift.predict does: a launch-bound model whose time is flat over a short grid (NCF: 9.6 ms
   /// from batch 1 to 1024) fits no positive slope, and affine_relative_fit's fallback, the mean
   /// per-sample time through the origin, then predicted 0.42 s at batch 256 (a review; over the
@@ -311,7 +324,7 @@ class LearnedCompute {
   /// (learned_compute.cpp note "peak floor"). Throws std::invalid_argument naming `max_batch`
   /// when it is NaN or infinite (learned_compute.cpp note "max_batch").
   LearnedComputeResult predict_absolute(const WorkloadStats& w, const GpuSpec& target, Precision precision,
-                                        double max_batch) const;
+                                        double max_batch, const GridEnds& grid_ends = {}) const;
   /// Compute on a GPU type the workload was measured on (note "measured batch shape"). Two or
   /// more distinct batches fit their own line: anchor_to_measurements(roofline, measurements);
   /// where the line has no positive slope or a negative intercept, the roofline's curve or
@@ -332,20 +345,21 @@ class LearnedCompute {
   /// (compute.hpp note "measurement precision"; unset: vouched for by the caller).
   ComputeModel measured_model(const WorkloadStats& w, const GpuSpec& gpu, const ComputeModel& roofline,
                               const std::vector<Measurement>& measurements, Precision precision,
-                              double max_batch) const;
+                              double max_batch, const GridEnds& grid_ends = {}) const;
 
   /// The same four predictions of `cache.workload()`, keeping their evaluations in `cache`
   /// (see Cache): bit-identical to the overloads above, which each start an empty one.
   LearnedComputeResult predict_anchored(Cache& cache, const GpuSpec& anchor,
                                         const std::vector<Measurement>& measurements, const GpuSpec& target,
-                                        Precision precision, double max_batch = 0) const;
+                                        Precision precision, double max_batch = 0,
+                                        const GridEnds& grid_ends = {}) const;
   LearnedComputeResult predict_anchored(Cache& cache, const std::vector<Anchor>& anchors, const GpuSpec& target,
-                                        Precision precision, double max_batch) const;
+                                        Precision precision, double max_batch, const GridEnds& grid_ends = {}) const;
   LearnedComputeResult predict_absolute(Cache& cache, const GpuSpec& target, Precision precision,
-                                        double max_batch) const;
+                                        double max_batch, const GridEnds& grid_ends = {}) const;
   ComputeModel measured_model(Cache& cache, const GpuSpec& gpu, const ComputeModel& roofline,
                               const std::vector<Measurement>& measurements, Precision precision,
-                              double max_batch) const;
+                              double max_batch, const GridEnds& grid_ends = {}) const;
 
  private:
   // Evaluations kept by their inputs (learned_compute.cpp note "memo"). The public functions
@@ -396,8 +410,9 @@ class LearnedCompute {
                                  const GpuSpec& target, double batch, Precision precision, double observed_anchor,
                                  Memo& memo) const;
 
-  // The Memo of `cache` for this model (locked by the caller); throws when another's.
-  Memo& memo_of(Cache& cache) const;
+  // The Memo of `cache` for this model and `grid_ends` (locked by the caller); throws when
+  // another model's (learned_compute.cpp note "own grids": one Memo per table).
+  Memo& memo_of(Cache& cache, const GridEnds& grid_ends) const;
 
   LearnedModel ratio_;
   LearnedModel absolute_;
