@@ -11,6 +11,7 @@ import contextvars
 import math
 import numbers
 import os
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
@@ -494,7 +495,37 @@ class _Space:
             request.held = self.held
             request.time_limit_s = limit
         found.finish(request)
+        if (not found.plans and found.closest is not None and math.isfinite(request.deadline_s)
+                and (math.isfinite(request.budget_usd) or math.isfinite(request.max_usd_per_hour))
+                and _Found._nearest(request, *found.closest)[0] == 1):
+            found.why_none = self._fastest_of_all(request, held, found.why_none)
         return found
+
+    def _fastest_of_all(self, request: Any, held: list[tuple[int, int]], why: str) -> str:
+        """Note "closest": the deadline binds under a budget or cap, and the core's sentence
+        gives the fastest plan with neither, which is one search's; the fastest some wheel
+        runs is the fastest of every search's (each run again for it, with no limits)."""
+        saved = (request.objective, request.deadline_s, request.budget_usd, request.max_usd_per_hour,
+                 request.deadline_confidence, request.top_k, request.collect_pareto)
+        fastest = math.inf
+        try:
+            request.objective = _core.Objective.max_throughput
+            request.deadline_s = request.budget_usd = request.max_usd_per_hour = math.inf
+            request.deadline_confidence, request.top_k, request.collect_pareto = 0.0, 1, False
+            for _, index in self.searches or []:
+                at = {o: k for k, o in enumerate(index)}
+                if any(o not in at for o, _ in held):
+                    continue
+                request.offers = [self.offers[i] for i in index]
+                request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+                fastest = min([fastest, *(p.total_s for p in _core.search(request).plans)])
+        finally:
+            (request.objective, request.deadline_s, request.budget_usd, request.max_usd_per_hour,
+             request.deadline_confidence, request.top_k, request.collect_pareto) = saved
+            request.offers, request.held = self.offers, self.held
+        if not math.isfinite(fastest):
+            return why
+        return _FASTEST_OF_ALL.sub(lambda m: m.group(1) + _core_hours(fastest), why, count=1)
 
     def _held_groups(self, held: Cluster) -> list[Any]:
         groups = []
@@ -555,6 +586,19 @@ class _Space:
         return d
 
 
+# The clause of the core's why_none that note "closest" adds when the deadline binds under a
+# budget or cap (csrc/search.cpp, why_none), and its hours() format (three significant digits).
+_FASTEST_OF_ALL = re.compile(r"(; with no (?:budget or hourly cap|budget|hourly cap) the fastest takes )[^;]*")
+
+
+def _core_hours(seconds: float) -> str:
+    if seconds < 60.0:
+        return f"{seconds:.3g} s"
+    if seconds < 3600.0:
+        return f"{seconds / 60.0:.3g} min"
+    return f"{seconds / 3600.0:.3g} h"
+
+
 _STATS = ("evaluated", "feasible", "infeasible_memory", "infeasible_batch", "violated_deadline",
           "violated_budget", "pruned", "seconds", "cancelled", "nodes", "space")
 
@@ -596,6 +640,24 @@ class _Found:
     def _groups(plan: Any, index: list[int] | None) -> tuple[tuple[int, int], ...]:
         return tuple(((g.offer if index is None else index[g.offer]), g.count) for g in plan.groups)
 
+    @classmethod
+    def _nearest(cls, request: Any, p: Any, index: list[int] | None) -> tuple[Any, ...]:
+        """Note "closest" (csrc/search_internal.hpp) across searches: what a search's closest
+        plan says binds (the deadline when the plan keeps within the budget and the cap, else
+        the budget when it keeps within the cap, else the cap) ranks first, as one search would
+        decide it; then the plan within what binds: the fastest (deadline), the cheapest
+        (budget), the least hourly rate, then the fastest (cap). The objective's order had
+        ranked them all, so a deadline question whose searches each came close was told of
+        the cheapest near miss (10.5 h) rather than the fastest (59 min)."""
+        rate = p.iteration.usd_per_hour
+        groups = cls._groups(p, index)
+        within_cap = not rate > request.max_usd_per_hour
+        if math.isfinite(request.deadline_s) and within_cap and not p.total_usd > request.budget_usd:
+            return (1, p.total_s, p.total_usd, groups)
+        if math.isfinite(request.budget_usd) and within_cap:
+            return (2, p.total_usd, p.total_s, groups)
+        return (3, rate, p.total_s, p.total_usd, groups)
+
     def finish(self, request: Any) -> None:
         min_cost = request.objective == _core.Objective.min_cost
 
@@ -625,7 +687,7 @@ class _Found:
         if not self.plans:
             closest = [(r, i) for r, i in self._results if r.closest.groups]
             if closest:
-                r, i = min(closest, key=lambda it: key((it[0].closest, it[1])))
+                r, i = min(closest, key=lambda it: self._nearest(request, it[0].closest, it[1]))
                 self.closest, self.why_none = (r.closest, i), r.why_none
             elif self._results:
                 self.why_none = self._results[0][0].why_none
@@ -740,7 +802,7 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     closest = space.plan(*found.closest) if not plans and found.closest is not None else None
     why_none = ""
     if not plans:
-        why_none = space.why_empty or " ".join(x for x in (found.why_none, space.torch_sentence()) if x)
+        why_none = space.why_empty or ". ".join(x for x in (found.why_none, space.torch_sentence()) if x)
     return Recommendation(
         objective="min_cost" if deadline is not None else "max_throughput",
         global_batch=int(global_batch), iterations=float(iterations), deadline_hours=deadline,
@@ -795,7 +857,7 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     request.threads = _threads(threads)
     found = space.search(request)
     front = ParetoFront(space.plan(p, i) for p, i in found.pareto)
-    front.why_none = "" if front else (space.why_empty or " ".join(x for x in (found.why_none, space.torch_sentence())
+    front.why_none = "" if front else (space.why_empty or ". ".join(x for x in (found.why_none, space.torch_sentence())
                                                                     if x))
     front.torch = space.torch_summary()
     return front

@@ -249,6 +249,32 @@ def test_pareto_front_keeps_only_runnable_plans(resnet50_profile, catalog) -> No
     assert {_key(p) for p in runnable} <= {_key(p) for p in front}
 
 
+NEAR_MISSES = [dict(deadline_hours=0.5), dict(deadline_hours=0.5, budget_usd=100),
+               dict(deadline_hours=0.5, max_usd_per_hour=20), dict(budget_usd=1), dict(max_usd_per_hour=1)]
+
+
+@pytest.mark.parametrize("question", NEAR_MISSES)
+def test_nothing_fits_gives_the_closest_and_sentence_one_search_gives(resnet50_profile, catalog, question) -> None:
+    # One instance type per plan: every plan runs under some 2.13 wheel (V100 under cu126, B200
+    # under CUDA 13, A10G under all), so the split search must answer as the unchecked one does:
+    # the same closest plan (note "closest": the fastest near miss of a deadline, not the
+    # cheapest; it had been 2x g5.12xlarge at 5.56 h instead of 2x p6-b200 at 42.6 min) and the
+    # same sentence, whose "with no budget the fastest takes" had been one search's fastest.
+    kw = dict(global_batch=512, iterations=100_000, regions="us-east-1", max_types=1, max_instances_per_type=2,
+              instance_types=["p3.2xlarge", "p3.8xlarge", "p6-b200.48xlarge", "g5.12xlarge"], catalog=catalog,
+              **question)
+    checked = srift.recommend(resnet50_profile, torch="2.13", **kw)
+    unchecked = srift.recommend(resnet50_profile, torch="source", **kw)
+    assert checked.best is None and unchecked.best is None
+    assert _key(checked.closest) == _key(unchecked.closest)
+    assert checked.closest.total_hours == unchecked.closest.total_hours
+    assert checked.why_none.startswith(unchecked.why_none + ". One DDP job runs one PyTorch build")
+    if "deadline_hours" in question and len(question) == 1:
+        assert str(checked.closest.cluster) == "2x p6-b200.48xlarge @us-east-1"
+    if len(question) == 2:
+        assert unchecked.why_none.endswith("the fastest takes 42.6 min")
+
+
 def test_nothing_runs_says_which_gpus_were_dropped_and_why(resnet50_profile, catalog) -> None:
     rec = srift.recommend(resnet50_profile, global_batch=256, iterations=1000, deadline_hours=12, catalog=catalog,
                           instance_types=["p3.16xlarge", "p3.2xlarge"], torch="2.15")
