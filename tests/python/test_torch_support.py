@@ -40,6 +40,11 @@ def test_exact_cases_of_2_13() -> None:
     assert runs("2.13", "12.0") == ["cu130", "cu132"]             # RTX PRO 6000 Blackwell
     assert runs("2.13", "5.2") == ["cu126"]                       # M60 runs the sm_50 cubin
     assert runs("2.13", "3.7") == []                              # K80: no release in the table
+    # release wheels carry no PTX (pytorch/pytorch#188914: RELEASE.md's "12.0+PTX" is the
+    # nightlies'), so no GPU of a major past the newest cubin's runs: a 13.0 GPU ran cu130/cu132
+    assert all(runs(r, "13.0") == [] for r in ("2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15"))
+    assert runs("2.13", "12.1") == ["cu130", "cu132"]             # the sm_120 cubin runs on 12.1
+    assert all(not v.ptx for r in load_table().releases for v in r.variants)
     # L4 (8.9): no wheel has an sm_89 cubin; the sm_86 one runs on it, in every variant
     release = resolve_target("2.13").release
     assert all((8, 9) not in v.sass and (8, 6) in v.sass for v in release.variants)
