@@ -11,7 +11,8 @@ L4 and L40S), or PTX for a capability no greater than M.m (PTX is compiled for t
 loaded). A GPU whose capability the catalog does not know is taken to run every variant.
 
 The target release is, in order: the ``torch=`` argument (``--torch``), the profile's
-``torch_version``, the installed torch. ``"source"`` (a build from source, or any custom build,
+``torch_version``, the installed torch; an argument with a CUDA label (``"2.13.0+cu126"``) counts
+that variant alone (note "pinned variant"). ``"source"`` (a build from source, or any custom build,
 such as a version with a ``+git`` label) turns the check off: every GPU runs. A release newer
 than the table is read as its newest row, with a TorchSupportWarning saying so; one older than
 the table is refused.
@@ -22,7 +23,7 @@ import datetime as _dt
 import json
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
@@ -288,16 +289,34 @@ def resolve_target(torch: Any = None, profile: Profile | None = None, *,
     if key < first.key:
         raise ValueError(f"torch: {version!r} ({origin}) is older than srift's wheel table, which starts at "
                          f"{first.torch}: give torch='source' (--torch source) to turn the check off")
+    pin = label if origin == "argument" and label is not None and _VARIANT_RE.match(label) else None
     for release in table.releases:
         if release.key == key:
-            return TorchTarget(version, origin, release)
+            return TorchTarget(version, origin, _pinned(release, pin, version))
     if key > newest.key:
         note = (f"torch {version} is newer than srift's wheel table (newest {newest.torch}, as of "
                 f"{table.as_of}): its wheels are taken as {newest.torch}'s")
+        release = _pinned(newest, pin, version)
         warnings.warn(note, TorchSupportWarning, stacklevel=3)
-        return TorchTarget(version, origin, newest, note)
+        return TorchTarget(version, origin, release, note)
     raise ValueError(f"torch: {version!r} ({origin}) is no release in srift's wheel table "
                      f"({', '.join(r.torch for r in table.releases)})")
+
+
+def _pinned(release: TorchRelease, variant: str | None, version: str) -> TorchRelease:
+    """Note "pinned variant": a version given as the argument with a CUDA label
+    (``torch="2.13.0+cu126"``, ``--torch 2.13.0+cu126``) names the build the training runs, so
+    only that variant counts; the label of a profile's or the installed torch's version names
+    the machine that profiled, not the cluster's build, and pins nothing (nor do +cpu, +rocm,
+    +xpu: no CUDA variant). ValueError naming the version when the release has no such variant."""
+    if variant is None:
+        return release
+    kept = tuple(v for v in release.variants if v.name == variant)
+    if not kept:
+        raise ValueError(f"torch: {version!r} names the CUDA variant {variant}, and torch {release.torch} has "
+                         f"no official {variant} wheel ({', '.join(v.name for v in release.variants)}): give "
+                         f"one of those, the release alone ('{release.torch}') or 'source'")
+    return replace(release, variants=kept)
 
 
 INDEX_URL = "https://download.pytorch.org/whl/"

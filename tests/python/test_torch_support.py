@@ -124,6 +124,27 @@ def test_target_release_from_argument_profile_or_installed(monkeypatch, fresh_pr
     assert (t.release.torch, t.origin) == ("2.12", "installed")
 
 
+def test_a_cuda_label_given_as_the_argument_pins_that_variant(monkeypatch, fresh_profile, resnet50_profile,
+                                                              catalog) -> None:
+    # Note "pinned variant": --torch 2.13.0+cu126 says the training runs the cu126 build, which
+    # has no Blackwell cubin: a B200 had been planned for it (the label was read as 2.13 alone)
+    assert runs("2.13.0+cu126", "10.0") == [] and runs("2.13.0+cu126", "7.0") == ["cu126"]
+    assert runs("2.13.0+cu130", "7.0") == [] and runs("2.13.0+cu130", "10.0") == ["cu130"]
+    assert runs("2.13.0+cpu", "10.0") == ["cu130", "cu132"]        # no CUDA build named: the release
+    with pytest.raises(ValueError, match=r"torch: '2.13.0\+cu128' names the CUDA variant cu128, and torch 2.13 "
+                                         r"has no official cu128 wheel \(cu126, cu130, cu132\)"):
+        resolve_target("2.13.0+cu128")
+    # a profile's or the installed torch's label names the machine that profiled: no pin
+    fresh_profile.torch_version = "2.13.0+cu126"
+    assert [v.name for v in resolve_target(None, fresh_profile).release.variants] == ["cu126", "cu130", "cu132"]
+    rec = srift.recommend(resnet50_profile, global_batch=1024, iterations=100_000, regions="us-east-1",
+                          instance_types=MIXED_TYPES, max_usd_per_hour=300, catalog=catalog, torch="2.13.0+cu126")
+    plans = [rec.best, *rec.alternatives]
+    assert plans[0] is not None and all(p.prediction.torch_wheels == ["cu126"] for p in plans)
+    assert all("B200" not in _gpus(p, catalog) for p in plans)
+    assert rec.torch["wheels"] == ["cu126"] and rec.torch["dropped_gpus"] == {"B200": "10.0"}
+
+
 def test_releases_past_the_table_use_its_newest_row_with_a_warning() -> None:
     with pytest.warns(TorchSupportWarning, match=r"torch 2.20 is newer than srift's wheel table \(newest 2.15"):
         t = resolve_target("2.20")
