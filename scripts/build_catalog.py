@@ -156,6 +156,8 @@ def build(data: Path, date: str) -> tuple[dict[str, Any], dict[str, Any]]:
                 "efa": spec["efa_supported"] == "True",
                 "max_efa_interfaces": _i(spec["max_efa_interfaces"]),
                 "regions": {x for x in spec["regions"].split("|") if REGION_RE.match(x)},
+                # DescribeInstanceTypes' processor maker: "AWS" is a Graviton (arm64) host
+                "arm64": spec["cpu"] == "AWS",
             }
         else:
             missing = [c for c in ("gpu_count", "vcpus", "memory_gib", "network_peak_gbps", "network_cards", "efa") if not fact[c]]
@@ -203,6 +205,8 @@ def build(data: Path, date: str) -> tuple[dict[str, Any], dict[str, Any]]:
             "sources": sources,
             "note": fact["note"] or None,
         }
+        if entry.get("arm64"):  # absent: x86_64 (srift.catalog.InstanceType.cpu_arch)
+            instances[name]["cpu_arch"] = "arm64"
         if entry["gpu_count"] < 1:
             raise ValueError(f"{name}: gpu_count {entry['gpu_count']} < 1")
 

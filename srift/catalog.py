@@ -93,6 +93,8 @@ MEASURED_LINK_FIELDS = ("measured_network_gbytes_s", "measured_network_latency_u
                         "measured_comm_compute_s_per_gbyte", "measured_network_over")
 # What a measured network link crossed (InstanceType.measured_network_over)
 NETWORK_PROBED_OVER = ("nic", "loopback")
+# InstanceType.cpu_arch
+CPU_ARCHES = ("x86_64", "arm64")
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,9 @@ class InstanceType:
     network_cards: int
     status: str                   # "current" | "retired" | "unlisted"
     sources: tuple[str, ...] = ()
+    # the host CPU's architecture: "x86_64", or "arm64" (g5g's Graviton2): PyTorch's official
+    # aarch64 CUDA wheels carry other cubins than its x86_64 ones (srift.torch_support)
+    cpu_arch: str = "x86_64"
     regions: tuple[str, ...] = ()
     gpu_memory_gib: float | None = None
     network_baseline_gbps: float | None = None
@@ -145,6 +150,7 @@ class InstanceType:
             network_gbps=float(d["network_gbps"]), efa=bool(d["efa"]),
             network_cards=int(d["network_cards"]), status=d["status"],
             sources=tuple(d.get("sources") or ()), regions=tuple(d.get("regions") or ()),
+            cpu_arch=d.get("cpu_arch") or "x86_64",
             gpu_memory_gib=d.get("gpu_memory_gib"),
             network_baseline_gbps=d.get("network_baseline_gbps"),
             network_peak_gbps=d.get("network_peak_gbps"),

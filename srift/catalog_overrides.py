@@ -50,7 +50,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from srift.catalog import (INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, NETWORK_PROBED_OVER, SCHEMA_PATH,
+from srift.catalog import (CPU_ARCHES, INSTANCE_STATUSES, INTERRUPTION_CLASSES, MARKETS, NETWORK_PROBED_OVER, SCHEMA_PATH,
                            format_json_path)
 from srift.files import decode_text, read_input_bytes, strip_bom, unique_keys
 
@@ -163,6 +163,7 @@ _INSTANCE_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "regions": (lambda v: _str_list(v) and all(_REGION_RE.match(x) for x in v), "a list of region codes such as 'us-east-1'"),
     "sources": (_str_list, "a list of strings"),
     "note": (_str_or_none, "a string"),
+    "cpu_arch": (lambda v: v in CPU_ARCHES, "the host CPU's architecture: " + " or ".join(map(repr, CPU_ARCHES))),
 }
 _INSTANCE_REQUIRED = ("gpu", "gpu_count", "vcpus", "memory_gib", "interconnect", "network_gbps", "efa", "network_cards")
 

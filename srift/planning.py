@@ -20,6 +20,7 @@ from srift import _core, checks
 from srift.cluster import MARKETS, Cluster, ClusterGroup
 from srift.engine import Engine, EngineConfig, with_overrides
 from srift.prediction import DEFAULT_REGIONS, Prediction, check_objects, predict
+from srift.torch_support import gpu_capabilities, gpu_label
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -367,7 +368,8 @@ class _Space:
         request.offers = offers
         self.offers = offers
         # each offer's GPU: which official wheels of the target PyTorch run it (srift.torch_support)
-        self.offer_gpus = [catalog.instance(name).gpu for name, _, _ in self.offer_info]
+        # (its label: the GPU key, with an arm64 host named, srift.torch_support.gpu_label)
+        self.offer_gpus = [gpu_label(catalog, name) for name, _, _ in self.offer_info]
         # Why nothing can be planned when the user's own filters leave no offer (the core only
         # sees what is left, and would blame the prices, the batch or the model).
         self.why_empty = ""
@@ -430,9 +432,9 @@ class _Space:
         if not self.torch.checked:
             return None
         gpus = sorted(set(self.offer_gpus))
-        caps = {g: self.catalog.gpu(g).compute_capability for g in gpus}
-        runs = {v.name: {g for g in gpus if v.runs(caps[g])} for v in self.torch.release.variants}
-        self.dropped = {g: caps[g] for g in gpus if not any(g in r for r in runs.values())}
+        hosts = gpu_capabilities(self.catalog, [name for name, _, _ in self.offer_info])
+        runs = {v.name: {g for g in gpus if v.runs(*hosts[g])} for v in self.torch.release.variants}
+        self.dropped = {g: hosts[g][0] for g in gpus if not any(g in r for r in runs.values())}
         by_set: dict[frozenset[str], list[str]] = {}
         for name, ran in runs.items():
             if ran:
@@ -475,7 +477,7 @@ class _Space:
         found = _Found()
         held = [(g.offer, g.count) for g in self.held]
         if held and not any(all(o in set(index) for o, _ in held) for _, index in self.searches):
-            gpus = {self.offer_gpus[o]: self.catalog.gpu(self.offer_gpus[o]).compute_capability for o, _ in held}
+            gpus = gpu_capabilities(self.catalog, [self.offer_info[o][0] for o, _ in held])
             found.why_none = f"the held instances cannot run one PyTorch build: {self.torch.why_not(gpus)}"
             return found
         limit = request.time_limit_s  # time_limit_s bounds the searches together, not each

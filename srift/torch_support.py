@@ -78,14 +78,19 @@ class WheelVariant:
     sass: tuple[tuple[int, int], ...]
     ptx: tuple[tuple[int, int], ...]
     support: str | None = None  # one of SUPPORT_LEVELS; None where the table's sources do not say
+    # the cubins of the variant's Linux aarch64 build (an arm64 host: g5g's Graviton2); None
+    # where the table's sources do not list them apart: taken as the x86_64 build's
+    aarch64_sass: tuple[tuple[int, int], ...] | None = None
 
-    def runs(self, capability: str | None) -> bool:
+    def runs(self, capability: str | None, cpu_arch: str = "x86_64") -> bool:
         """Note "wheel runs GPU": a cubin of the same major and a minor <= the GPU's, or PTX
-        for a capability <= the GPU's. None (unknown capability): True."""
+        for a capability <= the GPU's; on an arm64 host, the aarch64 build's cubins. None
+        (unknown capability): True."""
         if capability is None:
             return True
         cap = parse_capability(capability, "compute_capability")
-        return (any(s[0] == cap[0] and s[1] <= cap[1] for s in self.sass)
+        sass = self.aarch64_sass if cpu_arch == "arm64" and self.aarch64_sass is not None else self.sass
+        return (any(s[0] == cap[0] and s[1] <= cap[1] for s in sass)
                 or any(p <= cap for p in self.ptx))
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,6 +98,8 @@ class WheelVariant:
                "ptx": [_text(p) for p in self.ptx]}
         if self.support is not None:
             out["support"] = self.support
+        if self.aarch64_sass is not None:
+            out["aarch64_sass"] = [_text(s) for s in self.aarch64_sass]
         return out
 
 
@@ -165,10 +172,14 @@ def _parse_table(doc: Any, origin: str) -> WheelTable:
             if not isinstance(cuda, str) or not _RELEASE_RE.match(cuda) or name != "cu" + cuda.replace(".", ""):
                 raise fail(f"{vat}.cuda", f"the CUDA version 'MAJOR.MINOR' its name {name!r} says", cuda)
             lists = {}
-            for key in ("sass", "ptx"):
+            for key in ("sass", "ptx", "aarch64_sass"):
                 caps = v.get(key)
+                if key == "aarch64_sass" and caps is None:
+                    lists[key] = None
+                    continue
                 if not isinstance(caps, list):
-                    raise fail(f"{vat}.{key}", "a list of compute capabilities", caps)
+                    raise fail(f"{vat}.{key}", "a list of compute capabilities"
+                               + (" or absent" if key == "aarch64_sass" else ""), caps)
                 lists[key] = tuple(parse_capability(c, f"{origin}: {vat}.{key}[{k}]") for k, c in enumerate(caps))
             if not lists["sass"] and not lists["ptx"]:
                 raise fail(f"{vat}.sass", "at least one capability (sass or ptx)", v.get("sass"))
@@ -177,7 +188,7 @@ def _parse_table(doc: Any, origin: str) -> WheelTable:
                 raise fail(f"{vat}.support", f"one of {', '.join(SUPPORT_LEVELS)} or absent", support)
             if support == "default" and any(p.support == "default" for p in parsed):
                 raise fail(f"{vat}.support", "'default' for one variant per release (PyPI's)", support)
-            parsed.append(WheelVariant(name, cuda, lists["sass"], lists["ptx"], support))
+            parsed.append(WheelVariant(name, cuda, lists["sass"], lists["ptx"], support, lists["aarch64_sass"]))
         release = TorchRelease(torch, row["status"], tuple(parsed), tuple(sources))
         if releases and release.key <= releases[-1].key:
             raise fail(f"{at}.torch", f"a release after {releases[-1].torch} (rows oldest first, once each)", torch)
@@ -201,6 +212,15 @@ def load_table(path: str | Path | None = None) -> WheelTable:
     return _load_cached(str(path if path is not None else TABLE_PATH))
 
 
+# A GPU as the wheel check sees it: its compute capability (None: unknown) and its host's CPU
+# architecture ("x86_64", "arm64"): PyTorch's aarch64 wheels carry other cubins.
+GpuHost = tuple[str | None, str]
+
+
+def _host(spec: GpuHost | str | None) -> GpuHost:
+    return spec if isinstance(spec, tuple) else (spec, "x86_64")
+
+
 @dataclass(frozen=True)
 class TorchTarget:
     """The PyTorch a plan must run: the table's row for it, or no check (``release`` None)."""
@@ -214,20 +234,23 @@ class TorchTarget:
     def checked(self) -> bool:
         return self.release is not None
 
-    def variants_for(self, capabilities: Iterable[str | None]) -> list[WheelVariant]:
-        """The variants that run every GPU of these capabilities (all of them when unchecked
-        is not asked: callers test ``checked`` first)."""
-        caps = list(capabilities)
+    def variants_for(self, capabilities: Iterable[GpuHost | str | None]) -> list[WheelVariant]:
+        """The variants that run every GPU of these capabilities, each a capability or a
+        (capability, host CPU architecture) pair (all of them when unchecked is not asked:
+        callers test ``checked`` first)."""
+        hosts = [_host(c) for c in capabilities]
         if self.release is None:
             return []
-        return [v for v in self.release.variants if all(v.runs(c) for c in caps)]
+        return [v for v in self.release.variants if all(v.runs(c, a) for c, a in hosts)]
 
-    def why_not(self, gpus: Mapping[str, str | None]) -> str:
-        """Why no one variant runs these GPUs (GPU key -> capability): each GPU's runners."""
+    def why_not(self, gpus: Mapping[str, GpuHost | str | None]) -> str:
+        """Why no one variant runs these GPUs (GPU label -> capability, or (capability, host
+        CPU architecture)): each GPU's runners."""
         assert self.release is not None
         parts = []
-        for gpu, cap in gpus.items():
-            runs = [v.name for v in self.release.variants if v.runs(cap)]
+        for gpu, spec in gpus.items():
+            cap, arch = _host(spec)
+            runs = [v.name for v in self.release.variants if v.runs(cap, arch)]
             parts.append(f"{gpu} (sm_{(cap or '?').replace('.', '')}) runs under "
                          + (", ".join(runs) if runs else "none of them"))
         names = ", ".join(v.name for v in self.release.variants)
@@ -372,10 +395,18 @@ def describe(pred: Any) -> str | None:
             f"{', '.join(wheels)} run{'' if len(wheels) > 1 else 's'} every GPU of it: {install_line(release, wheels)}")
 
 
-def gpu_capabilities(catalog: Catalog, instance_types: Iterable[str]) -> dict[str, str | None]:
-    """GPU key -> compute capability of these instance types, in their order, once each."""
-    out: dict[str, str | None] = {}
+def gpu_label(catalog: Catalog, instance_type: str) -> str:
+    """The wheel check's name for an instance type's GPU: its key, with its host when that is
+    arm64 ("T4 on arm64": a g5g's T4 runs other wheels than a g4dn's)."""
+    inst = catalog.instance(instance_type)
+    return inst.gpu if inst.cpu_arch == "x86_64" else f"{inst.gpu} on {inst.cpu_arch}"
+
+
+def gpu_capabilities(catalog: Catalog, instance_types: Iterable[str]) -> dict[str, GpuHost]:
+    """GPU label (`gpu_label`) -> (compute capability, host CPU architecture) of these instance
+    types, in their order, once each."""
+    out: dict[str, GpuHost] = {}
     for name in instance_types:
-        key = catalog.instance(name).gpu
-        out.setdefault(key, catalog.gpu(key).compute_capability)
+        inst = catalog.instance(name)
+        out.setdefault(gpu_label(catalog, name), (catalog.gpu(inst.gpu).compute_capability, inst.cpu_arch))
     return out

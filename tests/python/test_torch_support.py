@@ -255,6 +255,36 @@ def test_recommend_returns_only_clusters_one_wheel_runs(resnet50_profile, catalo
                                      {"wheels": ["cu130", "cu132"], "gpus": ["B200", "L4"]}]
 
 
+def test_a_t4_on_a_graviton_host_runs_no_official_aarch64_wheel(resnet50_profile, catalog) -> None:
+    # g5g's T4 sits on an arm64 host, which installs the aarch64 wheels: their cubins start at
+    # Ampere 8.0 (pytorch/pytorch#172663, #182849), so no 2.11+ wheel runs it. It was judged
+    # by the x86_64 cubins, and the cheapest plan under 2.13 was 2x g5g.xlarge.
+    assert catalog.instance("g5g.xlarge").cpu_arch == "arm64" and catalog.instance("g4dn.xlarge").cpu_arch == "x86_64"
+    assert ts.gpu_capabilities(catalog, ["g5g.xlarge", "g4dn.xlarge"]) == {"T4 on arm64": ("7.5", "arm64"),
+                                                                            "T4": ("7.5", "x86_64")}
+    kw = dict(global_batch=256, iterations=10_000, deadline_hours=48, catalog=catalog, regions="us-east-1",
+              instance_types=["g5g.xlarge", "g4dn.xlarge"], top_k=3)
+    unchecked = srift.recommend(resnet50_profile, torch="source", **kw)
+    assert str(unchecked.best.cluster) == "2x g5g.xlarge @us-east-1"
+    rec = srift.recommend(resnet50_profile, torch="2.13", **kw)
+    assert str(rec.best.cluster) == "2x g4dn.xlarge @us-east-1"
+    assert all(_gpus(p, catalog) == {"T4"} and "g5g" not in str(p.cluster) for p in [rec.best, *rec.alternatives])
+    assert rec.torch["dropped_gpus"] == {"T4 on arm64": "7.5"}
+    with pytest.warns(TorchSupportWarning, match=r"T4 on arm64 \(sm_75\) runs under none of them"):
+        assert srift.predict(resnet50_profile, "1x g5g.xlarge", 64, catalog=catalog, torch="2.13").torch_wheels == []
+    # an aarch64 build the sources list no cubins for apart (2.10) is taken as the x86_64 one
+    assert srift.predict(resnet50_profile, "1x g5g.xlarge", 64, catalog=catalog,
+                         torch="2.10").torch_wheels == ["cu126", "cu128", "cu130"]
+    v = resolve_target("2.13").release.variants[0]
+    assert v.runs("8.6", "arm64") and not v.runs("7.5", "arm64") and v.runs("7.5", "x86_64")
+    with pytest.raises(ValueError, match=r"\$\.instances\['g5g\.xlarge'\]\.cpu_arch = 'aarch64': must be the host "
+                                         r"CPU's architecture: 'x86_64' or 'arm64'"):
+        catalog.with_overrides({"schema": "srift.catalog-overrides/1",
+                                "instances": {"g5g.xlarge": {"cpu_arch": "aarch64"}}})
+    assert catalog.with_overrides({"schema": "srift.catalog-overrides/1", "instances": {
+        "g4dn.xlarge": {"cpu_arch": "arm64"}}}).instance("g4dn.xlarge").cpu_arch == "arm64"
+
+
 def test_without_the_check_the_same_query_mixes_v100_and_b200(resnet50_profile, catalog) -> None:
     rec = srift.recommend(resnet50_profile, global_batch=1024, iterations=100_000, regions="us-east-1",
                           instance_types=MIXED_TYPES, top_k=8, catalog=catalog, max_usd_per_hour=300, torch="source")
