@@ -93,11 +93,15 @@ def cmd_show(args: argparse.Namespace) -> int:
             out["instances"].append(d)
         print(jsonout.dumps(out, indent=1))
         return 0
-    headers = ["instance", "GPUs", "GiB/GPU", "vCPU", "RAM GiB", "link", "GB/s", "net Gbps", "EFA", "status"]
+    # CC: the GPU's CUDA compute capability, with an arm64 host named (which PyTorch wheels run
+    # it: srift.torch_support)
+    headers = ["instance", "GPUs", "CC", "GiB/GPU", "vCPU", "RAM GiB", "link", "GB/s", "net Gbps", "EFA", "status"]
     headers += ["on-demand $/h", "spot $/h", "interrupt"] if args.region else ["regions"]
     rows = []
     for t in types:
-        row = [t.name, f"{t.gpu_count}x {t.gpu}", _fmt(cat.gpu(t.gpu).memory_gib, 1), str(t.vcpus),
+        cc = cat.gpu(t.gpu).compute_capability or "-"
+        row = [t.name, f"{t.gpu_count}x {t.gpu}", cc if t.cpu_arch == "x86_64" else f"{cc} {t.cpu_arch}",
+               _fmt(cat.gpu(t.gpu).memory_gib, 1), str(t.vcpus),
                _fmt(t.memory_gib, 0), t.interconnect, _fmt(t.intra_node_gbytes_s, 1), _fmt(t.network_gbps, 1),
                "yes" if t.efa else "no", t.status]
         if args.region:

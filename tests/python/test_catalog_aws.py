@@ -534,6 +534,15 @@ def test_cli_show_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["catalog", "show", "--gpu", "NVIDIA A100-SXM4-80GB"]) == 0
     text = capsys.readouterr().out
     assert "p4de.24xlarge" in text and "p4d.24xlarge " not in text
+    # each GPU's compute capability, and an arm64 host (srift.torch_support: which wheels run it)
+    assert _run(["catalog", "show", "--family", "g5g", "--family", "p4de"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:4] == ["instance", "GPUs", "CC", "GiB/GPU"]
+    rows = {line.split()[0]: line.split() for line in lines[2:] if line and not line[0].isdigit()}
+    assert rows["p4de.24xlarge"][3] == "8.0" and rows["g5g.xlarge"][3:5] == ["7.5", "arm64"]
+    assert _run(["catalog", "show", "--family", "g5g", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)["instances"][0]
+    assert shown["cpu_arch"] == "arm64" and shown["gpu_spec"]["compute_capability"] == "7.5"
 
 
 def test_cli_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
