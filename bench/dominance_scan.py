@@ -91,6 +91,10 @@ def main() -> None:
     for key in sorted(workloads):
         info, profile = workloads[key]
         stats = core_workload_stats(info)
+        # one cache per workload (srift::LearnedCompute::Cache, bit-identical to fresh calls; one
+        # memo per table of grid ends, note "own grids"): every target's references' lines and
+        # the models' outputs are computed once, not once per target, anchor and run
+        cache = _core.LearnedComputeCache(stats)
         for prec in PRECISIONS:
             p = core_precision(prec)
             limits, ends = memory_limits(profile, cat, prec)
@@ -99,13 +103,15 @@ def main() -> None:
             for batch in batches:
                 # the grid's span: the engine's memory limit with --small, else the batch (1..1024)
                 span = {k: limits[k] if limits else batch for k in gpus}
-                own = {k: lc.predict_absolute(stats, gpu_spec(g), p, span[k], ends).model for k, g in gpus.items()}
+                own = {k: lc.predict_absolute_cached(cache, gpu_spec(g), p, span[k], ends).model
+                       for k, g in gpus.items()}
                 count("no_measurement", prec, {k: total(m, batch) for k, m in own.items()},
                       {"workload": key, "batch": batch})
                 for anchor, factor in itertools.product(ANCHORS, RUN_FACTORS):
                     run = [_core.Measurement(batch, factor * total(own[anchor], batch))]
-                    t = {k: total(lc.predict_anchored(stats, gpu_spec(gpus[anchor]), run, gpu_spec(g), p,
-                                                      span[k] if limits else 0.0, ends).model, batch)
+                    on = [_core.Anchor(gpu_spec(gpus[anchor]), run)]  # one anchor: predict_anchored's own
+                    t = {k: total(lc.predict_anchored_several_cached(cache, on, gpu_spec(g), p,
+                                                                     span[k] if limits else 0.0, ends).model, batch)
                          for k, g in gpus.items()}
                     count("anchored", prec, t, {"workload": key, "batch": batch, "anchor": anchor,
                                                 "run_over_own_prediction": factor})

@@ -2073,3 +2073,96 @@ TEST(LearnedCompute, GridEndsAreRefusedByName) {
   EXPECT_THROW(lc.predict_absolute(cache, g, Precision::amp, 100, {{16e9, nan}}), std::invalid_argument);
   EXPECT_EQ(message({{16e9, -1}, {32e9, 0}}), "no error");  // <= 0: not known, as max_batch
 }
+
+TEST(LearnedCompute, OneCacheAnswersEveryEntryPointAsFreshCallsInAnyOrderAndUnderAnyTable) {
+  // Note "own grids" with note "memo by inputs": a Cache keeps one Memo per table of grid ends,
+  // found by the table checked and sorted by memory. One Cache asked the four entry points
+  // (predict_absolute, predict_anchored on one anchor and on several, measured_model on one batch
+  // and on two) for targets that bound one another, under no table, a table, the same table in
+  // another order, that table with an unlisted memory, one with a reference's end unknown (<= 0)
+  // and one with that end past the target's, in one order and then in the reverse order, answers
+  // each call as a fresh call does, bit for bit; a table equal up to order, or with a memory no
+  // GPU asked has, answers as that table.
+  const srift::LearnedCompute lc =
+      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
+                                            srift_test::shipped_document("compute_absolute"));
+  const srift::WorkloadStats w = bert_base_128();
+  GpuSpec a100;
+  for (const GpuSpec& g : lc.config().ratio_references) {
+    if (g.name == "A100-40GB") a100 = g;
+  }
+  ASSERT_EQ(a100.name, "A100-40GB");
+  a100.launch_year = 2020;
+  const GpuSpec pro{"RTX-PRO-6000", 96.0 * (1ull << 30), 120e12, 240e12, 480e12, 1597e9, 2025};
+  const GpuSpec l4{"L4", 22.352 * (1ull << 30), 30.3e12, 60e12, 121e12, 300e9, 2023};
+  const GpuSpec t4{"T4", 16.0 * (1ull << 30), 8.1e12, 0, 65e12, 320e9, 2018};
+  const GpuSpec h100{"H100", 80.0 * (1ull << 30), 67e12, 495e12, 990e12, 3350e9, 2022};
+  const srift::GridEnds one = {{l4.memory_bytes, 226}, {a100.memory_bytes, 435}, {pro.memory_bytes, 1098},
+                               {h100.memory_bytes, 900}, {t4.memory_bytes, 150}};
+  const srift::GridEnds reordered = {one[3], one[1], one[4], one[0], one[2]};
+  srift::GridEnds unlisted = one;
+  unlisted.push_back({12345.0 * (1 << 20), 7});
+  srift::GridEnds unknown = one, past = one;
+  unknown[1].second = -1;  // the A100-40GB's end not known: its grid 1..1,024
+  past[1].second = 5000;   // past every target's
+  const std::vector<srift::GridEnds> tables = {{}, one, reordered, unlisted, unknown, past};
+  const std::vector<srift::Measurement> run = {{1, 0.02}}, runs = {{4, 0.03}, {32, 0.12}};
+  const std::vector<srift::Anchor> anchors = {{l4, run}, {t4, {{8, 0.2}}}};
+  struct Call {
+    std::string what;
+    std::function<srift::ComputeModel(srift::LearnedCompute::Cache*)> model;
+  };
+  std::vector<Call> calls;
+  for (Precision p : {Precision::fp32, Precision::amp}) {
+    for (std::size_t t = 0; t < tables.size(); ++t) {
+      const srift::GridEnds& table = tables[t];
+      for (const GpuSpec* g : {&pro, &h100, static_cast<const GpuSpec*>(&a100)}) {
+        const std::string at = g->name + " p" + std::to_string(static_cast<int>(p)) + " table " + std::to_string(t);
+        const double mb = g == &pro ? 1098 : g == &h100 ? 900 : 435;
+        calls.push_back({"absolute " + at, [&lc, &w, g, p, mb, &table](srift::LearnedCompute::Cache* c) {
+                           return c ? lc.predict_absolute(*c, *g, p, mb, table).model
+                                    : lc.predict_absolute(w, *g, p, mb, table).model;
+                         }});
+        calls.push_back({"anchored " + at, [&, g, p, mb](srift::LearnedCompute::Cache* c) {
+                           return c ? lc.predict_anchored(*c, l4, run, *g, p, mb, table).model
+                                    : lc.predict_anchored(w, l4, run, *g, p, mb, table).model;
+                         }});
+        calls.push_back({"several " + at, [&, g, p, mb](srift::LearnedCompute::Cache* c) {
+                           return c ? lc.predict_anchored(*c, anchors, *g, p, mb, table).model
+                                    : lc.predict_anchored(w, anchors, *g, p, mb, table).model;
+                         }});
+        for (const std::vector<srift::Measurement>* m : {&run, &runs}) {
+          calls.push_back({"measured " + std::to_string(m->size()) + " " + at, [&, g, p, mb, m](srift::LearnedCompute::Cache* c) {
+                             const srift::ComputeModel roof = w.roofline(*g, p);
+                             return c ? lc.measured_model(*c, *g, roof, *m, p, mb, table)
+                                      : lc.measured_model(w, *g, roof, *m, p, mb, table);
+                           }});
+        }
+      }
+    }
+  }
+  std::vector<srift::ComputeModel> fresh;
+  for (const Call& c : calls) fresh.push_back(c.model(nullptr));
+  srift::LearnedCompute::Cache forward(w), backward(w);
+  for (std::size_t i = 0; i < calls.size(); ++i) expect_same_model(calls[i].model(&forward), fresh[i], "forward " + calls[i].what);
+  for (std::size_t i = calls.size(); i-- > 0;) {
+    expect_same_model(calls[i].model(&forward), fresh[i], "forward, again in reverse " + calls[i].what);
+    expect_same_model(calls[i].model(&backward), fresh[i], "backward " + calls[i].what);
+  }
+  // a table is a set: in another order, or with a memory no GPU here has, it answers as itself;
+  // an end not known (<= 0) is the least grid, 1..1,024, as the A100-40GB's own 435 is
+  const std::size_t per_table = calls.size() / (2 * tables.size());
+  for (std::size_t p = 0; p < 2; ++p) {
+    for (std::size_t i = 0; i < per_table; ++i) {
+      const std::size_t at_one = (p * tables.size() + 1) * per_table + i;
+      for (std::size_t t : {2u, 3u, 4u}) {
+        expect_same_model(fresh[(p * tables.size() + t) * per_table + i], fresh[at_one], "as table 1: " + calls[at_one].what);
+      }
+    }
+  }
+  // and the tables are not vacuous: the table, and the A100-40GB's end moved past the RTX PRO
+  // 6000's, each move the RTX PRO 6000 anchored at FP32
+  const auto pro_at_1 = [&](std::size_t t) { return total_at(fresh[t * per_table + 1], 1); };
+  EXPECT_NE(pro_at_1(0), pro_at_1(1));
+  EXPECT_NE(pro_at_1(1), pro_at_1(5));
+}

@@ -1208,18 +1208,24 @@ def test_no_grid_ends_or_the_targets_own_change_no_prediction(catalog_gpus) -> N
 def test_absolute_prediction_with_grid_ends_equals_the_python_composition(catalog_gpus) -> None:
     """The twin of note "own grids" with no measurement (srift.learn.models.absolute_line_in_order
     with grid_ends): each reference's own line on its own grid bounds the target's, at the target's
-    grid ends; equal to the core's to 1e-9, and unlike the lines on the target's grid somewhere."""
+    grid ends; equal to the core's to 1e-9, and unlike the lines on the target's grid somewhere.
+    Also with every other memory's end not known (-1: the least grid, 1..1,024) and with every
+    other memory left out of the table (that reference on the target's grid)."""
     models = default_models()
     refs = models._references
     w = load_workloads()
+    memories = sorted({g.memory_gib * 2**30 for g in catalog_gpus} | {g.memory_gib * 2**30 for g in refs})
     # a grid end per memory unlike any other's: 12 samples per GiB
-    table = {m: float(math.floor(12 * m / 2**30)) for m in
-             {g.memory_gib * 2**30 for g in catalog_gpus} | {g.memory_gib * 2**30 for g in refs}}
+    table = {m: float(math.floor(12 * m / 2**30)) for m in memories}
+    unknown = {m: -1.0 if i % 2 else float(math.floor(40 * m / 2**30)) for i, m in enumerate(memories)}
+    missing = {m: float(math.floor(30 * m / 2**30)) for i, m in enumerate(memories) if i % 2}
     moved = 0
-    for key, prec, g in itertools.product(("bert_base", "resnet50"), PRECISIONS, catalog_gpus):
+    for (name, table), key, prec, g in itertools.product((("12/GiB", table), ("unknown", unknown),
+                                                          ("missing", missing)), ("bert_base", "resnet50"),
+                                                         PRECISIONS, catalog_gpus):
         if prec == "fp32" and g.tf32_tflops:
             continue  # PyTorch's FP32 on a TF32 GPU: no twin (test_pytorch_default_fp32_*)
-        wl, max_batch = w[key], table[g.memory_gib * 2**30]
+        wl, max_batch = w[key], table.get(g.memory_gib * 2**30, 2000.0)
         expected = absolute_line_in_order(models.absolute.core.predict, wl, g, prec, refs, max_batch,
                                           _lean(models, "absolute"), grid_ends=table)
         r = models.learned_compute.predict_absolute(core_workload_stats(wl), gpu_spec(g), core_precision(prec),

@@ -215,6 +215,10 @@ struct LearnedComputeResult {
 /// listed bounds a target with its own line, fitted on its own grid, where it bounds it at all;
 /// one not listed is fitted on the target's grid (`max_batch`). Empty: every reference on the
 /// target's grid, as before the table. Each memory at most once, each entry finite, memory > 0.
+/// A listed end <= 0 (not known) is, as max_batch <= 0, the least grid (1..1,024), which every
+/// end up to 1,024 also gives: unlike an unlisted memory, not the target's grid. A reference whose
+/// grid ends before the target's bounds it at the target's grid end with its line extrapolated
+/// (note "own grids").
 using GridEnds = std::vector<std::pair<double, double>>;
 
 /// Measurements of the workload on one GPU type, to anchor predictions for others.
