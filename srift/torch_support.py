@@ -88,10 +88,7 @@ class WheelVariant:
         (unknown capability): True."""
         if capability is None:
             return True
-        cap = parse_capability(capability, "compute_capability")
-        sass = self.aarch64_sass if cpu_arch == "arm64" and self.aarch64_sass is not None else self.sass
-        return (any(s[0] == cap[0] and s[1] <= cap[1] for s in sass)
-                or any(p <= cap for p in self.ptx))
+        return _variant_runs(self, capability, cpu_arch)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"name": self.name, "cuda": self.cuda, "sass": [_text(s) for s in self.sass],
@@ -101,6 +98,16 @@ class WheelVariant:
         if self.aarch64_sass is not None:
             out["aarch64_sass"] = [_text(s) for s in self.aarch64_sass]
         return out
+
+
+@lru_cache(maxsize=1024)
+def _variant_runs(variant: WheelVariant, capability: str, cpu_arch: str) -> bool:
+    """WheelVariant.runs, kept per (variant, capability, host): parsing the capability for each
+    GPU of each predicted cluster had been a sixth of a warm srift.predict."""
+    cap = parse_capability(capability, "compute_capability")
+    sass = variant.aarch64_sass if cpu_arch == "arm64" and variant.aarch64_sass is not None else variant.sass
+    return (any(s[0] == cap[0] and s[1] <= cap[1] for s in sass)
+            or any(p <= cap for p in variant.ptx))
 
 
 @dataclass(frozen=True)
@@ -294,19 +301,32 @@ def resolve_target(torch: Any = None, profile: Profile | None = None, *,
             return TorchTarget(None, "none", None, "no PyTorch version known (none given, none in the profile, "
                                                    "none installed): every GPU is taken to run")
         version, origin = installed, "installed"
+    target, newer_note = _resolve_version(version, origin, table)
+    if newer_note:
+        warnings.warn(newer_note, TorchSupportWarning, stacklevel=2)
+    return target
+
+
+@lru_cache(maxsize=64)
+def _resolve_version(version: str, origin: str, table: WheelTable) -> tuple[TorchTarget, str]:
+    """resolve_target's reading of a version against the table, kept per (version, origin,
+    table): srift.predict calls it for every cluster, and reading it afresh had been a fifth of a
+    warm call. Returns the target and the past-the-table note to warn with ("" when none), so
+    the warning is given on every call, as before, not on the first alone."""
     if version.lower() == SOURCE:
-        return TorchTarget(SOURCE, origin, None, "a build of your own (torch='source'): every GPU is taken to run")
+        return TorchTarget(SOURCE, origin, None, "a build of your own (torch='source'): every GPU is taken to "
+                                                 "run"), ""
     m = _VERSION_RE.match(version)
     if m is None:
         if origin == "argument":
             raise ValueError(f"torch: expected a PyTorch version such as '2.13' or '2.13.0+cu126', or 'source' "
                              f"for a build of your own, got {version!r}")
         return TorchTarget(version, origin, None, f"torch {version} is no official release's version: "
-                                                  "taken as a build of your own, every GPU runs")
+                                                  "taken as a build of your own, every GPU runs"), ""
     label = m.group(5)
     if label is not None and not _OFFICIAL_LABEL_RE.match(label):
         return TorchTarget(version, origin, None, f"torch {version} is a custom build (+{label}): every GPU is "
-                                                  "taken to run")
+                                                  "taken to run"), ""
     key = (int(m.group(1)), int(m.group(2)))
     first, newest = table.releases[0], table.releases[-1]
     if key < first.key:
@@ -315,13 +335,12 @@ def resolve_target(torch: Any = None, profile: Profile | None = None, *,
     pin = label if origin == "argument" and label is not None and _VARIANT_RE.match(label) else None
     for release in table.releases:
         if release.key == key:
-            return TorchTarget(version, origin, _pinned(release, pin, version))
+            return TorchTarget(version, origin, _pinned(release, pin, version)), ""
     if key > newest.key:
         note = (f"torch {version} is newer than srift's wheel table (newest {newest.torch}, as of "
                 f"{table.as_of}): its wheels are taken as {newest.torch}'s")
         release = _pinned(newest, pin, version)
-        warnings.warn(note, TorchSupportWarning, stacklevel=3)
-        return TorchTarget(version, origin, release, note)
+        return TorchTarget(version, origin, release, note), note
     raise ValueError(f"torch: {version!r} ({origin}) is no release in srift's wheel table "
                      f"({', '.join(r.torch for r in table.releases)})")
 
