@@ -77,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     srift.predict(prof, args.cluster, args.global_batch, catalog=catalog, engine=engine)  # warm caches
     predict_s = _median_seconds(
         lambda: srift.predict(prof, args.cluster, args.global_batch, catalog=catalog, engine=engine), args.repeats)
+    # the same call with the PyTorch wheel check off (srift.torch_support): what the check costs
+    unchecked_predict_s = _median_seconds(
+        lambda: srift.predict(prof, args.cluster, args.global_batch, catalog=catalog, engine=engine, torch="source"),
+        args.repeats)
     cold_predict_s = _median_seconds(
         lambda: srift.predict(prof, args.cluster, args.global_batch, catalog=catalog), max(10, args.repeats // 10))
     cluster = srift.Cluster.parse(args.cluster)
@@ -213,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "bench_predict", "commit": _commit(), "machine": platform.machine(),
         "python": platform.python_version(), "cpus": os.cpu_count(), "model": args.model,
         "cluster": args.cluster, "global_batch": args.global_batch,
-        "predict_s": predict_s, "predict_cold_s": cold_predict_s, "core_simulate_s": core_s,
+        "predict_s": predict_s, "predict_unchecked_s": unchecked_predict_s, "predict_cold_s": cold_predict_s, "core_simulate_s": core_s,
         "predict_over_core": predict_s / core_s,
         "search_exhaustive": {str(k): v for k, v in search.items()},
         "recommend_branch_and_bound": bnb,
@@ -225,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"srift.predict ({args.cluster}, batch {args.global_batch}): {predict_s * 1e6:.0f} us "
           f"(cold, engine rebuilt: {cold_predict_s * 1e3:.2f} ms); core simulate alone {core_s * 1e6:.1f} us "
-          f"-> Python API overhead x{predict_s / core_s:.0f}")
+          f"-> Python API overhead x{predict_s / core_s:.0f}; with the wheel check off (torch='source') "
+          f"{unchecked_predict_s * 1e6:.0f} us (the check x{predict_s / unchecked_predict_s:.2f})")
     for threads, s in search.items():
         print(f"core enumerating (search_exhaustive), {threads} thread(s): {s['evaluated']:,} clusters in "
               f"{s['seconds'] * 1e3:.0f} ms = {s['clusters_per_s'] / 1e6:.2f} M clusters/s")
