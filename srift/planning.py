@@ -208,7 +208,9 @@ def resolve_regions(catalog: Catalog, regions: str | Sequence[str] | None) -> li
     chosen = list(dict.fromkeys(catalog.region_name(r) for r in chosen))
     unknown = [r for r in chosen if r not in catalog.regions]
     if unknown:
-        raise ValueError(f"regions {unknown} are not in the catalog; known: {', '.join(catalog.regions)}")
+        close = [c for r in unknown for c in catalog.close_regions(r)[:1]]
+        hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+        raise ValueError(f"regions {unknown} are not in the catalog{hint}; known: {', '.join(catalog.regions)}")
     if not chosen:
         raise ValueError("regions must name at least one region, got none")
     return chosen
