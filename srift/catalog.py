@@ -503,10 +503,14 @@ class Catalog:
         it); ValueError naming it, with the nearest names, for one the catalog does not know."""
         name = self.region_name(region)
         if name not in self._data["regions"]:
-            close = difflib.get_close_matches(str(name).lower(), self._data["regions"], n=3, cutoff=0.6)
+            close = self.close_regions(name)
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             raise ValueError(f"region = {region!r}: not a region in the catalog{hint}")
         return name
+
+    def close_regions(self, name: str) -> list[str]:
+        """The catalog's region names nearest a name it does not know (up to 3, nearest first)."""
+        return difflib.get_close_matches(str(name).lower(), self._data["regions"], n=3, cutoff=0.6)
 
     @staticmethod
     def _check_market(market: str) -> None:

@@ -221,9 +221,9 @@ def _add_source(p: argparse.ArgumentParser) -> None:
     _add_ddp(g)
     g.add_argument("--torch", default=None, metavar="X.Y|source",
                    help="the PyTorch release the training runs (e.g. 2.13): only clusters one of its official "
-                        "CUDA wheels runs on every GPU are planned (default: the profile's torch_version, else "
-                        "the installed torch); with a CUDA label (2.13.0+cu126) only that build counts; 'source' for a build "
-                        "of your own turns the check off")
+                        "CUDA wheels runs on every GPU are planned, and predict warns of a cluster none runs (default: "
+                        "the profile's torch_version, else the installed torch); with a CUDA label (2.13.0+cu126) only "
+                        "that build counts; 'source' for a build of your own turns the check off")
     g.add_argument("--catalog", dest="catalog_path", metavar="FILE", help="a catalog JSON (default: bundled)")
     g.add_argument("--catalog-overrides", metavar="FILE", action="append",
                    help="prices, quotas or instances to override (JSON/TOML); repeat to apply several in order")

@@ -78,7 +78,7 @@ def register(subparsers: Any) -> None:
                     "combination. Rows already in the output are skipped, so rerunning resumes.",
         epilog="spec keys: models, global_batch, iterations, constraints (required); schema (srift.sweep/1), "
                "device, batch_size, regions, markets, types, exclude, max_types, max_instances_per_type, precision, "
-               "max_accumulation_steps, max_local_batch, catalog, catalog_overrides, output. Entries of an axis "
+               "max_accumulation_steps, max_local_batch, torch, catalog, catalog_overrides, output. Entries of an axis "
                "must differ. See the docstring of srift/sweep.py.")
     p.add_argument("spec", help="sweep spec (YAML or JSON)")
     p.add_argument("-o", "--output", default=None, help="results .csv (or .parquet with pyarrow); "

@@ -254,7 +254,8 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
             f"cannot write a SkyPilot task for {pred.cluster}: its {len(pred.groups)} instance groups ({kinds}) "
             "need one job over different instances, and a SkyPilot task is one instance type and market; "
             "Job Groups reach each other by host name only on Kubernetes, not on AWS (SkyPilot 0.14). "
-            "Use --emit torchrun and start the instances yourself, or ask for one instance type (--max-types 1)")
+            "Use --emit torchrun and start the instances yourself, or plan one instance type and market "
+            "(recommend --max-types 1; predict --cluster of one group)")
     g = pred.groups[0]
     accumulation = f"export{_accumulation_env(pred)}\n" if pred.accumulation_steps > 1 else ""
     # One case per node: the per-rank batches can differ between nodes of one group.

@@ -32,6 +32,13 @@ __all__ = ["recommend", "pareto", "Plan", "ParetoFront", "Recommendation", "Sear
 _MARKET_TO_CORE = {"on-demand": _core.Market.on_demand, "spot": _core.Market.spot}
 
 
+def _sentences(*parts: str) -> str:
+    """Reasons joined as sentences: the core's why_none ends without a full stop, and the
+    wheel check's sentence starts with a capital."""
+    said = [x.strip() for x in parts if x and x.strip()]
+    return " ".join(x if x.endswith((".", "!", "?")) or i == len(said) - 1 else x + "." for i, x in enumerate(said))
+
+
 @dataclass
 class Plan:
     """A cluster to rent and what it is predicted to do for the whole run."""
@@ -68,6 +75,12 @@ class Plan:
     def uses_spot(self) -> bool:
         return any(g.market == "spot" for g in self.cluster.groups)
 
+    @property
+    def torch_wheels(self) -> list[str] | None:
+        """The official wheel variants of the target PyTorch that run every GPU of the plan
+        (srift.torch_support; None when the check is off), as ``to_dict()`` has them."""
+        return self.prediction.torch_wheels
+
     def band_hours(self) -> tuple[float, float]:
         """(p10, p90) of the whole run's hours from the prediction's iteration band (NaN where
         the prediction carries none): total_hours scaled by p10/p90 over the iteration."""
@@ -93,7 +106,7 @@ class Plan:
             "iteration_s": self.iteration_s, "usd_per_1k_samples": self.usd_per_1k_samples,
             # the official wheel variants of the target PyTorch that run every GPU of the plan
             # (srift.torch_support); None when the check is off
-            "torch_wheels": self.prediction.torch_wheels,
+            "torch_wheels": self.torch_wheels,
             "prediction": self.prediction.to_dict(),
         }
 
@@ -197,7 +210,9 @@ def resolve_regions(catalog: Catalog, regions: str | Sequence[str] | None) -> li
     chosen = list(dict.fromkeys(catalog.region_name(r) for r in chosen))
     unknown = [r for r in chosen if r not in catalog.regions]
     if unknown:
-        raise ValueError(f"regions {unknown} are not in the catalog; known: {', '.join(catalog.regions)}")
+        close = [c for r in unknown for c in catalog.close_regions(r)[:1]]
+        hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+        raise ValueError(f"regions {unknown} are not in the catalog{hint}; known: {', '.join(catalog.regions)}")
     if not chosen:
         raise ValueError("regions must name at least one region, got none")
     return chosen
@@ -804,7 +819,7 @@ def recommend(profile: Profile, *, global_batch: int, iterations: float,
     closest = space.plan(*found.closest) if not plans and found.closest is not None else None
     why_none = ""
     if not plans:
-        why_none = space.why_empty or ". ".join(x for x in (found.why_none, space.torch_sentence()) if x)
+        why_none = space.why_empty or _sentences(found.why_none, space.torch_sentence())
     return Recommendation(
         objective="min_cost" if deadline is not None else "max_throughput",
         global_batch=int(global_batch), iterations=float(iterations), deadline_hours=deadline,
@@ -859,7 +874,6 @@ def pareto(profile: Profile, *, global_batch: int, iterations: float, catalog: C
     request.threads = _threads(threads)
     found = space.search(request)
     front = ParetoFront(space.plan(p, i) for p, i in found.pareto)
-    front.why_none = "" if front else (space.why_empty or ". ".join(x for x in (found.why_none, space.torch_sentence())
-                                                                    if x))
+    front.why_none = "" if front else (space.why_empty or _sentences(found.why_none, space.torch_sentence()))
     front.torch = space.torch_summary()
     return front

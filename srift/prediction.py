@@ -177,7 +177,9 @@ def resolve_region(catalog: Catalog, cluster: Cluster, region: str | None) -> st
     if wanted is not None:
         wanted = catalog.region_name(wanted)
         if wanted not in catalog.regions:
-            raise ValueError(f"region {wanted!r} is not in the catalog; known: {', '.join(catalog.regions)}")
+            close = catalog.close_regions(wanted)
+            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+            raise ValueError(f"region {wanted!r} is not in the catalog{hint}; known: {', '.join(catalog.regions)}")
         for g in cluster.groups:
             if catalog.price(g.instance_type, wanted, g.market) is None:
                 where = [r for r in catalog.regions if catalog.price(g.instance_type, r, g.market) is not None]

@@ -58,15 +58,22 @@ def test_a_capital_x_counts_and_the_catalog_spells_the_rest():
         Cluster.parse("1x p3.16xlarg").in_catalog(Catalog.default())
 
 
-def test_region_names_are_read_case_insensitively():
+def test_region_names_are_read_case_insensitively(resnet50_profile):
     from srift.catalog import Catalog
     from srift.planning import resolve_regions
+    from srift.prediction import predict
 
     catalog = Catalog.default()
     assert resolve_regions(catalog, "US-EAST-1, Eu-West-1") == ["us-east-1", "eu-west-1"]
     assert resolve_regions(catalog, [" us-west-2"]) == ["us-west-2"]
     with pytest.raises(ValueError, match=r"regions \['MARS-1'\] are not in the catalog"):
         resolve_regions(catalog, "MARS-1")  # named as given
+    # a typo names the region meant, as an unknown instance type does (a first-time user's review)
+    with pytest.raises(ValueError, match=r"^regions \['us-east1', 'eu-wset-1'\] are not in the catalog \(did you "
+                                         r"mean 'us-east-1', 'eu-west-1'\?\); known: af-south-1, "):
+        resolve_regions(catalog, "us-east1,eu-wset-1")
+    with pytest.raises(ValueError, match=r"^region 'us-east1' is not in the catalog \(did you mean 'us-east-1'"):
+        predict(resnet50_profile, "1x g5.xlarge", 8, region="us-east1")
 
 
 def test_all_regions_and_the_catalogs_lookups_read_a_region_in_any_case():

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +93,43 @@ def test_emitted_torchrun_lines_run_a_mixed_plan(resnet50_profile, tmp_path):
         taken = [i for r in ranks for b in r["epochs"][epoch] for i in b]
         assert len(taken) == len(set(taken)) == 1000 and set(taken) <= set(range(dataset_len))
     assert ranks[0]["epochs"][0] != ranks[0]["epochs"][1]  # set_epoch reshuffles
+
+
+def _tutorial_script() -> str:
+    """docs/tutorial.md's complete ``train.py``, as a user copies it."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "tutorial.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", text, re.S) if b.startswith("# train.py\n")]
+    assert len(blocks) == 1, "docs/tutorial.md holds one complete train.py"
+    return blocks[0]
+
+
+def test_the_tutorials_train_py_runs_a_mixed_spot_plans_lines(resnet50_profile, tmp_path):
+    """A first-time user copies the tutorial's script and runs the emitted lines on 127.0.0.1
+    (gloo, CPU, two "nodes"). The tutorial had a fragment (NCCL, undefined names, no end): a copy
+    did not run, and one written without a barrier before destroy_process_group aborted at exit
+    now and then, which a spot plan's --max-restarts turned into a restart from the top."""
+    pred = predict(resnet50_profile, "1x g5.xlarge + 1x g4dn.4xlarge:spot", 64, region="us-east-1")
+    (tmp_path / "train.py").write_text(_tutorial_script())
+    lines = export.torchrun(pred, script="train.py", script_args=["--epochs", "2"],
+                            master_addr="127.0.0.1", master_port=_free_port())
+    launch = export.nodes(pred)
+    assert [n.local_batches for n in launch] == [[51], [13]]  # uneven: the g5's A10G takes more
+    assert all("--max-restarts=3" in line for line in lines)
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+           "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen(["bash", "-c", line], cwd=tmp_path, env=env, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for line in reversed(lines)]
+    try:
+        logs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], logs
+    out = "\n".join(logs)
+    # 4096 samples at a global batch of 64: 64 steps an epoch on both ranks; loss scales 2 x 51 / 64, 2 x 13 / 64
+    assert "rank 0: 2 epochs of 64 steps at local batch 51, loss scale 1.5938" in out, out
+    assert "rank 1: 2 epochs of 64 steps at local batch 13, loss scale 0.4062" in out, out
+    # each worker ran once: no abort at exit, no restart by --max-restarts
+    assert "terminate called" not in out and out.count("rank 0: ") == out.count("rank 1: ") == 1, out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 
 import pytest
 
@@ -536,3 +537,15 @@ def test_parquet_columns_are_typed(spec_file, tmp_path):
     assert (again.computed, again.skipped) == (5, 3)
     after = pq.read_table(out)
     assert after.schema == table.schema and after.to_pylist()[:3] == rows
+
+
+def test_sweep_help_names_every_spec_key(capsys):
+    """`srift sweep --help` lists the spec's keys; it had left out ``torch`` (the PyTorch whose
+    official wheels every plan must run), which the README's command table names."""
+    from srift import sweep
+    from srift.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    keys = " ".join(capsys.readouterr().out.split()).split("spec keys:", 1)[1]
+    assert [k for k in sorted(sweep._SPEC_KEYS) if not re.search(rf"(?<![\w.]){k}(?![\w/])", keys)] == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -342,6 +343,22 @@ def test_nothing_runs_says_which_gpus_were_dropped_and_why(resnet50_profile, cat
     assert held.best is None
     assert "held instances cannot run one PyTorch build" in held.why_none
     assert "V100-16GB and B200 together" in held.why_none
+
+
+def test_a_deadline_nothing_meets_reads_as_sentences_and_plans_name_their_wheels(resnet50_profile, catalog) -> None:
+    """A first-time user's run through the docs: the deadline's reason ran into the wheel check's
+    sentence ("the fastest takes 31.6 min One DDP job runs ..."), and ``Plan.torch_wheels``, which
+    the README and recommend's docstring name, was no attribute of a Plan (AttributeError)."""
+    kw = dict(global_batch=256, iterations=100_000, catalog=catalog, torch="2.13")
+    rec = srift.recommend(resnet50_profile, deadline_hours=1 / 60, **kw)
+    assert rec.best is None and rec.why_none.startswith("no plan meets the deadline of 1 min; the fastest takes ")
+    # each reason a sentence: the wheel check's own (an arm64 host left out, the per-wheel search)
+    assert re.search(r"the fastest takes [0-9.]+ (min|h)\. [A-Z]", rec.why_none), rec.why_none
+    assert re.search(r"\. [Oo]ne DDP job runs one PyTorch build, so plans were searched per wheel: |; one DDP job runs one "
+                     r"PyTorch build, so plans were searched per wheel: ", rec.why_none), rec.why_none
+    best = srift.recommend(resnet50_profile, deadline_hours=12, **kw).best
+    assert best.torch_wheels == best.prediction.torch_wheels == best.to_dict()["torch_wheels"] == \
+        ["cu126", "cu130", "cu132"]  # the quickstart's 2x g5.2xlarge: A10G, sm_86
 
 
 def test_the_quickstart_answer_is_unchanged_under_2_13(resnet50_profile, catalog) -> None:
