@@ -125,6 +125,9 @@ class Prediction:
     torch_release: str | None = None
     torch_wheels: list[str] | None = None
     torch_note: str = ""
+    # the target PyTorch version as given or recorded ("2.16", "2.13.0+cu126"; None when none is
+    # known): past the table it is not torch_release, whose wheels stand in for it
+    torch_version: str | None = None
 
     @property
     def total_hours(self) -> float | None:
@@ -374,4 +377,4 @@ def predict(profile: Profile, cluster: str | Cluster, global_batch: int, *,
         local_batch_cap=engine.config.max_local_batch,
         bottleneck_group=int(bottleneck_group) if 0 <= bottleneck_group < len(groups) else -1,
         torch_release=target.release.torch if target.release is not None else None,
-        torch_wheels=torch_wheels, torch_note=torch_note)
+        torch_wheels=torch_wheels, torch_note=torch_note, torch_version=target.version)

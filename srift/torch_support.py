@@ -390,17 +390,22 @@ def preferred_wheel(release: str, wheels: list[str]) -> str:
     return min(wheels, key=key)
 
 
-def install_line(release: str | None, wheels: list[str] | None) -> str | None:
+def install_line(release: str | None, wheels: list[str] | None, version: str | None = None) -> str | None:
     """The pip line that installs the official wheel variant to use for a plan
     (`preferred_wheel`): plain ``pip install "torch==2.13.*"`` for PyPI's default variant, else
-    from download.pytorch.org/whl/cuNNN; None when no variant runs it or the check is off."""
+    from download.pytorch.org/whl/cuNNN; None when no variant runs it or the check is off.
+    ``version``, the target's own (``"2.16"``), names the release to install where it is past the
+    table and ``release`` (the newest row) only stands in for its wheels: a 2.16 user had been
+    told to install 2.15."""
     if release is None or not wheels:
         return None
     wheel = preferred_wheel(release, wheels)
     variant = _variants_of(release).get(wheel)
+    m = _VERSION_RE.match(version) if version else None
+    pin = f"{m.group(1)}.{m.group(2)}" if m else release
     if variant is not None and variant.support == "default":
-        return f'pip install "torch=={release}.*"  # {wheel}, PyPI\'s default build'
-    return f'pip install "torch=={release}.*" --index-url {INDEX_URL}{wheel}'
+        return f'pip install "torch=={pin}.*"  # {wheel}, PyPI\'s default build'
+    return f'pip install "torch=={pin}.*" --index-url {INDEX_URL}{wheel}'
 
 
 def describe(pred: Any) -> str | None:
@@ -411,7 +416,8 @@ def describe(pred: Any) -> str | None:
     if not wheels:
         return f"PyTorch: {pred.torch_note}"
     return (f"PyTorch: the official torch {release} wheel{'s' if len(wheels) > 1 else ''} "
-            f"{', '.join(wheels)} run{'' if len(wheels) > 1 else 's'} every GPU of it: {install_line(release, wheels)}")
+            f"{', '.join(wheels)} run{'' if len(wheels) > 1 else 's'} every GPU of it: "
+            f"{install_line(release, wheels, getattr(pred, 'torch_version', None))}")
 
 
 def gpu_label(catalog: Catalog, instance_type: str) -> str:

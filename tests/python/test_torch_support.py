@@ -386,6 +386,16 @@ def test_the_install_line_offers_pypis_build_else_the_newest_stable_one() -> Non
     assert preferred_wheel("2.13", ["cu126", "cu132"]) == "cu126"            # legacy before experimental
 
 
+def test_past_the_table_the_install_line_names_the_release_asked_for(resnet50_profile, catalog) -> None:
+    # 2.16 is past the table: 2.15's wheels stand in, but the user installs 2.16 (had been 2.15)
+    with pytest.warns(TorchSupportWarning, match="newer than srift's wheel table"):
+        pred = srift.predict(resnet50_profile, "2x g5.2xlarge", 256, catalog=catalog, torch="2.16")
+    assert pred.torch_release == "2.15" and pred.torch_version == "2.16"
+    assert ts.describe(pred).endswith('pip install "torch==2.16.*"  # cu132, PyPI\'s default build')
+    pred = srift.predict(resnet50_profile, "2x g5.2xlarge", 256, catalog=catalog, torch="2.13.0+cu126")
+    assert ts.describe(pred).endswith('pip install "torch==2.13.*" --index-url https://download.pytorch.org/whl/cu126')
+
+
 @pytest.mark.parametrize("support, message", [
     ("beta", r"releases\[0\]\.variants\[0\]\.support: expected one of default, stable, legacy, experimental"),
     (1, r"releases\[0\]\.variants\[0\]\.support"),
