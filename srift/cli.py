@@ -791,7 +791,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
             lines += report.precision_notes(b.prediction, catalog)
             lines += report.torch_lines(b.prediction)
             lines.append("(--explain for the iteration breakdown and memory headroom; "
-                         "--emit torchrun|skypilot to launch it)")
+                         "--emit torchrun|skypilot|json to launch it)")
         return "\n".join(lines)
 
     payload = {"schema": RECOMMENDATION_SCHEMA, **rec.to_dict()}

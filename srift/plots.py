@@ -28,7 +28,7 @@ def _figure(figsize: tuple[float, float] = FIGSIZE) -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - matplotlib is in the test requirements
-        raise ValueError("plots need matplotlib: pip install matplotlib") from exc
+        raise ValueError("plots need matplotlib: pip install 'srift[plots]' (or pip install matplotlib)") from exc
     return Figure(figsize=figsize, dpi=DPI, layout="constrained")
 
 
