@@ -70,6 +70,23 @@ srift::WorkloadStats two_layers() {
 // A model's whole iteration at batch b (seconds): compute plus the optimizer step.
 double total_at(const srift::ComputeModel& c, double b) { return c.compute_s(b) + c.optimizer_s; }
 
+// The compute models srift ships (srift/data/models).
+srift::LearnedCompute shipped_compute() {
+  return srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
+                                               srift_test::shipped_document("compute_absolute"));
+}
+
+// The shipped compute models' A100-40GB ratio reference, launched in 2020 (the dominance tests
+// start from it); unnamed when the shipped models hold none.
+GpuSpec shipped_a100_40gb(const srift::LearnedCompute& lc) {
+  GpuSpec a100;
+  for (const GpuSpec& g : lc.config().ratio_references) {
+    if (g.name == "A100-40GB") a100 = g;
+  }
+  a100.launch_year = 2020;
+  return a100;
+}
+
 }  // namespace
 
 TEST(WorkloadStats, SharesIntensityAndBandwidthBoundShare) {
@@ -809,9 +826,7 @@ TEST(LearnedCompute, TheShippedModelsPredictB300AsB200AndStillLeanTheRtxPro6000)
   // Note "data edge", as shipped: the catalog's B300 (2025) has exactly the B200's specs
   // (srift/data/gpu_specs.csv) and more memory; B200 (2024) is a training GPU, listed with its
   // specs in both documents' dominance references. The RTX PRO 6000 (2025) has specs of its own.
-  const srift::LearnedCompute lc =
-      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
-                                            srift_test::shipped_document("compute_absolute"));
+  const srift::LearnedCompute lc = shipped_compute();
   const auto reference = [&](const std::string& name) {
     for (const GpuSpec& g : lc.config().absolute_references) {
       if (g.name == name) return g;
@@ -1676,15 +1691,9 @@ TEST(LearnedCompute, AtFp32AGpuWithTf32StaysAheadOfTheReferencesWithTf32ItBeats)
   // BERT-base at batch 1 anchored on an L4 (bench/dominance_scan.py --small) put an RTX PRO 6000
   // (FP32 120, TF32 240 TFLOPS, 1,597 GB/s) 1.18x behind an A100-40GB (19.5, 156, 1,555). Here
   // BERT-base's layers summed by kind, as shipped, on one grid: the lines in order at every batch.
-  const srift::LearnedCompute lc =
-      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
-                                            srift_test::shipped_document("compute_absolute"));
-  GpuSpec a100;
-  for (const GpuSpec& g : lc.config().ratio_references) {
-    if (g.name == "A100-40GB") a100 = g;
-  }
+  const srift::LearnedCompute lc = shipped_compute();
+  const GpuSpec a100 = shipped_a100_40gb(lc);
   ASSERT_EQ(a100.name, "A100-40GB");
-  a100.launch_year = 2020;
   GpuSpec pro{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9};
   pro.launch_year = 2025;
   GpuSpec l4{"L4", 22888.0 * (1 << 20), 30.3e12, 60e12, 121e12, 300e9};
@@ -1725,9 +1734,7 @@ TEST(LearnedCompute, AtFp32AReferenceThatBeatsAGpuWithTf32BoundsItFromBelow) {
   // anchored on a V100 at 0.7x, an RTX A6000 (FP32 38.7, TF32 77.4 TFLOPS, 768 GB/s) up to 1.02x
   // behind an A10G (35, 35, 600). Now no reference (nor the anchor) that beats a GPU on every
   // spec at FP32 is predicted slower than it at any batch of the grid.
-  const srift::LearnedCompute lc =
-      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
-                                            srift_test::shipped_document("compute_absolute"));
+  const srift::LearnedCompute lc = shipped_compute();
   const std::vector<GpuSpec>& refs = lc.config().ratio_references;
   std::vector<GpuSpec> gpus = refs;
   GpuSpec a10g{"A10G", 22888.0 * (1 << 20), 35e12, 35e12, 70e12, 600e9};
@@ -1934,15 +1941,9 @@ TEST(LearnedCompute, AReferenceBoundsATargetWithItsOwnLineOnItsOwnGrid) {
   // engine's limits (BERT-base at 128 tokens: L4 226, A100-40GB 435, RTX PRO 6000 1,098): the
   // RTX PRO 6000, ahead of the A100-40GB on every spec, 1.014x behind it at batch 1 when each is
   // predicted on its own grid with the references on the target's; in order with the table.
-  const srift::LearnedCompute lc =
-      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
-                                            srift_test::shipped_document("compute_absolute"));
-  GpuSpec a100;
-  for (const GpuSpec& g : lc.config().ratio_references) {
-    if (g.name == "A100-40GB") a100 = g;
-  }
+  const srift::LearnedCompute lc = shipped_compute();
+  const GpuSpec a100 = shipped_a100_40gb(lc);
   ASSERT_EQ(a100.name, "A100-40GB");
-  a100.launch_year = 2020;
   const GpuSpec pro{"RTX-PRO-6000", 96.0 * (1ull << 30), 120e12, 240e12, 480e12, 1597e9, 2025};
   const GpuSpec l4{"L4", 22.352 * (1ull << 30), 30.3e12, 60e12, 121e12, 300e9, 2023};
   const srift::GridEnds ends = {{l4.memory_bytes, 226}, {a100.memory_bytes, 435}, {pro.memory_bytes, 1098}};
@@ -1970,9 +1971,7 @@ TEST(LearnedCompute, NoGridEndsOrEndsThatAreTheTargetsOwnChangeNothing) {
   // Note "own grids": a caller that passes no table gets the prediction as before it, bit for
   // bit; so does one whose table lists no reference's memory, or lists every memory with the
   // target's own max_batch (every reference then on the target's grid, as before).
-  const srift::LearnedCompute lc =
-      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
-                                            srift_test::shipped_document("compute_absolute"));
+  const srift::LearnedCompute lc = shipped_compute();
   const srift::WorkloadStats w = bert_base_128();
   const GpuSpec l4{"L4", 22888.0 * (1 << 20), 30.3e12, 60e12, 121e12, 300e9, 2023};
   const GpuSpec pro{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9, 2025};
@@ -2006,16 +2005,10 @@ TEST(LearnedCompute, ACacheKeepsEachTableOfGridEndsApart) {
   // table, so one Cache asked the same targets with no table, with one and with another that
   // moves one reference's end, in turn, answers each as a fresh call does, bit for bit; a Memo
   // shared across tables would hand one table's lines to another.
-  const srift::LearnedCompute lc =
-      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
-                                            srift_test::shipped_document("compute_absolute"));
+  const srift::LearnedCompute lc = shipped_compute();
   const srift::WorkloadStats w = bert_base_128();
-  GpuSpec a100;
-  for (const GpuSpec& g : lc.config().ratio_references) {
-    if (g.name == "A100-40GB") a100 = g;
-  }
+  const GpuSpec a100 = shipped_a100_40gb(lc);
   ASSERT_EQ(a100.name, "A100-40GB");
-  a100.launch_year = 2020;
   const GpuSpec pro{"RTX-PRO-6000", 98304.0 * (1 << 20), 120e12, 240e12, 480e12, 1597e9, 2025};
   const GpuSpec l4{"L4", 22888.0 * (1 << 20), 30.3e12, 60e12, 121e12, 300e9, 2023};
   const GpuSpec h100{"H100", 80.0 * (1ull << 30), 67e12, 495e12, 990e12, 3350e9, 2022};
@@ -2050,9 +2043,7 @@ TEST(LearnedCompute, ACacheKeepsEachTableOfGridEndsApart) {
 }
 
 TEST(LearnedCompute, GridEndsAreRefusedByName) {
-  const srift::LearnedCompute lc =
-      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
-                                            srift_test::shipped_document("compute_absolute"));
+  const srift::LearnedCompute lc = shipped_compute();
   const srift::WorkloadStats w = two_layers();
   const GpuSpec g = gpu("g", 10, 50, 400);
   const auto message = [&](const srift::GridEnds& table) {
@@ -2083,16 +2074,10 @@ TEST(LearnedCompute, OneCacheAnswersEveryEntryPointAsFreshCallsInAnyOrderAndUnde
   // and one with that end past the target's, in one order and then in the reverse order, answers
   // each call as a fresh call does, bit for bit; a table equal up to order, or with a memory no
   // GPU asked has, answers as that table.
-  const srift::LearnedCompute lc =
-      srift::LearnedCompute::from_documents(srift_test::shipped_document("compute_ratio"),
-                                            srift_test::shipped_document("compute_absolute"));
+  const srift::LearnedCompute lc = shipped_compute();
   const srift::WorkloadStats w = bert_base_128();
-  GpuSpec a100;
-  for (const GpuSpec& g : lc.config().ratio_references) {
-    if (g.name == "A100-40GB") a100 = g;
-  }
+  const GpuSpec a100 = shipped_a100_40gb(lc);
   ASSERT_EQ(a100.name, "A100-40GB");
-  a100.launch_year = 2020;
   const GpuSpec pro{"RTX-PRO-6000", 96.0 * (1ull << 30), 120e12, 240e12, 480e12, 1597e9, 2025};
   const GpuSpec l4{"L4", 22.352 * (1ull << 30), 30.3e12, 60e12, 121e12, 300e9, 2023};
   const GpuSpec t4{"T4", 16.0 * (1ull << 30), 8.1e12, 0, 65e12, 320e9, 2018};

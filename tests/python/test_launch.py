@@ -26,7 +26,7 @@ SCRIPT = textwrap.dedent("""
     import srift
 
     dataset_len, out = int(sys.argv[1]), sys.argv[2]
-    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=240))
     dataset = torch.utils.data.TensorDataset(torch.arange(dataset_len))
     sampler = srift.UnevenBatchSampler.from_env(dataset_len, seed=3)
     loader = torch.utils.data.DataLoader(dataset, batch_sampler=sampler)
@@ -53,6 +53,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _run_nodes(lines: list[str], cwd) -> tuple[list[subprocess.Popen], list[str]]:
+    """Runs each emitted torchrun line as one "node" on this machine (the last first, so node 0's
+    store is awaited), each in its own process group; returns the processes and their output.
+    On a failure or a timeout every agent and worker is killed. The timeouts are generous: on a
+    2-core machine busy with a C++ build, one run failed (the file took 132 s) that passes in
+    20 s alone."""
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+           "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen(["bash", "-c", line], cwd=cwd, env=env, start_new_session=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for line in reversed(lines)]
+    try:
+        logs = [p.communicate(timeout=300)[0] for p in procs]
+    finally:
+        for p in procs:  # the torchrun agents and their workers (own process groups) on a failure
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    return procs, logs
+
+
 def test_emitted_torchrun_lines_run_a_mixed_plan(resnet50_profile, tmp_path):
     # 2 T4G ranks on node 0 and 1 V100 on node 1 (spot): different --nproc-per-node and local batches
     pred = predict(resnet50_profile, "1x g5g.16xlarge + 1x p3.2xlarge:spot", 100, region="us-east-1")
@@ -66,17 +86,7 @@ def test_emitted_torchrun_lines_run_a_mixed_plan(resnet50_profile, tmp_path):
     assert len(lines) == 2 and [n.nproc_per_node for n in launch] == [2, 1]
     assert len({b for n in launch for b in n.local_batches}) > 1  # uneven
     assert all("--max-restarts=3" in line for line in lines)  # a spot plan (note "spot launch")
-    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-           "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen(["bash", "-c", line], cwd=tmp_path, env=env, start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for line in reversed(lines)]
-    try:
-        logs = [p.communicate(timeout=120)[0] for p in procs]
-    finally:
-        for p in procs:  # the torchrun agents and their workers (own process groups) on a failure
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+    procs, logs = _run_nodes(lines, tmp_path)
     assert [p.returncode for p in procs] == [0, 0], logs
     ranks = sorted((json.loads(f.read_text()) for f in out.glob("rank*.json")), key=lambda r: int(r["RANK"]))
     assert [int(r["RANK"]) for r in ranks] == list(range(pred.workers)) == list(range(3))
@@ -115,17 +125,7 @@ def test_the_tutorials_train_py_runs_a_mixed_spot_plans_lines(resnet50_profile, 
     launch = export.nodes(pred)
     assert [n.local_batches for n in launch] == [[51], [13]]  # uneven: the g5's A10G takes more
     assert all("--max-restarts=3" in line for line in lines)
-    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-           "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen(["bash", "-c", line], cwd=tmp_path, env=env, start_new_session=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for line in reversed(lines)]
-    try:
-        logs = [p.communicate(timeout=120)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+    procs, logs = _run_nodes(lines, tmp_path)
     assert [p.returncode for p in procs] == [0, 0], logs
     out = "\n".join(logs)
     # 4096 samples at a global batch of 64: 64 steps an epoch on both ranks; loss scales 2 x 51 / 64, 2 x 13 / 64
