@@ -20,7 +20,7 @@ from srift import _core, checks
 from srift.cluster import MARKETS, Cluster, ClusterGroup
 from srift.engine import Engine, EngineConfig, with_overrides
 from srift.prediction import DEFAULT_REGIONS, Prediction, check_objects, predict
-from srift.torch_support import gpu_capabilities, gpu_label
+from srift.torch_support import gpu_capabilities, gpu_label, resolve_target
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -288,8 +288,6 @@ class _Space:
                  min_gpu_memory_gib: float | None = None, spot: SpotAssumptions | None = None,
                  held: str | Cluster | None = None, max_accumulation_steps: int | None = None,
                  max_local_batch: int | None = None, torch: Any = None):
-        from srift.torch_support import resolve_target
-
         checks.integer("global_batch", global_batch)
         checks.optional_instance("spot_assumptions", spot, SpotAssumptions, "srift.planning.SpotAssumptions(...)")
         checks.iterations("iterations", iterations)
@@ -443,7 +441,10 @@ class _Space:
         runs lies in one of these offer sets, so the best of the searches over them is the best
         plan some wheel runs. Variants running the same offers search once; a set inside
         another's is left out. None: one search over every offer (the check is off, or one
-        variant runs every GPU offered); []: no variant runs any offer."""
+        variant runs every GPU offered); []: no variant runs any offer. Sets ``dropped`` (the
+        GPUs no variant runs) and ``wheel_sets`` (each search's variants and GPUs)."""
+        self.dropped: dict[str, str | None] = {}
+        self.wheel_sets: list[tuple[list[str], list[str]]] = []
         if not self.torch.checked:
             return None
         gpus = sorted(set(self.offer_gpus))
@@ -469,7 +470,7 @@ class _Space:
         release = t.release
         names = ", ".join(v.name for v in release.variants)
         parts = []
-        if getattr(self, "dropped", None):
+        if self.dropped:
             dropped = ", ".join(f"{g} (sm_{(c or '?').replace('.', '')})" for g, c in self.dropped.items())
             parts.append(f"no official torch {release.torch} wheel ({names}) runs {dropped}, so "
                          f"{'they were' if len(self.dropped) > 1 else 'it was'} left out")
@@ -479,10 +480,8 @@ class _Space:
         if not parts:
             return ""
         said = "; ".join(parts)
-        return (f"{said[0].upper()}{said[1:]} (torch {t.version}, from the {t.origin}; "
-                "torch='source' / --torch source turns the check off)" if not nothing else
-                f"{said[0].upper()}{said[1:]}: no offer is left (torch {t.version}, from the {t.origin}; "
-                "torch='source' / --torch source turns the check off)")
+        return (f"{said[0].upper()}{said[1:]}{': no offer is left' if nothing else ''} (torch {t.version}, "
+                f"from the {t.origin}; torch='source' / --torch source turns the check off)")
 
     def search(self, request: Any) -> _Found:
         """The core's search over the offers one wheel runs (note "one wheel per plan"), the
@@ -596,10 +595,8 @@ class _Space:
         d = self.torch.to_dict()
         if self.torch.checked:
             d["wheels"] = [v.name for v in self.torch.release.variants]
-            d["searches"] = ([{"wheels": names, "gpus": gpus} for names, gpus in self.wheel_sets]
-                             if self.searches is not None else
-                             [{"wheels": names, "gpus": gpus} for names, gpus in getattr(self, "wheel_sets", [])])
-            d["dropped_gpus"] = {g: c for g, c in getattr(self, "dropped", {}).items()}
+            d["searches"] = [{"wheels": names, "gpus": gpus} for names, gpus in self.wheel_sets]
+            d["dropped_gpus"] = dict(self.dropped)
         return d
 
 
