@@ -213,10 +213,8 @@ def torchrun_text(obj: Plan | Prediction, **kwargs: Any) -> str:
            "# run line k on node k; set MASTER_ADDR to node 0's address on every node",
            *_accumulation_comment(pred),
            *_spot_comments(obj, f"--max-restarts={SPOT_MAX_RESTARTS}: when an instance is reclaimed, run its line on a "
-                                f"replacement and the others take it in (node 0 reclaimed: rerun every line)")]
-    wheel = _wheel_comment(pred)
-    if wheel:
-        out.append(wheel)
+                                f"replacement and the others take it in (node 0 reclaimed: rerun every line)"),
+           *_wheel_comment(pred)]
     for node, line in zip(launch, torchrun(pred, **kwargs)):
         last = node.first_global_rank + node.nproc_per_node - 1
         ranks = f"rank {last}" if node.nproc_per_node == 1 else f"ranks {node.first_global_rank}-{last}"
@@ -225,13 +223,12 @@ def torchrun_text(obj: Plan | Prediction, **kwargs: Any) -> str:
     return "\n".join(out)
 
 
-def _wheel_comment(pred: Prediction) -> str:
+def _wheel_comment(pred: Prediction) -> list[str]:
     """The install line of the official PyTorch wheel that runs every GPU of the plan, as a
-    comment (srift.torch_support), or "" when the check is off."""
-    from srift.torch_support import describe
+    comment (srift.torch_support), or none when the check is off."""
+    from srift.report import torch_lines
 
-    line = describe(pred)
-    return f"# {line}" if line else ""
+    return [f"# {line}" for line in torch_lines(pred)]
 
 
 def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: Sequence[str] = (),
@@ -280,7 +277,7 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
     header = [f"# srift plan: {pred.cluster} in {pred.region}, {pred.workers} GPUs, global batch {pred.global_batch}",
               f"# predicted {pred.iteration_s * 1e3:.1f} ms/iteration, {pred.samples_per_s:,.0f} samples/s, "
               f"${pred.usd_per_hour:,.2f}/h (SkyPilot >= 0.10 reads infra:)",
-              *([_wheel_comment(pred)] if _wheel_comment(pred) else []),
+              *_wheel_comment(pred),
               *_accumulation_comment(pred),
               *_spot_comments(obj, "launch with `sky jobs launch` (not `sky launch`): it relaunches the "
                                    "cluster after a preemption and reruns run")]
