@@ -490,19 +490,14 @@ class _Space:
             return _Found.one(_core.search(request))
         found = _Found()
         held = [(g.offer, g.count) for g in self.held]
-        if held and not any(all(o in set(index) for o, _ in held) for _, index in self.searches):
+        if held and not any(set(index).issuperset(o for o, _ in held) for _, index in self.searches):
             gpus = gpu_capabilities(self.catalog, [self.offer_info[o][0] for o, _ in held])
             found.why_none = f"the held instances cannot run one PyTorch build: {self.torch.why_not(gpus)}"
             return found
         limit = request.time_limit_s  # time_limit_s bounds the searches together, not each
         started = time.perf_counter()
         try:
-            for _, index in self.searches:
-                at = {o: k for k, o in enumerate(index)}
-                if any(o not in at for o, _ in held):
-                    continue  # this wheel does not run every held instance
-                request.offers = [self.offers[i] for i in index]
-                request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+            for index in self._each_search(request, held):
                 if math.isfinite(limit):
                     request.time_limit_s = max(limit - (time.perf_counter() - started), 1e-6)
                 found.add(_core.search(request), index)
@@ -517,6 +512,18 @@ class _Space:
             found.why_none = self._fastest_of_all(request, held, found.why_none)
         return found
 
+    def _each_search(self, request: Any, held: list[tuple[int, int]]) -> Iterator[list[int]]:
+        """Each wheel search's offer indices, with ``request.offers`` and ``request.held`` set to
+        its offers and the held instances among them; a search whose wheel does not run every
+        held instance is skipped. The caller sets the request's own offers and held back."""
+        for _, index in self.searches or []:
+            at = {o: k for k, o in enumerate(index)}
+            if any(o not in at for o, _ in held):
+                continue  # this wheel does not run every held instance
+            request.offers = [self.offers[i] for i in index]
+            request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+            yield index
+
     def _fastest_of_all(self, request: Any, held: list[tuple[int, int]], why: str) -> str:
         """Note "closest": the deadline binds under a budget or cap, and the core's sentence
         gives the fastest plan with neither, which is one search's; the fastest some wheel
@@ -528,12 +535,7 @@ class _Space:
             request.objective = _core.Objective.max_throughput
             request.deadline_s = request.budget_usd = request.max_usd_per_hour = math.inf
             request.deadline_confidence, request.top_k, request.collect_pareto = 0.0, 1, False
-            for _, index in self.searches or []:
-                at = {o: k for k, o in enumerate(index)}
-                if any(o not in at for o, _ in held):
-                    continue
-                request.offers = [self.offers[i] for i in index]
-                request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+            for _ in self._each_search(request, held):
                 fastest = min([fastest, *(p.total_s for p in _core.search(request).plans)])
         finally:
             (request.objective, request.deadline_s, request.budget_usd, request.max_usd_per_hour,
