@@ -20,7 +20,7 @@ from srift import _core, checks
 from srift.cluster import MARKETS, Cluster, ClusterGroup
 from srift.engine import Engine, EngineConfig, with_overrides
 from srift.prediction import DEFAULT_REGIONS, Prediction, check_objects, predict
-from srift.torch_support import gpu_capabilities, gpu_label, resolve_target
+from srift.torch_support import gpu_capabilities, gpu_label, resolve_target, sm_label
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -471,7 +471,7 @@ class _Space:
         names = ", ".join(v.name for v in release.variants)
         parts = []
         if self.dropped:
-            dropped = ", ".join(f"{g} (sm_{(c or '?').replace('.', '')})" for g, c in self.dropped.items())
+            dropped = ", ".join(f"{g} ({sm_label(c)})" for g, c in self.dropped.items())
             parts.append(f"no official torch {release.torch} wheel ({names}) runs {dropped}, so "
                          f"{'they were' if len(self.dropped) > 1 else 'it was'} left out")
         if self.searches:
