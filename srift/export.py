@@ -128,12 +128,6 @@ def nodes(obj: Plan | Prediction) -> list[NodeLaunch]:
     return out
 
 
-def _accumulation_env(pred: Prediction) -> str:
-    """`` SRIFT_ACCUMULATION_STEPS=k`` under gradient accumulation, else nothing."""
-    steps = pred.accumulation_steps
-    return f" SRIFT_ACCUMULATION_STEPS={steps}" if steps > 1 else ""
-
-
 def _uses_spot(pred: Prediction) -> bool:
     return any(g.market == "spot" for g in pred.groups)
 
@@ -254,7 +248,7 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
             "Use --emit torchrun and start the instances yourself, or plan one instance type and market "
             "(recommend --max-types 1; predict --cluster of one group)")
     g = pred.groups[0]
-    accumulation = f"export{_accumulation_env(pred)}\n" if pred.accumulation_steps > 1 else ""
+    accumulation = f"export SRIFT_ACCUMULATION_STEPS={pred.accumulation_steps}\n" if pred.accumulation_steps > 1 else ""
     # One case per node: the per-rank batches can differ between nodes of one group.
     cases = "\n".join(f"    {x.node_rank}) export SRIFT_LOCAL_BATCHES={','.join(map(str, x.local_batches))} ;;"
                       for x in launch)
