@@ -52,9 +52,6 @@ def everything(space, request, constrained):
     assert len(res.plans) < _core.MAX_TOP_K, "space too large"
     return [p for p in res.plans]
 
-def key_of(space, cluster, region):
-    return (str(cluster), region)
-
 def pkey(space, p):
     return tuple((g.offer, g.count) for g in p.groups)
 

@@ -699,6 +699,7 @@ def _recommend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
     from srift.planning import recommend
+    from srift.torch_support import sm_label
 
     if args.deadline is None and args.budget is None and args.max_usd_per_hour is None:
         raise UserError("give --deadline (cheapest plan that meets it) or --budget / --max-usd-per-hour "
@@ -783,7 +784,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
         dropped = rec.torch.get("dropped_gpus") or {}
         if dropped:
             lines.append(f"left out: no official torch {rec.torch['release']} wheel runs "
-                         + ", ".join(f"{g} (sm_{(c or '?').replace('.', '')})" for g, c in dropped.items())
+                         + ", ".join(f"{g} ({sm_label(c)})" for g, c in dropped.items())
                          + " (--torch source turns the check off)")
         if args.explain:
             lines += ["", report.explain_prediction(b.prediction, catalog)]

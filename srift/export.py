@@ -128,12 +128,6 @@ def nodes(obj: Plan | Prediction) -> list[NodeLaunch]:
     return out
 
 
-def _accumulation_env(pred: Prediction) -> str:
-    """`` SRIFT_ACCUMULATION_STEPS=k`` under gradient accumulation, else nothing."""
-    steps = pred.accumulation_steps
-    return f" SRIFT_ACCUMULATION_STEPS={steps}" if steps > 1 else ""
-
-
 def _uses_spot(pred: Prediction) -> bool:
     return any(g.market == "spot" for g in pred.groups)
 
@@ -213,10 +207,8 @@ def torchrun_text(obj: Plan | Prediction, **kwargs: Any) -> str:
            "# run line k on node k; set MASTER_ADDR to node 0's address on every node",
            *_accumulation_comment(pred),
            *_spot_comments(obj, f"--max-restarts={SPOT_MAX_RESTARTS}: when an instance is reclaimed, run its line on a "
-                                f"replacement and the others take it in (node 0 reclaimed: rerun every line)")]
-    wheel = _wheel_comment(pred)
-    if wheel:
-        out.append(wheel)
+                                f"replacement and the others take it in (node 0 reclaimed: rerun every line)"),
+           *_wheel_comment(pred)]
     for node, line in zip(launch, torchrun(pred, **kwargs)):
         last = node.first_global_rank + node.nproc_per_node - 1
         ranks = f"rank {last}" if node.nproc_per_node == 1 else f"ranks {node.first_global_rank}-{last}"
@@ -225,13 +217,12 @@ def torchrun_text(obj: Plan | Prediction, **kwargs: Any) -> str:
     return "\n".join(out)
 
 
-def _wheel_comment(pred: Prediction) -> str:
+def _wheel_comment(pred: Prediction) -> list[str]:
     """The install line of the official PyTorch wheel that runs every GPU of the plan, as a
-    comment (srift.torch_support), or "" when the check is off."""
-    from srift.torch_support import describe
+    comment (srift.torch_support), or none when the check is off."""
+    from srift.report import torch_lines
 
-    line = describe(pred)
-    return f"# {line}" if line else ""
+    return [f"# {line}" for line in torch_lines(pred)]
 
 
 def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: Sequence[str] = (),
@@ -257,7 +248,7 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
             "Use --emit torchrun and start the instances yourself, or plan one instance type and market "
             "(recommend --max-types 1; predict --cluster of one group)")
     g = pred.groups[0]
-    accumulation = f"export{_accumulation_env(pred)}\n" if pred.accumulation_steps > 1 else ""
+    accumulation = f"export SRIFT_ACCUMULATION_STEPS={pred.accumulation_steps}\n" if pred.accumulation_steps > 1 else ""
     # One case per node: the per-rank batches can differ between nodes of one group.
     cases = "\n".join(f"    {x.node_rank}) export SRIFT_LOCAL_BATCHES={','.join(map(str, x.local_batches))} ;;"
                       for x in launch)
@@ -280,7 +271,7 @@ def skypilot(obj: Plan | Prediction, *, script: str = "train.py", script_args: S
     header = [f"# srift plan: {pred.cluster} in {pred.region}, {pred.workers} GPUs, global batch {pred.global_batch}",
               f"# predicted {pred.iteration_s * 1e3:.1f} ms/iteration, {pred.samples_per_s:,.0f} samples/s, "
               f"${pred.usd_per_hour:,.2f}/h (SkyPilot >= 0.10 reads infra:)",
-              *([_wheel_comment(pred)] if _wheel_comment(pred) else []),
+              *_wheel_comment(pred),
               *_accumulation_comment(pred),
               *_spot_comments(obj, "launch with `sky jobs launch` (not `sky launch`): it relaunches the "
                                    "cluster after a preemption and reruns run")]

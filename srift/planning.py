@@ -20,7 +20,7 @@ from srift import _core, checks
 from srift.cluster import MARKETS, Cluster, ClusterGroup
 from srift.engine import Engine, EngineConfig, with_overrides
 from srift.prediction import DEFAULT_REGIONS, Prediction, check_objects, predict
-from srift.torch_support import gpu_capabilities, gpu_label
+from srift.torch_support import gpu_capabilities, gpu_label, resolve_target, sm_label
 
 if TYPE_CHECKING:
     from srift.catalog import Catalog
@@ -288,8 +288,6 @@ class _Space:
                  min_gpu_memory_gib: float | None = None, spot: SpotAssumptions | None = None,
                  held: str | Cluster | None = None, max_accumulation_steps: int | None = None,
                  max_local_batch: int | None = None, torch: Any = None):
-        from srift.torch_support import resolve_target
-
         checks.integer("global_batch", global_batch)
         checks.optional_instance("spot_assumptions", spot, SpotAssumptions, "srift.planning.SpotAssumptions(...)")
         checks.iterations("iterations", iterations)
@@ -443,7 +441,10 @@ class _Space:
         runs lies in one of these offer sets, so the best of the searches over them is the best
         plan some wheel runs. Variants running the same offers search once; a set inside
         another's is left out. None: one search over every offer (the check is off, or one
-        variant runs every GPU offered); []: no variant runs any offer."""
+        variant runs every GPU offered); []: no variant runs any offer. Sets ``dropped`` (the
+        GPUs no variant runs) and ``wheel_sets`` (each search's variants and GPUs)."""
+        self.dropped: dict[str, str | None] = {}
+        self.wheel_sets: list[tuple[list[str], list[str]]] = []
         if not self.torch.checked:
             return None
         gpus = sorted(set(self.offer_gpus))
@@ -469,8 +470,8 @@ class _Space:
         release = t.release
         names = ", ".join(v.name for v in release.variants)
         parts = []
-        if getattr(self, "dropped", None):
-            dropped = ", ".join(f"{g} (sm_{(c or '?').replace('.', '')})" for g, c in self.dropped.items())
+        if self.dropped:
+            dropped = ", ".join(f"{g} ({sm_label(c)})" for g, c in self.dropped.items())
             parts.append(f"no official torch {release.torch} wheel ({names}) runs {dropped}, so "
                          f"{'they were' if len(self.dropped) > 1 else 'it was'} left out")
         if self.searches:
@@ -479,10 +480,8 @@ class _Space:
         if not parts:
             return ""
         said = "; ".join(parts)
-        return (f"{said[0].upper()}{said[1:]} (torch {t.version}, from the {t.origin}; "
-                "torch='source' / --torch source turns the check off)" if not nothing else
-                f"{said[0].upper()}{said[1:]}: no offer is left (torch {t.version}, from the {t.origin}; "
-                "torch='source' / --torch source turns the check off)")
+        return (f"{said[0].upper()}{said[1:]}{': no offer is left' if nothing else ''} (torch {t.version}, "
+                f"from the {t.origin}; torch='source' / --torch source turns the check off)")
 
     def search(self, request: Any) -> _Found:
         """The core's search over the offers one wheel runs (note "one wheel per plan"), the
@@ -491,19 +490,14 @@ class _Space:
             return _Found.one(_core.search(request))
         found = _Found()
         held = [(g.offer, g.count) for g in self.held]
-        if held and not any(all(o in set(index) for o, _ in held) for _, index in self.searches):
+        if held and not any(set(index).issuperset(o for o, _ in held) for _, index in self.searches):
             gpus = gpu_capabilities(self.catalog, [self.offer_info[o][0] for o, _ in held])
             found.why_none = f"the held instances cannot run one PyTorch build: {self.torch.why_not(gpus)}"
             return found
         limit = request.time_limit_s  # time_limit_s bounds the searches together, not each
         started = time.perf_counter()
         try:
-            for _, index in self.searches:
-                at = {o: k for k, o in enumerate(index)}
-                if any(o not in at for o, _ in held):
-                    continue  # this wheel does not run every held instance
-                request.offers = [self.offers[i] for i in index]
-                request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+            for index in self._each_search(request, held):
                 if math.isfinite(limit):
                     request.time_limit_s = max(limit - (time.perf_counter() - started), 1e-6)
                 found.add(_core.search(request), index)
@@ -518,6 +512,18 @@ class _Space:
             found.why_none = self._fastest_of_all(request, held, found.why_none)
         return found
 
+    def _each_search(self, request: Any, held: list[tuple[int, int]]) -> Iterator[list[int]]:
+        """Each wheel search's offer indices, with ``request.offers`` and ``request.held`` set to
+        its offers and the held instances among them; a search whose wheel does not run every
+        held instance is skipped. The caller sets the request's own offers and held back."""
+        for _, index in self.searches or []:
+            at = {o: k for k, o in enumerate(index)}
+            if any(o not in at for o, _ in held):
+                continue  # this wheel does not run every held instance
+            request.offers = [self.offers[i] for i in index]
+            request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+            yield index
+
     def _fastest_of_all(self, request: Any, held: list[tuple[int, int]], why: str) -> str:
         """Note "closest": the deadline binds under a budget or cap, and the core's sentence
         gives the fastest plan with neither, which is one search's; the fastest some wheel
@@ -529,12 +535,7 @@ class _Space:
             request.objective = _core.Objective.max_throughput
             request.deadline_s = request.budget_usd = request.max_usd_per_hour = math.inf
             request.deadline_confidence, request.top_k, request.collect_pareto = 0.0, 1, False
-            for _, index in self.searches or []:
-                at = {o: k for k, o in enumerate(index)}
-                if any(o not in at for o, _ in held):
-                    continue
-                request.offers = [self.offers[i] for i in index]
-                request.held = [_core.PlanGroup(at[o], c) for o, c in held]
+            for _ in self._each_search(request, held):
                 fastest = min([fastest, *(p.total_s for p in _core.search(request).plans)])
         finally:
             (request.objective, request.deadline_s, request.budget_usd, request.max_usd_per_hour,
@@ -596,10 +597,8 @@ class _Space:
         d = self.torch.to_dict()
         if self.torch.checked:
             d["wheels"] = [v.name for v in self.torch.release.variants]
-            d["searches"] = ([{"wheels": names, "gpus": gpus} for names, gpus in self.wheel_sets]
-                             if self.searches is not None else
-                             [{"wheels": names, "gpus": gpus} for names, gpus in getattr(self, "wheel_sets", [])])
-            d["dropped_gpus"] = {g: c for g, c in getattr(self, "dropped", {}).items()}
+            d["searches"] = [{"wheels": names, "gpus": gpus} for names, gpus in self.wheel_sets]
+            d["dropped_gpus"] = dict(self.dropped)
         return d
 
 

@@ -69,6 +69,11 @@ def _text(cap: tuple[int, int]) -> str:
     return f"{cap[0]}.{cap[1]}"
 
 
+def sm_label(capability: str | None) -> str:
+    """A compute capability as an arch name: '8.6' -> 'sm_86', None (unknown) -> 'sm_?'."""
+    return f"sm_{(capability or '?').replace('.', '')}"
+
+
 @dataclass(frozen=True)
 class WheelVariant:
     """One CUDA variant of a release's official wheels (cu126, cu130, ...)."""
@@ -258,7 +263,7 @@ class TorchTarget:
         for gpu, spec in gpus.items():
             cap, arch = _host(spec)
             runs = [v.name for v in self.release.variants if v.runs(cap, arch)]
-            parts.append(f"{gpu} (sm_{(cap or '?').replace('.', '')}) runs under "
+            parts.append(f"{gpu} ({sm_label(cap)}) runs under "
                          + (", ".join(runs) if runs else "none of them"))
         names = ", ".join(v.name for v in self.release.variants)
         together = "" if len(gpus) == 1 else " together"
